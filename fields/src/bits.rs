@@ -1,0 +1,532 @@
+//! Bit-level writer and reader over caller-provided buffers.
+//!
+//! Bits are packed least-significant-first within each byte, which is the
+//! order Quake 3 uses: the first bit written is bit 0 of byte 0. A value of
+//! `n` bits is written low bit first, so reading `n` bits back gives the same
+//! value.
+//!
+//! Codecs do not use [`BitWriter`]/[`BitReader`] directly: they write through
+//! the [`BitSink`]/[`BitSource`] traits, which the Huffman "bitstream mode"
+//! adapters in [`crate::huffman`] also implement. The same codec then produces
+//! raw bits or Quake 3's Huffman-coded stream without knowing which.
+
+use crate::error::BitError;
+
+/// Largest width, in bits, of a single integer read or write.
+pub const MAX_WIDTH: u32 = 32;
+
+fn check_width(count: u32) -> Result<(), BitError> {
+    if count == 0 || count > MAX_WIDTH {
+        Err(BitError::BadWidth(count))
+    } else {
+        Ok(())
+    }
+}
+
+/// Mask with the low `count` bits set (`count` in `0..=32`).
+#[inline]
+pub fn low_mask(count: u32) -> u32 {
+    if count >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << count) - 1
+    }
+}
+
+/// Sign-extends the low `count` bits of `value` (`count` in `1..=32`).
+#[inline]
+pub fn sign_extend(value: u32, count: u32) -> i32 {
+    let shift = 32 - count;
+    ((value << shift) as i32) >> shift
+}
+
+/// Something bits can be written to: a raw [`BitWriter`] or a Huffman coder.
+///
+/// Only [`BitSink::put_bits`] and [`BitSink::bits_written`] are required; the
+/// rest are built from it, so every sink encodes them identically.
+pub trait BitSink {
+    /// Writes the low `count` bits of `value` (`count` in `1..=32`), low bit first.
+    fn put_bits(&mut self, value: u32, count: u32) -> Result<(), BitError>;
+
+    /// Bits written so far.
+    fn bits_written(&self) -> usize;
+
+    /// Writes one bit.
+    fn put_bit(&mut self, bit: bool) -> Result<(), BitError> {
+        self.put_bits(bit as u32, 1)
+    }
+
+    /// Writes a signed value in `count` bits (two's complement, truncated).
+    fn put_signed(&mut self, value: i32, count: u32) -> Result<(), BitError> {
+        self.put_bits(value as u32, count)
+    }
+
+    /// Writes an `f32` as its 32 raw IEEE-754 bits.
+    fn put_f32(&mut self, value: f32) -> Result<(), BitError> {
+        self.put_bits(value.to_bits(), 32)
+    }
+
+    /// Writes one byte.
+    fn put_u8(&mut self, value: u8) -> Result<(), BitError> {
+        self.put_bits(value as u32, 8)
+    }
+
+    /// Writes bytes, eight bits each.
+    fn put_bytes(&mut self, bytes: &[u8]) -> Result<(), BitError> {
+        bytes.iter().try_for_each(|&b| self.put_u8(b))
+    }
+
+    /// Writes a NUL-terminated string of at most `max` bytes (terminator excluded).
+    fn put_str(&mut self, text: &str, max: usize) -> Result<(), BitError> {
+        let position = self.bits_written();
+        let bytes = text.as_bytes();
+        if bytes.len() > max {
+            return Err(BitError::StringTooLong { position, max });
+        }
+        if let Some(index) = bytes.iter().position(|&b| b == 0) {
+            return Err(BitError::NulInString { index });
+        }
+        self.put_bytes(bytes)?;
+        self.put_u8(0)
+    }
+
+    /// Writes a `debug-keys` check key after an entity or event.
+    ///
+    /// Without the `debug-keys` feature this writes nothing, so release
+    /// streams carry no overhead. `tag` should identify the item just written
+    /// (an entity number, an event id) so a misaligned reader fails on it.
+    fn put_check_key(&mut self, tag: u16) -> Result<(), BitError> {
+        if cfg!(feature = "debug-keys") {
+            self.put_bits(check_key(tag) as u32, 16)
+        } else {
+            let _ = tag;
+            Ok(())
+        }
+    }
+}
+
+/// Something bits can be read from: a raw [`BitReader`] or a Huffman decoder.
+pub trait BitSource {
+    /// Reads `count` bits (`count` in `1..=32`), low bit first.
+    fn get_bits(&mut self, count: u32) -> Result<u32, BitError>;
+
+    /// Bits consumed so far.
+    fn bits_read(&self) -> usize;
+
+    /// Reads one bit.
+    fn get_bit(&mut self) -> Result<bool, BitError> {
+        Ok(self.get_bits(1)? != 0)
+    }
+
+    /// Reads a `count`-bit two's-complement value and sign-extends it.
+    fn get_signed(&mut self, count: u32) -> Result<i32, BitError> {
+        Ok(sign_extend(self.get_bits(count)?, count))
+    }
+
+    /// Reads an `f32` from its 32 raw bits.
+    fn get_f32(&mut self) -> Result<f32, BitError> {
+        Ok(f32::from_bits(self.get_bits(32)?))
+    }
+
+    /// Reads one byte.
+    fn get_u8(&mut self) -> Result<u8, BitError> {
+        Ok(self.get_bits(8)? as u8)
+    }
+
+    /// Fills `out` with bytes.
+    fn get_bytes(&mut self, out: &mut [u8]) -> Result<(), BitError> {
+        for slot in out {
+            *slot = self.get_u8()?;
+        }
+        Ok(())
+    }
+
+    /// Reads a NUL-terminated string of at most `max` bytes into `out`
+    /// (cleared first). More than `max` bytes before the terminator is an error,
+    /// so `out` never grows past `max`.
+    fn get_cstr_into(&mut self, out: &mut Vec<u8>, max: usize) -> Result<(), BitError> {
+        let position = self.bits_read();
+        out.clear();
+        loop {
+            let byte = self.get_u8()?;
+            if byte == 0 {
+                return Ok(());
+            }
+            if out.len() == max {
+                return Err(BitError::StringTooLong { position, max });
+            }
+            out.push(byte);
+        }
+    }
+
+    /// Reads a NUL-terminated UTF-8 string of at most `max` bytes; invalid
+    /// UTF-8 is replaced rather than rejected, since the bound is what matters.
+    fn get_string(&mut self, max: usize) -> Result<String, BitError> {
+        let mut bytes = Vec::new();
+        self.get_cstr_into(&mut bytes, max)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Verifies a `debug-keys` check key written by [`BitSink::put_check_key`].
+    fn expect_check_key(&mut self, tag: u16) -> Result<(), BitError> {
+        if cfg!(feature = "debug-keys") {
+            let position = self.bits_read();
+            let found = self.get_bits(16)? as u16;
+            let expected = check_key(tag);
+            if found != expected {
+                return Err(BitError::KeyMismatch {
+                    position,
+                    expected,
+                    found,
+                });
+            }
+        } else {
+            let _ = tag;
+        }
+        Ok(())
+    }
+}
+
+/// The 16-bit key for `tag`: a fixed pattern mixed with the tag, so both a
+/// shifted stream and a wrong item are caught.
+fn check_key(tag: u16) -> u16 {
+    0xA55A ^ tag.rotate_left(5)
+}
+
+/// Writes bits into a caller-provided byte buffer. Never allocates.
+#[derive(Debug)]
+pub struct BitWriter<'a> {
+    buf: &'a mut [u8],
+    position: usize,
+}
+
+impl<'a> BitWriter<'a> {
+    /// A writer that starts at bit 0 of `buf`. Bytes are overwritten as they
+    /// are reached, so `buf` need not be zeroed.
+    pub fn new(buf: &'a mut [u8]) -> Self {
+        BitWriter { buf, position: 0 }
+    }
+
+    /// Capacity in bits.
+    pub fn capacity_bits(&self) -> usize {
+        self.buf.len() * 8
+    }
+
+    /// Bytes touched so far (the last one may be partly filled, padded with zeros).
+    pub fn byte_len(&self) -> usize {
+        self.position.div_ceil(8)
+    }
+
+    /// The bytes written so far.
+    pub fn written(&self) -> &[u8] {
+        &self.buf[..self.byte_len()]
+    }
+
+    /// Ends writing and returns the number of bytes used.
+    pub fn finish(self) -> usize {
+        self.byte_len()
+    }
+
+    /// Writes `count` raw bits without width checks; callers validate.
+    #[inline]
+    fn write_unchecked(&mut self, mut value: u32, mut count: u32) {
+        while count > 0 {
+            let byte = self.position >> 3;
+            let offset = (self.position & 7) as u32;
+            let take = count.min(8 - offset);
+            let chunk = (value & low_mask(take)) as u8;
+            if offset == 0 {
+                self.buf[byte] = chunk;
+            } else {
+                self.buf[byte] |= chunk << offset;
+            }
+            value = value.checked_shr(take).unwrap_or(0);
+            count -= take;
+            self.position += take as usize;
+        }
+    }
+}
+
+impl BitSink for BitWriter<'_> {
+    #[inline]
+    fn put_bits(&mut self, value: u32, count: u32) -> Result<(), BitError> {
+        check_width(count)?;
+        if self.position + count as usize > self.capacity_bits() {
+            return Err(BitError::Overflow {
+                position: self.position,
+                requested: count,
+                capacity: self.capacity_bits(),
+            });
+        }
+        self.write_unchecked(value, count);
+        Ok(())
+    }
+
+    fn bits_written(&self) -> usize {
+        self.position
+    }
+}
+
+/// Reads bits from a byte slice. Reading past the end is an error, never a panic.
+#[derive(Debug, Clone)]
+pub struct BitReader<'a> {
+    buf: &'a [u8],
+    position: usize,
+    end: usize,
+}
+
+impl<'a> BitReader<'a> {
+    /// A reader over all bits of `buf`.
+    pub fn new(buf: &'a [u8]) -> Self {
+        BitReader {
+            buf,
+            position: 0,
+            end: buf.len() * 8,
+        }
+    }
+
+    /// A reader over the first `bit_len` bits of `buf` (clamped to its length).
+    pub fn with_bit_len(buf: &'a [u8], bit_len: usize) -> Self {
+        BitReader {
+            buf,
+            position: 0,
+            end: bit_len.min(buf.len() * 8),
+        }
+    }
+
+    /// Bits left to read.
+    pub fn remaining_bits(&self) -> usize {
+        self.end - self.position
+    }
+
+    /// Total length of the input in bits.
+    pub fn bit_len(&self) -> usize {
+        self.end
+    }
+
+    /// Returns the next `count` bits (`count <= 32`) without consuming them;
+    /// bits past the end read as zero. Used by table-driven Huffman decoding,
+    /// which then [`skip`](Self::skip)s only the length of the code it found.
+    #[inline]
+    pub fn peek_bits(&self, count: u32) -> u32 {
+        let byte = self.position >> 3;
+        let offset = (self.position & 7) as u32;
+        let mut window = [0u8; 8];
+        let available = self.buf.len().saturating_sub(byte).min(8);
+        window[..available].copy_from_slice(&self.buf[byte..byte + available]);
+        let mut bits = u64::from_le_bytes(window) >> offset;
+        // Zero anything past the logical end, which may sit inside the last byte.
+        let left = self.remaining_bits();
+        if left < 64 {
+            bits &= (1u64 << left) - 1;
+        }
+        (bits as u32) & low_mask(count)
+    }
+
+    /// Consumes `count` bits already inspected with [`peek_bits`](Self::peek_bits).
+    #[inline]
+    pub fn skip(&mut self, count: u32) -> Result<(), BitError> {
+        if count as usize > self.remaining_bits() {
+            return Err(self.end_of_input(count));
+        }
+        self.position += count as usize;
+        Ok(())
+    }
+
+    fn end_of_input(&self, requested: u32) -> BitError {
+        BitError::EndOfInput {
+            position: self.position,
+            requested,
+            available: self.end,
+        }
+    }
+}
+
+impl BitSource for BitReader<'_> {
+    #[inline]
+    fn get_bits(&mut self, count: u32) -> Result<u32, BitError> {
+        check_width(count)?;
+        if count as usize > self.remaining_bits() {
+            return Err(self.end_of_input(count));
+        }
+        let value = self.peek_bits(count);
+        self.position += count as usize;
+        Ok(value)
+    }
+
+    fn bits_read(&self) -> usize {
+        self.position
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn first_bit_is_least_significant_bit_of_first_byte() {
+        let mut buf = [0xFFu8; 2];
+        let mut w = BitWriter::new(&mut buf);
+        w.put_bit(true).unwrap();
+        w.put_bits(0, 2).unwrap();
+        w.put_bits(0b1_0110, 5).unwrap();
+        w.put_bits(0b101, 3).unwrap();
+        assert_eq!(w.finish(), 2);
+        assert_eq!(buf, [0b1011_0001, 0b0000_0101]);
+    }
+
+    #[test]
+    fn reading_past_the_end_is_an_error() {
+        let buf = [0xAB];
+        let mut r = BitReader::new(&buf);
+        assert_eq!(r.get_bits(5).unwrap(), 0b01011);
+        assert_eq!(
+            r.get_bits(4),
+            Err(BitError::EndOfInput {
+                position: 5,
+                requested: 4,
+                available: 8
+            })
+        );
+        assert_eq!(r.get_bits(3).unwrap(), 0b101);
+        assert!(r.get_bit().is_err());
+    }
+
+    #[test]
+    fn widths_outside_1_to_32_are_rejected() {
+        let mut buf = [0u8; 8];
+        let mut w = BitWriter::new(&mut buf);
+        assert_eq!(w.put_bits(0, 0), Err(BitError::BadWidth(0)));
+        assert_eq!(w.put_bits(0, 33), Err(BitError::BadWidth(33)));
+        let mut r = BitReader::new(&buf);
+        assert_eq!(r.get_bits(33), Err(BitError::BadWidth(33)));
+    }
+
+    #[test]
+    fn full_buffer_reports_overflow() {
+        let mut buf = [0u8; 1];
+        let mut w = BitWriter::new(&mut buf);
+        w.put_bits(0x7F, 7).unwrap();
+        assert!(matches!(w.put_bits(0, 2), Err(BitError::Overflow { .. })));
+        w.put_bit(true).unwrap();
+        assert_eq!(buf, [0xFF]);
+    }
+
+    #[test]
+    fn strings_are_bounded_on_both_sides() {
+        let mut buf = [0u8; 32];
+        let mut w = BitWriter::new(&mut buf);
+        w.put_bits(1, 3).unwrap();
+        w.put_str("hello", 5).unwrap();
+        assert!(matches!(
+            w.put_str("toolong", 5),
+            Err(BitError::StringTooLong { max: 5, .. })
+        ));
+        assert_eq!(
+            w.put_str("a\0b", 5),
+            Err(BitError::NulInString { index: 1 })
+        );
+        let len = w.finish();
+        let mut r = BitReader::new(&buf[..len]);
+        r.get_bits(3).unwrap();
+        let mut out = Vec::new();
+        let mut short = r.clone();
+        assert!(matches!(
+            short.get_cstr_into(&mut out, 4),
+            Err(BitError::StringTooLong { max: 4, .. })
+        ));
+        assert_eq!(r.get_string(5).unwrap(), "hello");
+    }
+
+    #[test]
+    fn unterminated_string_is_end_of_input() {
+        let buf = *b"abc";
+        let mut r = BitReader::new(&buf);
+        assert!(matches!(
+            r.get_string(100),
+            Err(BitError::EndOfInput { .. })
+        ));
+    }
+
+    #[test]
+    fn peek_zero_fills_past_the_logical_end() {
+        let buf = [0xFF, 0xFF];
+        let mut r = BitReader::with_bit_len(&buf, 10);
+        r.skip(4).unwrap();
+        assert_eq!(r.peek_bits(12), 0b11_1111);
+        assert!(r.skip(7).is_err());
+    }
+
+    #[cfg(feature = "debug-keys")]
+    #[test]
+    fn debug_keys_catch_a_misaligned_reader() {
+        let mut buf = [0u8; 16];
+        let mut w = BitWriter::new(&mut buf);
+        w.put_bits(5, 4).unwrap();
+        w.put_check_key(7).unwrap();
+        let len = w.finish();
+        let mut r = BitReader::new(&buf[..len]);
+        r.get_bits(3).unwrap();
+        assert!(matches!(
+            r.expect_check_key(7),
+            Err(BitError::KeyMismatch { position: 3, .. })
+        ));
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Bits(u32, u32),
+        Signed(i32, u32),
+        Float(f32),
+        Text(String),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (1u32..=32, any::<u32>()).prop_map(|(n, v)| Op::Bits(v & low_mask(n), n)),
+            (1u32..=32, any::<i32>()).prop_map(|(n, v)| Op::Signed(sign_extend(v as u32, n), n)),
+            any::<f32>().prop_map(Op::Float),
+            "[a-zA-Z0-9 ]{0,20}".prop_map(Op::Text),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn any_sequence_round_trips(ops in prop::collection::vec(op(), 0..64)) {
+            let mut buf = vec![0u8; 4096];
+            let mut w = BitWriter::new(&mut buf);
+            for op in &ops {
+                match op {
+                    Op::Bits(v, n) => w.put_bits(*v, *n).unwrap(),
+                    Op::Signed(v, n) => w.put_signed(*v, *n).unwrap(),
+                    Op::Float(f) => w.put_f32(*f).unwrap(),
+                    Op::Text(s) => w.put_str(s, 20).unwrap(),
+                }
+                w.put_check_key(ops.len() as u16).unwrap();
+            }
+            let bits = w.bits_written();
+            let mut r = BitReader::with_bit_len(&buf, bits);
+            for op in &ops {
+                match op {
+                    Op::Bits(v, n) => prop_assert_eq!(r.get_bits(*n).unwrap(), *v),
+                    Op::Signed(v, n) => prop_assert_eq!(r.get_signed(*n).unwrap(), *v),
+                    Op::Float(f) => prop_assert_eq!(r.get_f32().unwrap().to_bits(), f.to_bits()),
+                    Op::Text(s) => prop_assert_eq!(&r.get_string(20).unwrap(), s),
+                }
+                r.expect_check_key(ops.len() as u16).unwrap();
+            }
+            prop_assert_eq!(r.remaining_bits(), 0);
+        }
+
+        #[test]
+        fn arbitrary_input_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..64),
+                                         widths in prop::collection::vec(0u32..40, 0..64)) {
+            let mut r = BitReader::new(&bytes);
+            for n in widths {
+                let _ = r.get_bits(n);
+                let _ = r.get_string(8);
+            }
+        }
+    }
+}

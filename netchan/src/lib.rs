@@ -1,0 +1,4 @@
+//! # netchan
+//!
+//! A sans-IO network channel for game traffic over UDP.
+#![forbid(unsafe_code)]
