@@ -1,0 +1,221 @@
+//! Delta codecs over any [`NetFields`] struct.
+//!
+//! A codec turns "this struct, relative to that baseline" into bits and back.
+//! Two codecs share one API:
+//!
+//! * [`Codec::Q3`] — bit-exact Quake 3 protocol 68: the "last changed" byte,
+//!   a changed bit per field up to it, zero bits on entity fields, the
+//!   integral-float rule, the 10-bit entity header, and masked arrays.
+//! * [`Codec::Native`] — this project's codec: changed fields as a gap-coded
+//!   set, integers as zigzag differences from the baseline, floats predicted
+//!   from the baseline, entity numbers as gaps. Much smaller on game data.
+//!
+//! Entities are written in increasing number order, each with
+//! [`Codec::write_entity`], followed by [`Codec::write_entities_end`]. A reader
+//! calls [`Codec::read_entity_number`] (which returns `None` at the end
+//! marker), picks the baseline for that number, then calls
+//! [`Codec::read_entity_body`]. Player state and other single structs use
+//! [`Codec::write_delta`] / [`Codec::read_delta`].
+
+mod native;
+mod q3;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bits::{BitSink, BitSource};
+use crate::error::BitError;
+use crate::table::NetFields;
+
+pub use q3::{Q3_ENTITY_END, Q3_ENTITY_NUMBER_BITS};
+
+/// Which wire format to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum Codec {
+    /// Bit-exact Quake 3 protocol 68.
+    Q3,
+    /// This project's compact format.
+    #[default]
+    Native,
+}
+
+impl Codec {
+    /// The codec's name as used on command lines and in files (`q3`, `native`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::Q3 => "q3",
+            Codec::Native => "native",
+        }
+    }
+
+    /// Parses a name produced by [`Codec::name`].
+    pub fn from_name(name: &str) -> Option<Codec> {
+        match name {
+            "q3" => Some(Codec::Q3),
+            "native" => Some(Codec::Native),
+            _ => None,
+        }
+    }
+
+    /// Largest entity number this codec can carry (exclusive), if bounded.
+    pub fn entity_number_limit(self) -> Option<u32> {
+        match self {
+            Codec::Q3 => Some(Q3_ENTITY_END),
+            Codec::Native => None,
+        }
+    }
+
+    /// Writes `new` as a delta from `base` (Quake 3's player-state form for `Q3`).
+    /// Something is always written, even when nothing changed.
+    pub fn write_delta<T: NetFields, S: BitSink + ?Sized>(
+        self,
+        sink: &mut S,
+        base: &T,
+        new: &T,
+    ) -> Result<(), BitError> {
+        match self {
+            Codec::Q3 => q3::write_fields(sink, base, new, q3::Style::Player),
+            Codec::Native => native::write_fields(sink, base, new),
+        }
+    }
+
+    /// Reads a delta written by [`Codec::write_delta`] into `out`, which
+    /// must start equal to the baseline (fields the delta does not mention
+    /// keep their value).
+    pub fn read_delta<T: NetFields, S: BitSource + ?Sized>(
+        self,
+        source: &mut S,
+        out: &mut T,
+    ) -> Result<(), BitError> {
+        match self {
+            Codec::Q3 => q3::read_fields(source, out, q3::Style::Player),
+            Codec::Native => native::read_fields(source, out).map(|_| ()),
+        }
+    }
+
+    /// Writes one entity of an entity list. `last` is the number of the
+    /// previous entity written in this list (`None` for the first).
+    ///
+    /// Returns whether anything was written: an unchanged entity without
+    /// `force` is skipped, and the caller must then not advance `last`.
+    pub fn write_entity<T: NetFields, S: BitSink + ?Sized>(
+        self,
+        sink: &mut S,
+        last: Option<u32>,
+        number: u32,
+        update: EntityUpdate<'_, T>,
+    ) -> Result<bool, BitError> {
+        if let Some(limit) = self.entity_number_limit() {
+            if number >= limit {
+                return Err(BitError::invalid(
+                    "entity number",
+                    sink.bits_written(),
+                    format!(
+                        "{number} does not fit the {} codec (limit {limit})",
+                        self.name()
+                    ),
+                ));
+            }
+        }
+        if last.is_some_and(|last| number <= last) {
+            return Err(BitError::invalid(
+                "entity number",
+                sink.bits_written(),
+                format!("{number} written after {}", last.unwrap_or_default()),
+            ));
+        }
+        match self {
+            Codec::Q3 => q3::write_entity(sink, number, update),
+            Codec::Native => native::write_entity(sink, last, number, update),
+        }
+    }
+
+    /// Ends an entity list.
+    pub fn write_entities_end<S: BitSink + ?Sized>(self, sink: &mut S) -> Result<(), BitError> {
+        match self {
+            Codec::Q3 => sink.put_bits(Q3_ENTITY_END, Q3_ENTITY_NUMBER_BITS),
+            Codec::Native => sink.put_bit(false),
+        }
+    }
+
+    /// Reads the next entity number of a list, or `None` at the end marker.
+    /// Numbers must increase and be below `limit`.
+    pub fn read_entity_number<S: BitSource + ?Sized>(
+        self,
+        source: &mut S,
+        last: Option<u32>,
+        limit: u32,
+    ) -> Result<Option<u32>, BitError> {
+        let position = source.bits_read();
+        let number = match self {
+            Codec::Q3 => q3::read_entity_number(source)?,
+            Codec::Native => native::read_entity_number(source, last)?,
+        };
+        let Some(number) = number else {
+            return Ok(None);
+        };
+        if number >= limit {
+            return Err(BitError::invalid(
+                "entity number",
+                position,
+                format!("{number} is not below the limit {limit}"),
+            ));
+        }
+        if let Some(last) = last {
+            if number <= last {
+                return Err(BitError::invalid(
+                    "entity number",
+                    position,
+                    format!("{number} follows {last}: entity lists must be sorted"),
+                ));
+            }
+        }
+        Ok(Some(number))
+    }
+
+    /// Reads the body of entity `number` (after its number). `out` must start
+    /// equal to the baseline chosen for it; on [`EntityBody::Changed`] it
+    /// holds the new state, on [`EntityBody::Unchanged`] it is untouched.
+    pub fn read_entity_body<T: NetFields, S: BitSource + ?Sized>(
+        self,
+        source: &mut S,
+        number: u32,
+        out: &mut T,
+    ) -> Result<EntityBody, BitError> {
+        match self {
+            Codec::Q3 => q3::read_entity_body(source, out),
+            Codec::Native => native::read_entity_body(source, number, out),
+        }
+    }
+}
+
+/// What to write for one entity.
+#[derive(Debug, Clone, Copy)]
+pub enum EntityUpdate<'a, T> {
+    /// The entity left the client's view (or was freed).
+    Removed,
+    /// The entity's state, as a delta from `base`.
+    Delta {
+        /// What the client holds for this entity: its previous state, or a
+        /// spawn baseline or the zeroed dummy when it is new to the client.
+        base: &'a T,
+        /// The state to send.
+        new: &'a T,
+        /// Write the entity even when nothing changed (an entity entering
+        /// the view must be announced even if it equals its baseline).
+        force: bool,
+    },
+}
+
+/// What an entity body said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntityBody {
+    /// Remove the entity.
+    Removed,
+    /// The entity is present and equals its baseline.
+    Unchanged,
+    /// The entity is present with the decoded changes.
+    Changed,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,412 @@
+//! Round trips and error paths of both codecs over a struct with every kind.
+
+use super::*;
+use crate::bits::{BitReader, BitWriter};
+use crate::kind::{array, boolean, q3_float, quantized, signed, unsigned};
+use crate::net_struct;
+use crate::table::NetFields;
+use proptest::prelude::*;
+
+net_struct! {
+    /// Every field kind, in a Quake 3-like order.
+    pub struct Sample {
+        pub time: i32 = signed(32),
+        pub x: f32 = q3_float(),
+        pub y: f32 = q3_float(),
+        pub frame: u16 = unsigned(16),
+        pub weapon: u8 = unsigned(4),
+        pub health: i16 = signed(10),
+        pub firing: bool = boolean(),
+        pub yaw: f32 = quantized(-180.0, 180.0, 12),
+        pub stats: [i16; 16] = array(signed(16), 16),
+        pub powerups: [i32; 4] = array(signed(32), 4),
+        pub flags: u32 = unsigned(24),
+    }
+}
+
+net_struct! {
+    /// No arrays, so Quake 3's entity layout applies unchanged.
+    pub struct Plain {
+        pub a: u8 = unsigned(8),
+        pub b: f32 = q3_float(),
+        pub c: i32 = signed(7),
+    }
+}
+
+const CODECS: [Codec; 2] = [Codec::Q3, Codec::Native];
+
+fn float() -> impl Strategy<Value = f32> {
+    prop_oneof![
+        (-5000i32..5000).prop_map(|v| v as f32),
+        any::<f32>(),
+        Just(0.0),
+        Just(-0.0),
+        (-1.0e6f32..1.0e6),
+    ]
+}
+
+prop_compose! {
+    fn sample()(time in any::<i32>(), x in float(), y in float(), frame in any::<u16>(),
+                weapon in 0u8..16, health in -512i16..512, firing in any::<bool>(),
+                yaw in -200.0f32..200.0, stats in any::<[i16; 16]>(), powerups in any::<[i32; 4]>(),
+                flags in 0u32..(1 << 24)) -> Sample {
+        Sample { time, x, y, frame, weapon, health, firing, yaw, stats, powerups, flags }
+    }
+}
+
+/// `new` with each field independently replaced by the base's value with
+/// probability ~1/2, so deltas have realistic partial changes.
+fn mix(base: &Sample, new: &Sample, keep: u32) -> Sample {
+    let mut out = *new;
+    for field in 0..Sample::TABLE.fields.len() {
+        if keep & (1 << field) != 0 {
+            for e in 0..Sample::TABLE.fields[field].kind.elements() {
+                out.set_word(field, e, base.word(field, e));
+            }
+        }
+    }
+    out
+}
+
+fn encode_delta(codec: Codec, base: &Sample, new: &Sample) -> (Vec<u8>, usize) {
+    let mut buf = vec![0u8; 1024];
+    let mut w = BitWriter::new(&mut buf);
+    codec.write_delta(&mut w, base, new).unwrap();
+    let bits = w.bits_written();
+    buf.truncate(bits.div_ceil(8));
+    (buf, bits)
+}
+
+/// Float words compare bitwise, so NaNs compare too.
+fn same_wire(a: &Sample, b: &Sample) -> bool {
+    (0..Sample::TABLE.fields.len()).all(|f| !a.field_differs(b, f))
+}
+
+proptest! {
+    #[test]
+    fn struct_deltas_round_trip(base in sample(), new in sample(), keep in any::<u32>()) {
+        let base = base.normalized();
+        let new = mix(&base, &new, keep);
+        for codec in CODECS {
+            let (bytes, bits) = encode_delta(codec, &base, &new);
+            let mut r = BitReader::with_bit_len(&bytes, bits);
+            let mut out = base;
+            codec.read_delta(&mut r, &mut out).unwrap();
+            prop_assert!(same_wire(&out, &new.normalized()), "{codec:?}: {out:?} != {new:?}");
+            prop_assert_eq!(r.remaining_bits(), 0);
+        }
+    }
+
+    #[test]
+    fn entity_lists_round_trip(states in prop::collection::vec((0u32..1023, sample(), sample(), any::<u32>(), 0u8..4), 0..20)) {
+        let mut states = states;
+        states.sort_by_key(|s| s.0);
+        states.dedup_by_key(|s| s.0);
+        for codec in CODECS {
+            let mut buf = vec![0u8; 8192];
+            let mut w = BitWriter::new(&mut buf);
+            let mut last = None;
+            let mut expected = Vec::new();
+            for (number, base, new, keep, action) in &states {
+                let base = base.normalized();
+                let new = if *action == 0 { base } else { mix(&base, new, *keep) };
+                let update = if *action == 3 {
+                    EntityUpdate::Removed
+                } else {
+                    EntityUpdate::Delta { base: &base, new: &new, force: *action == 1 }
+                };
+                if codec.write_entity(&mut w, last, *number, update).unwrap() {
+                    last = Some(*number);
+                    expected.push((*number, base, new, *action == 3));
+                }
+            }
+            codec.write_entities_end(&mut w).unwrap();
+            let bits = w.bits_written();
+            let mut r = BitReader::with_bit_len(&buf, bits);
+            let mut last = None;
+            for (number, base, new, removed) in &expected {
+                let got = codec.read_entity_number(&mut r, last, 1023).unwrap();
+                prop_assert_eq!(got, Some(*number));
+                let mut out = *base;
+                let body = codec.read_entity_body(&mut r, *number, &mut out).unwrap();
+                if *removed {
+                    prop_assert_eq!(body, EntityBody::Removed);
+                } else {
+                    prop_assert!(same_wire(&out, &new.normalized()));
+                    prop_assert_eq!(body == EntityBody::Unchanged, same_wire(base, new));
+                }
+                last = Some(*number);
+            }
+            prop_assert_eq!(codec.read_entity_number(&mut r, last, 1023).unwrap(), None);
+            prop_assert_eq!(r.remaining_bits(), 0);
+        }
+    }
+
+    #[test]
+    fn truncated_deltas_are_errors(base in sample(), new in sample(), keep in any::<u32>(), cut in any::<prop::sample::Index>()) {
+        let base = base.normalized();
+        let new = mix(&base, &new, keep);
+        for codec in CODECS {
+            let (bytes, bits) = encode_delta(codec, &base, &new);
+            let cut = cut.index(bits);
+            let mut r = BitReader::with_bit_len(&bytes, cut);
+            let mut out = base;
+            prop_assert!(codec.read_delta(&mut r, &mut out).is_err(), "{codec:?} accepted {cut} of {bits} bits");
+        }
+    }
+
+    #[test]
+    fn garbage_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+        for codec in CODECS {
+            let mut r = BitReader::new(&bytes);
+            let mut out = Sample::default();
+            let _ = codec.read_delta(&mut r, &mut out);
+            let mut r = BitReader::new(&bytes);
+            let mut last = None;
+            while let Ok(Some(number)) = codec.read_entity_number(&mut r, last, 1023) {
+                if codec.read_entity_body(&mut r, number, &mut out).is_err() {
+                    break;
+                }
+                last = Some(number);
+            }
+        }
+    }
+}
+
+fn bits_of(codec: Codec, write: impl FnOnce(&mut BitWriter<'_>)) -> (Vec<u8>, usize) {
+    let _ = codec;
+    let mut buf = vec![0u8; 256];
+    let mut w = BitWriter::new(&mut buf);
+    write(&mut w);
+    let bits = w.bits_written();
+    buf.truncate(bits.div_ceil(8));
+    (buf, bits)
+}
+
+#[test]
+fn q3_entity_layout_is_bit_exact() {
+    let base = Plain::default();
+    // Field b (index 1) changes to the integral float 3.0; a and c stay zero.
+    let new = Plain { b: 3.0, ..base };
+    let (bytes, bits) = bits_of(Codec::Q3, |w| {
+        Codec::Q3
+            .write_entity(
+                w,
+                None,
+                5,
+                EntityUpdate::Delta {
+                    base: &base,
+                    new: &new,
+                    force: false,
+                },
+            )
+            .unwrap();
+    });
+    // number(10) removed(1) delta(1) lc(8)=2, a: unchanged(1), b: changed(1) nonzero(1) integral(1) 13 bits.
+    assert_eq!(bits, 10 + 1 + 1 + 8 + 1 + 1 + 1 + 1 + 13);
+    let mut r = BitReader::with_bit_len(&bytes, bits);
+    assert_eq!(r.get_bits(10).unwrap(), 5);
+    assert!(!r.get_bit().unwrap());
+    assert!(r.get_bit().unwrap());
+    assert_eq!(r.get_bits(8).unwrap(), 2);
+    assert!(!r.get_bit().unwrap());
+    assert!(r.get_bit().unwrap());
+    assert!(r.get_bit().unwrap());
+    assert!(!r.get_bit().unwrap());
+    assert_eq!(r.get_bits(13).unwrap(), 4096 + 3);
+}
+
+#[test]
+fn q3_zeroing_an_entity_field_costs_two_bits() {
+    let base = Plain {
+        a: 7,
+        b: 1.5,
+        c: -3,
+    };
+    let new = Plain { a: 0, ..base };
+    let (_, bits) = bits_of(Codec::Q3, |w| {
+        Codec::Q3
+            .write_entity(
+                w,
+                None,
+                1,
+                EntityUpdate::Delta {
+                    base: &base,
+                    new: &new,
+                    force: false,
+                },
+            )
+            .unwrap();
+    });
+    assert_eq!(bits, 10 + 1 + 1 + 8 + 2);
+}
+
+#[test]
+fn q3_player_style_has_no_zero_bits_and_masks_arrays() {
+    let base = Sample::default();
+    let mut new = base;
+    new.stats[3] = -2;
+    new.weapon = 0; // unchanged
+    let (bytes, bits) = bits_of(Codec::Q3, |w| {
+        Codec::Q3.write_delta(w, &base, &new).unwrap()
+    });
+    // lc(8)=0, any-array(1), stats(1) mask(16) value(16), powerups(1)
+    assert_eq!(bits, 8 + 1 + 1 + 16 + 16 + 1);
+    let mut r = BitReader::with_bit_len(&bytes, bits);
+    let mut out = base;
+    Codec::Q3.read_delta(&mut r, &mut out).unwrap();
+    assert_eq!(out, new);
+}
+
+#[test]
+fn q3_forced_unchanged_entity_is_a_no_delta_header() {
+    let base = Plain { a: 1, b: 2.0, c: 3 };
+    let (bytes, bits) = bits_of(Codec::Q3, |w| {
+        let update = EntityUpdate::Delta {
+            base: &base,
+            new: &base,
+            force: true,
+        };
+        assert!(Codec::Q3.write_entity(w, None, 9, update).unwrap());
+        let update = EntityUpdate::Delta {
+            base: &base,
+            new: &base,
+            force: false,
+        };
+        assert!(!Codec::Q3.write_entity(w, Some(9), 10, update).unwrap());
+    });
+    assert_eq!(bits, 12);
+    let mut r = BitReader::with_bit_len(&bytes, bits);
+    assert_eq!(
+        Codec::Q3.read_entity_number(&mut r, None, 1023).unwrap(),
+        Some(9)
+    );
+    let mut out = base;
+    assert_eq!(
+        Codec::Q3.read_entity_body(&mut r, 9, &mut out).unwrap(),
+        EntityBody::Unchanged
+    );
+}
+
+#[test]
+fn q3_rejects_lc_past_the_field_count() {
+    let (bytes, bits) = bits_of(Codec::Q3, |w| {
+        w.put_bits(4, 10).unwrap();
+        w.put_bit(false).unwrap();
+        w.put_bit(true).unwrap();
+        w.put_u8(4).unwrap(); // Plain has 3 fields
+        w.put_bits(0, 16).unwrap();
+    });
+    let mut r = BitReader::with_bit_len(&bytes, bits);
+    let number = Codec::Q3
+        .read_entity_number(&mut r, None, 1023)
+        .unwrap()
+        .unwrap();
+    let mut out = Plain::default();
+    let err = Codec::Q3
+        .read_entity_body(&mut r, number, &mut out)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            BitError::Invalid {
+                what: "last-changed count",
+                position: 12,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn entity_numbers_are_checked() {
+    for codec in CODECS {
+        let (bytes, bits) = bits_of(codec, |w| {
+            let base = Plain::default();
+            let new = Plain { a: 1, ..base };
+            codec
+                .write_entity(
+                    w,
+                    None,
+                    600,
+                    EntityUpdate::Delta {
+                        base: &base,
+                        new: &new,
+                        force: false,
+                    },
+                )
+                .unwrap();
+        });
+        let mut r = BitReader::with_bit_len(&bytes, bits);
+        assert!(
+            codec.read_entity_number(&mut r, None, 512).is_err(),
+            "{codec:?}"
+        );
+        let mut r = BitReader::with_bit_len(&bytes, bits);
+        assert!(
+            codec.read_entity_number(&mut r, Some(700), 1023).is_err(),
+            "{codec:?}"
+        );
+    }
+    let mut buf = [0u8; 8];
+    let mut w = BitWriter::new(&mut buf);
+    let base = Plain::default();
+    let update = EntityUpdate::Delta {
+        base: &base,
+        new: &base,
+        force: true,
+    };
+    assert!(Codec::Q3.write_entity(&mut w, None, 1023, update).is_err());
+    assert!(Codec::Native
+        .write_entity(&mut w, Some(5), 5, update)
+        .is_err());
+}
+
+#[test]
+fn native_is_smaller_on_small_changes() {
+    let base = Sample {
+        time: 100_000,
+        x: 512.0,
+        y: -64.0,
+        frame: 40,
+        health: 100,
+        ..Sample::default()
+    };
+    let new = Sample {
+        time: 100_050,
+        x: 520.0,
+        frame: 41,
+        ..base
+    };
+    let (_, q3) = bits_of(Codec::Q3, |w| {
+        Codec::Q3.write_delta(w, &base, &new).unwrap()
+    });
+    let (_, native) = bits_of(Codec::Native, |w| {
+        Codec::Native.write_delta(w, &base, &new).unwrap()
+    });
+    assert!(native * 2 < q3, "native {native} bits vs q3 {q3} bits");
+}
+
+#[test]
+fn schema_fingerprint_is_stable_and_sensitive() {
+    let schema = Sample::TABLE.schema();
+    assert_eq!(schema.fields.len(), 11);
+    assert_eq!(schema.fingerprint(), Sample::TABLE.schema().fingerprint());
+    assert_ne!(schema.fingerprint(), Plain::TABLE.schema().fingerprint());
+    let bytes = postcard::to_allocvec(&schema).unwrap();
+    let back: crate::schema::Schema = postcard::from_bytes(&bytes).unwrap();
+    assert_eq!(back.fingerprint(), schema.fingerprint());
+    let mut renamed = schema.clone();
+    renamed.fields[2].name = "z".into();
+    assert_ne!(renamed.fingerprint(), schema.fingerprint());
+}
+
+#[test]
+fn table_records_offsets_and_bits() {
+    let (index, field) = Sample::TABLE.field("health").unwrap();
+    assert_eq!(index, 5);
+    assert_eq!(field.bits(), 10);
+    assert_eq!(field.offset, core::mem::offset_of!(Sample, health));
+    assert_eq!(Sample::TABLE.field("stats").unwrap().1.kind.elements(), 16);
+}

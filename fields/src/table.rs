@@ -1,0 +1,242 @@
+//! The field table of a networked struct and the trait that exposes it.
+
+use crate::kind::FieldKind;
+use crate::schema::Schema;
+
+/// Most fields a networked struct may declare (Quake 3's `lc` is a byte).
+pub const MAX_FIELDS: usize = 255;
+
+/// One field of a networked struct, as declared with [`net_struct!`](crate::net_struct).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FieldDesc {
+    /// Field name as written in the declaration.
+    pub name: &'static str,
+    /// Byte offset of the field in the struct (`core::mem::offset_of!`).
+    pub offset: usize,
+    /// Wire kind.
+    pub kind: FieldKind,
+}
+
+impl FieldDesc {
+    /// Bits of the plain encoding of one element (see [`ScalarKind::wire_bits`]).
+    pub const fn bits(&self) -> u32 {
+        self.kind.element().wire_bits()
+    }
+}
+
+/// The static table of a networked struct: its name and its fields in
+/// declaration order, which is also their order on the wire.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FieldTable {
+    /// Struct name.
+    pub name: &'static str,
+    /// Fields in declaration (wire) order.
+    pub fields: &'static [FieldDesc],
+}
+
+impl FieldTable {
+    /// Looks a field up by name.
+    pub fn field(&self, name: &str) -> Option<(usize, &FieldDesc)> {
+        self.fields.iter().enumerate().find(|(_, f)| f.name == name)
+    }
+
+    /// Number of scalar (non-array) fields.
+    pub fn scalar_count(&self) -> usize {
+        self.fields.iter().filter(|f| !f.kind.is_array()).count()
+    }
+
+    /// The table as an owned, serializable [`Schema`].
+    pub fn schema(&self) -> Schema {
+        Schema::from_table(self)
+    }
+}
+
+/// A struct declared with [`net_struct!`](crate::net_struct): it knows its
+/// field table and can read and write any field element as a word.
+///
+/// The codecs in [`crate::codec`] work on any `NetFields` type through these
+/// methods, so no struct has hand-written encode/decode code.
+pub trait NetFields: Clone + Default + PartialEq + core::fmt::Debug + 'static {
+    /// The field table.
+    const TABLE: FieldTable;
+
+    /// Word of element `element` of field `field` (element 0 for scalars).
+    fn word(&self, field: usize, element: usize) -> u32;
+
+    /// Stores a word into element `element` of field `field`.
+    fn set_word(&mut self, field: usize, element: usize, word: u32);
+
+    /// Whether field `field` differs between `self` and `other` on the wire.
+    fn field_differs(&self, other: &Self, field: usize) -> bool {
+        let elements = Self::TABLE.fields[field].kind.elements();
+        (0..elements).any(|e| self.word(field, e) != other.word(field, e))
+    }
+
+    /// Whether any field differs on the wire (a cheap `==` first).
+    fn wire_differs(&self, other: &Self) -> bool {
+        self != other && (0..Self::TABLE.fields.len()).any(|field| self.field_differs(other, field))
+    }
+
+    /// Mask of the elements of array field `field` that differ (bit `i` for element `i`).
+    fn element_changes(&self, other: &Self, field: usize) -> u32 {
+        let elements = Self::TABLE.fields[field].kind.elements();
+        (0..elements).fold(0, |mask, e| {
+            mask | (((self.word(field, e) != other.word(field, e)) as u32) << e)
+        })
+    }
+
+    /// A copy with every field reduced to what the wire keeps (masked
+    /// integers, quantized floats, `-0.0` as `0.0`): what a decoder produces.
+    fn normalized(&self) -> Self {
+        let mut out = Self::default();
+        for (index, field) in Self::TABLE.fields.iter().enumerate() {
+            for element in 0..field.kind.elements() {
+                out.set_word(index, element, self.word(index, element));
+            }
+        }
+        out
+    }
+}
+
+#[doc(hidden)]
+pub mod __private {
+    //! Helpers the macro expands to; not part of the API.
+    pub use crate::kind::FieldValue;
+
+    /// The element kind of a field kind, for the generated accessors.
+    pub const fn element_kind(kind: &crate::kind::FieldKind) -> &crate::kind::ScalarKind {
+        kind.element()
+    }
+}
+
+/// Declares a networked struct: the struct itself, its [`FieldTable`] and an
+/// implementation of [`NetFields`].
+///
+/// Each field is written `name: Type = kind`, where `kind` is one of
+/// [`unsigned`](crate::unsigned), [`signed`](crate::signed),
+/// [`boolean`](crate::boolean), [`q3_float`](crate::q3_float),
+/// [`quantized`](crate::quantized) or [`array`](crate::array). Declaration
+/// order is wire order. The kind is checked against the Rust type at compile
+/// time (an `f32` cannot be declared `signed(8)`, an array's length must
+/// match). The struct derives `Debug`, `Clone`, `Copy`, `Default` and
+/// `PartialEq`; further attributes are passed through.
+///
+/// ```
+/// use fields::{net_struct, q3_float, signed, unsigned, array, NetFields};
+///
+/// net_struct! {
+///     /// A player as the server sends it.
+///     pub struct Player {
+///         /// Position.
+///         pub x: f32 = q3_float(),
+///         /// Health, may go negative on gibbing.
+///         pub health: i16 = signed(10),
+///         /// Weapon number.
+///         pub weapon: u8 = unsigned(4),
+///         /// Ammo per weapon.
+///         pub ammo: [i16; 8] = array(signed(16), 8),
+///     }
+/// }
+///
+/// assert_eq!(Player::TABLE.fields.len(), 4);
+/// assert_eq!(Player::TABLE.fields[1].name, "health");
+/// assert_eq!(Player::TABLE.fields[1].bits(), 10);
+/// ```
+#[macro_export]
+macro_rules! net_struct {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            $(
+                $(#[$fmeta:meta])*
+                $fvis:vis $field:ident : $ty:ty = $kind:expr
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq)]
+        $vis struct $name {
+            $(
+                $(#[$fmeta])*
+                $fvis $field: $ty,
+            )*
+        }
+
+        // Reject kinds that are out of range or do not fit the Rust type,
+        // at compile time, naming the field.
+        const _: () = {
+            assert!(
+                [$(stringify!($field)),*].len() <= $crate::table::MAX_FIELDS,
+                "net_struct!: more than 255 fields"
+            );
+            $(
+                assert!(
+                    $crate::FieldKind::is_valid(&$kind),
+                    concat!("net_struct!: invalid kind for field `", stringify!($field), "`")
+                );
+                assert!(
+                    $crate::FieldKind::accepts(
+                        &$kind,
+                        <$ty as $crate::table::__private::FieldValue>::CLASS,
+                        <$ty as $crate::table::__private::FieldValue>::ELEMENTS,
+                        <$ty as $crate::table::__private::FieldValue>::IS_ARRAY,
+                    ),
+                    concat!("net_struct!: kind does not fit the type of field `", stringify!($field), "`")
+                );
+            )*
+        };
+
+        impl $name {
+            const __GETTERS: &'static [fn(&$name, usize) -> u32] = &[
+                $(
+                    |value: &$name, element: usize| {
+                        $crate::table::__private::FieldValue::word(
+                            &value.$field,
+                            $crate::table::__private::element_kind(&$kind),
+                            element,
+                        )
+                    },
+                )*
+            ];
+            const __SETTERS: &'static [fn(&mut $name, usize, u32)] = &[
+                $(
+                    |value: &mut $name, element: usize, word: u32| {
+                        $crate::table::__private::FieldValue::set_word(
+                            &mut value.$field,
+                            $crate::table::__private::element_kind(&$kind),
+                            element,
+                            word,
+                        )
+                    },
+                )*
+            ];
+        }
+
+        impl $crate::NetFields for $name {
+            const TABLE: $crate::FieldTable = $crate::FieldTable {
+                name: stringify!($name),
+                fields: &[
+                    $(
+                        $crate::FieldDesc {
+                            name: stringify!($field),
+                            offset: ::core::mem::offset_of!($name, $field),
+                            kind: $kind,
+                        },
+                    )*
+                ],
+            };
+
+            #[inline]
+            fn word(&self, field: usize, element: usize) -> u32 {
+                Self::__GETTERS.get(field).map_or(0, |get| get(self, element))
+            }
+
+            #[inline]
+            fn set_word(&mut self, field: usize, element: usize, word: u32) {
+                if let Some(set) = Self::__SETTERS.get(field) {
+                    set(self, element, word)
+                }
+            }
+        }
+    };
+}
