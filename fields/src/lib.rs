@@ -6,6 +6,7 @@
 
 pub mod bits;
 pub mod codec;
+pub mod dynamic;
 pub mod error;
 pub mod kind;
 pub mod schema;
@@ -17,4 +18,4 @@ pub use codec::{Codec, EntityBody, EntityUpdate};
 pub use error::BitError;
 pub use kind::{array, boolean, q3_float, quantized, signed, unsigned, FieldKind, ScalarKind};
 pub use schema::{FieldSchema, Schema};
-pub use table::{FieldDesc, FieldTable, NetFields};
+pub use table::{FieldDesc, FieldTable, Fields, NetFields};

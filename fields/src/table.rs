@@ -51,14 +51,22 @@ impl FieldTable {
     }
 }
 
-/// A struct declared with [`net_struct!`](crate::net_struct): it knows its
-/// field table and can read and write any field element as a word.
+/// Read and write access to the field words of a networked value: all the
+/// codecs in [`crate::codec`] need.
 ///
-/// The codecs in [`crate::codec`] work on any `NetFields` type through these
-/// methods, so no struct has hand-written encode/decode code.
-pub trait NetFields: Clone + Default + PartialEq + core::fmt::Debug + 'static {
-    /// The field table.
-    const TABLE: FieldTable;
+/// Every [`NetFields`] struct implements it through its static table;
+/// [`DynamicState`](crate::dynamic::DynamicState) implements it from a
+/// [`Schema`] read at run time, which is how a demo is decoded without the
+/// game's Rust types.
+pub trait Fields: Clone {
+    /// Name of the struct (for error messages).
+    fn type_name(&self) -> &str;
+
+    /// Number of fields.
+    fn field_count(&self) -> usize;
+
+    /// Kind of field `field` (`field < field_count()`).
+    fn field_kind(&self, field: usize) -> FieldKind;
 
     /// Word of element `element` of field `field` (element 0 for scalars).
     fn word(&self, field: usize, element: usize) -> u32;
@@ -68,22 +76,38 @@ pub trait NetFields: Clone + Default + PartialEq + core::fmt::Debug + 'static {
 
     /// Whether field `field` differs between `self` and `other` on the wire.
     fn field_differs(&self, other: &Self, field: usize) -> bool {
-        let elements = Self::TABLE.fields[field].kind.elements();
+        let elements = self.field_kind(field).elements();
         (0..elements).any(|e| self.word(field, e) != other.word(field, e))
     }
 
-    /// Whether any field differs on the wire (a cheap `==` first).
-    fn wire_differs(&self, other: &Self) -> bool {
-        self != other && (0..Self::TABLE.fields.len()).any(|field| self.field_differs(other, field))
-    }
-
-    /// Mask of the elements of array field `field` that differ (bit `i` for element `i`).
+    /// Mask of the elements of field `field` that differ (bit `i` for element `i`).
     fn element_changes(&self, other: &Self, field: usize) -> u32 {
-        let elements = Self::TABLE.fields[field].kind.elements();
+        let elements = self.field_kind(field).elements();
         (0..elements).fold(0, |mask, e| {
             mask | (((self.word(field, e) != other.word(field, e)) as u32) << e)
         })
     }
+
+    /// Whether any field differs on the wire.
+    fn wire_differs(&self, other: &Self) -> bool {
+        (0..self.field_count()).any(|field| self.field_differs(other, field))
+    }
+}
+
+/// A struct declared with [`net_struct!`](crate::net_struct): it has a static
+/// field table and generated accessors for every field element.
+///
+/// Through the blanket implementation of [`Fields`] the codecs work on any
+/// `NetFields` type, so no struct has hand-written encode/decode code.
+pub trait NetFields: Clone + Default + PartialEq + core::fmt::Debug + 'static {
+    /// The field table.
+    const TABLE: FieldTable;
+
+    /// Word of element `element` of field `field` (generated).
+    fn field_word(&self, field: usize, element: usize) -> u32;
+
+    /// Stores a word into element `element` of field `field` (generated).
+    fn set_field_word(&mut self, field: usize, element: usize, word: u32);
 
     /// A copy with every field reduced to what the wire keeps (masked
     /// integers, quantized floats, `-0.0` as `0.0`): what a decoder produces.
@@ -91,10 +115,42 @@ pub trait NetFields: Clone + Default + PartialEq + core::fmt::Debug + 'static {
         let mut out = Self::default();
         for (index, field) in Self::TABLE.fields.iter().enumerate() {
             for element in 0..field.kind.elements() {
-                out.set_word(index, element, self.word(index, element));
+                out.set_field_word(index, element, self.field_word(index, element));
             }
         }
         out
+    }
+}
+
+impl<T: NetFields> Fields for T {
+    fn type_name(&self) -> &str {
+        T::TABLE.name
+    }
+
+    #[inline]
+    fn field_count(&self) -> usize {
+        T::TABLE.fields.len()
+    }
+
+    #[inline]
+    fn field_kind(&self, field: usize) -> FieldKind {
+        T::TABLE.fields[field].kind
+    }
+
+    #[inline]
+    fn word(&self, field: usize, element: usize) -> u32 {
+        self.field_word(field, element)
+    }
+
+    #[inline]
+    fn set_word(&mut self, field: usize, element: usize, word: u32) {
+        self.set_field_word(field, element, word)
+    }
+
+    /// `==` first: most entities are unchanged between snapshots, and a
+    /// derived comparison is much cheaper than walking the fields.
+    fn wire_differs(&self, other: &Self) -> bool {
+        self != other && (0..T::TABLE.fields.len()).any(|field| self.field_differs(other, field))
     }
 }
 
@@ -227,12 +283,12 @@ macro_rules! net_struct {
             };
 
             #[inline]
-            fn word(&self, field: usize, element: usize) -> u32 {
+            fn field_word(&self, field: usize, element: usize) -> u32 {
                 Self::__GETTERS.get(field).map_or(0, |get| get(self, element))
             }
 
             #[inline]
-            fn set_word(&mut self, field: usize, element: usize, word: u32) {
+            fn set_field_word(&mut self, field: usize, element: usize, word: u32) {
                 if let Some(set) = Self::__SETTERS.get(field) {
                     set(self, element, word)
                 }

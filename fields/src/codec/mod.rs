@@ -1,4 +1,5 @@
-//! Delta codecs over any [`NetFields`] struct.
+//! Delta codecs over any [`Fields`] value (every `net_struct!` type, and
+//! [`DynamicState`](crate::dynamic::DynamicState)).
 //!
 //! A codec turns "this struct, relative to that baseline" into bits and back.
 //! Two codecs share one API:
@@ -24,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bits::{BitSink, BitSource};
 use crate::error::BitError;
-use crate::table::NetFields;
+use crate::table::Fields;
 
 pub use q3::{Q3_ENTITY_END, Q3_ENTITY_NUMBER_BITS};
 
@@ -66,7 +67,7 @@ impl Codec {
 
     /// Writes `new` as a delta from `base` (Quake 3's player-state form for `Q3`).
     /// Something is always written, even when nothing changed.
-    pub fn write_delta<T: NetFields, S: BitSink + ?Sized>(
+    pub fn write_delta<T: Fields, S: BitSink + ?Sized>(
         self,
         sink: &mut S,
         base: &T,
@@ -81,7 +82,7 @@ impl Codec {
     /// Reads a delta written by [`Codec::write_delta`] into `out`, which
     /// must start equal to the baseline (fields the delta does not mention
     /// keep their value).
-    pub fn read_delta<T: NetFields, S: BitSource + ?Sized>(
+    pub fn read_delta<T: Fields, S: BitSource + ?Sized>(
         self,
         source: &mut S,
         out: &mut T,
@@ -97,7 +98,7 @@ impl Codec {
     ///
     /// Returns whether anything was written: an unchanged entity without
     /// `force` is skipped, and the caller must then not advance `last`.
-    pub fn write_entity<T: NetFields, S: BitSink + ?Sized>(
+    pub fn write_entity<T: Fields, S: BitSink + ?Sized>(
         self,
         sink: &mut S,
         last: Option<u32>,
@@ -175,7 +176,7 @@ impl Codec {
     /// Reads the body of entity `number` (after its number). `out` must start
     /// equal to the baseline chosen for it; on [`EntityBody::Changed`] it
     /// holds the new state, on [`EntityBody::Unchanged`] it is untouched.
-    pub fn read_entity_body<T: NetFields, S: BitSource + ?Sized>(
+    pub fn read_entity_body<T: Fields, S: BitSource + ?Sized>(
         self,
         source: &mut S,
         number: u32,

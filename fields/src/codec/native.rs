@@ -25,7 +25,7 @@ use crate::bits::{low_mask, sign_extend, BitSink, BitSource};
 use crate::codec::{EntityBody, EntityUpdate};
 use crate::error::BitError;
 use crate::kind::ScalarKind;
-use crate::table::NetFields;
+use crate::table::Fields;
 use crate::varcode::{get_classed, get_exp_golomb, put_classed, put_exp_golomb, unzigzag, zigzag};
 
 /// Integral floats beyond this magnitude go through the XOR path: above
@@ -36,21 +36,20 @@ const INTEGRAL_FLOAT_LIMIT: f32 = 16_777_216.0;
 const MAX_FIELDS: usize = crate::table::MAX_FIELDS;
 
 /// Writes the changed-field set, then each changed field's value.
-pub(super) fn write_fields<T: NetFields, S: BitSink + ?Sized>(
+pub(super) fn write_fields<T: Fields, S: BitSink + ?Sized>(
     sink: &mut S,
     base: &T,
     new: &T,
 ) -> Result<(), BitError> {
-    let fields = T::TABLE.fields;
     let mut changed = [0u16; MAX_FIELDS];
     let mut count = 0;
-    for index in (0..fields.len()).filter(|&i| new.field_differs(base, i)) {
+    for index in (0..new.field_count().min(MAX_FIELDS)).filter(|&i| new.field_differs(base, i)) {
         changed[count] = index as u16;
         count += 1;
     }
     put_set(sink, changed[..count].iter().map(|&i| i as usize))?;
     for index in changed[..count].iter().map(|&i| i as usize) {
-        let kind = &fields[index].kind;
+        let kind = new.field_kind(index);
         if kind.is_array() {
             let mask = new.element_changes(base, index);
             put_set(sink, (0..kind.elements()).filter(|e| mask & (1 << e) != 0))?;
@@ -76,16 +75,15 @@ pub(super) fn write_fields<T: NetFields, S: BitSink + ?Sized>(
 
 /// Reads what [`write_fields`] wrote into `out` (which holds the baseline)
 /// and returns how many fields changed.
-pub(super) fn read_fields<T: NetFields, S: BitSource + ?Sized>(
+pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     source: &mut S,
     out: &mut T,
 ) -> Result<usize, BitError> {
-    let fields = T::TABLE.fields;
     let mut changed = [0u16; MAX_FIELDS];
-    let count = get_set(source, fields.len(), &mut changed)?;
+    let count = get_set(source, out.field_count(), &mut changed)?;
     for &index in &changed[..count] {
         let index = index as usize;
-        let kind = &fields[index].kind;
+        let kind = out.field_kind(index);
         if kind.is_array() {
             let mut elements = [0u16; 32];
             let changed_elements = get_set(source, kind.elements(), &mut elements)?;
@@ -249,7 +247,7 @@ fn get_float<S: BitSource + ?Sized>(source: &mut S, base: u32) -> Result<u32, Bi
 
 /// Writes one entity: a continue bit, the number gap, a removed bit and, for
 /// a present entity, its changed fields.
-pub(super) fn write_entity<T: NetFields, S: BitSink + ?Sized>(
+pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
     sink: &mut S,
     last: Option<u32>,
     number: u32,
@@ -297,7 +295,7 @@ pub(super) fn read_entity_number<S: BitSource + ?Sized>(
 }
 
 /// Reads an entity body after its number.
-pub(super) fn read_entity_body<T: NetFields, S: BitSource + ?Sized>(
+pub(super) fn read_entity_body<T: Fields, S: BitSource + ?Sized>(
     source: &mut S,
     number: u32,
     out: &mut T,

@@ -21,7 +21,7 @@ use crate::bits::{BitSink, BitSource};
 use crate::codec::{EntityBody, EntityUpdate};
 use crate::error::BitError;
 use crate::kind::{ScalarKind, Q3_FLOAT_INT_BIAS, Q3_FLOAT_INT_BITS};
-use crate::table::NetFields;
+use crate::table::Fields;
 
 /// Width of an entity number on Quake 3's wire (`GENTITYNUM_BITS`).
 pub const Q3_ENTITY_NUMBER_BITS: u32 = 10;
@@ -96,21 +96,17 @@ fn get_value<S: BitSource + ?Sized>(
 }
 
 /// Indices of the scalar fields, in order: the fields `lc` counts.
-fn scalar_fields<T: NetFields>() -> impl Iterator<Item = usize> {
-    T::TABLE
-        .fields
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| !f.kind.is_array())
-        .map(|(i, _)| i)
+fn scalar_fields<T: Fields>(value: &T) -> impl Iterator<Item = usize> + '_ {
+    (0..value.field_count()).filter(move |&i| !value.field_kind(i).is_array())
 }
 
-fn has_arrays<T: NetFields>() -> bool {
-    T::TABLE.fields.iter().any(|f| f.kind.is_array())
+/// Indices of the array fields, in order: the trailing array section.
+fn array_fields<T: Fields>(value: &T) -> impl Iterator<Item = usize> + '_ {
+    (0..value.field_count()).filter(move |&i| value.field_kind(i).is_array())
 }
 
 /// Writes the `lc` byte, the scalar fields and the array section.
-pub(super) fn write_fields<T: NetFields, S: BitSink + ?Sized>(
+pub(super) fn write_fields<T: Fields, S: BitSink + ?Sized>(
     sink: &mut S,
     base: &T,
     new: &T,
@@ -122,15 +118,15 @@ pub(super) fn write_fields<T: NetFields, S: BitSink + ?Sized>(
 }
 
 /// `lc`: one past the ordinal of the last changed scalar field (0 if none).
-fn last_changed_scalar<T: NetFields>(base: &T, new: &T) -> usize {
-    scalar_fields::<T>()
+fn last_changed_scalar<T: Fields>(base: &T, new: &T) -> usize {
+    scalar_fields(new)
         .enumerate()
         .filter(|&(_, field)| new.field_differs(base, field))
         .last()
         .map_or(0, |(ordinal, _)| ordinal + 1)
 }
 
-fn write_scalars<T: NetFields, S: BitSink + ?Sized>(
+fn write_scalars<T: Fields, S: BitSink + ?Sized>(
     sink: &mut S,
     base: &T,
     new: &T,
@@ -145,50 +141,44 @@ fn write_scalars<T: NetFields, S: BitSink + ?Sized>(
         )
     })?;
     sink.put_u8(lc)?;
-    for field in scalar_fields::<T>().take(last_changed) {
+    for field in scalar_fields(new).take(last_changed) {
         if !new.field_differs(base, field) {
             sink.put_bit(false)?;
             continue;
         }
         sink.put_bit(true)?;
-        let kind = T::TABLE.fields[field].kind.element();
-        put_value(sink, kind, new.word(field, 0), style)?;
+        let kind = new.field_kind(field);
+        put_value(sink, kind.element(), new.word(field, 0), style)?;
     }
     Ok(())
 }
 
-fn write_arrays<T: NetFields, S: BitSink + ?Sized>(
+fn write_arrays<T: Fields, S: BitSink + ?Sized>(
     sink: &mut S,
     base: &T,
     new: &T,
 ) -> Result<(), BitError> {
-    if !has_arrays::<T>() {
+    if array_fields(new).next().is_none() {
         return Ok(());
     }
-    let arrays = || {
-        T::TABLE
-            .fields
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.kind.is_array())
-    };
-    let any = arrays().any(|(i, _)| new.element_changes(base, i) != 0);
+    let any = array_fields(new).any(|i| new.element_changes(base, i) != 0);
     sink.put_bit(any)?;
     if !any {
         return Ok(());
     }
-    for (index, field) in arrays() {
+    for index in array_fields(new) {
         let mask = new.element_changes(base, index);
         sink.put_bit(mask != 0)?;
         if mask == 0 {
             continue;
         }
-        let len = field.kind.elements() as u32;
+        let kind = new.field_kind(index);
+        let len = kind.elements() as u32;
         sink.put_bits(mask, len)?;
         for element in (0..len as usize).filter(|e| mask & (1 << e) != 0) {
             put_value(
                 sink,
-                field.kind.element(),
+                kind.element(),
                 new.word(index, element),
                 Style::Player,
             )?;
@@ -198,54 +188,58 @@ fn write_arrays<T: NetFields, S: BitSink + ?Sized>(
 }
 
 /// Reads what [`write_fields`] wrote into `out` (which holds the baseline).
-pub(super) fn read_fields<T: NetFields, S: BitSource + ?Sized>(
+pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     source: &mut S,
     out: &mut T,
     style: Style,
 ) -> Result<(), BitError> {
     let position = source.bits_read();
     let lc = source.get_u8()? as usize;
-    let scalar_count = T::TABLE.scalar_count();
+    let scalar_count = scalar_fields(out).count();
     if lc > scalar_count {
         return Err(BitError::invalid(
             "last-changed count",
             position,
             format!(
                 "{lc} exceeds the {scalar_count} fields of {}",
-                T::TABLE.name
+                out.type_name()
             ),
         ));
     }
-    for field in scalar_fields::<T>().take(lc) {
+    let mut sent = 0;
+    for field in 0..out.field_count() {
+        if sent == lc {
+            break;
+        }
+        let kind = out.field_kind(field);
+        if kind.is_array() {
+            continue;
+        }
+        sent += 1;
         if source.get_bit()? {
-            let kind = T::TABLE.fields[field].kind.element();
-            let word = get_value(source, kind, style)?;
+            let word = get_value(source, kind.element(), style)?;
             out.set_word(field, 0, word);
         }
     }
     read_arrays(source, out)
 }
 
-fn read_arrays<T: NetFields, S: BitSource + ?Sized>(
+fn read_arrays<T: Fields, S: BitSource + ?Sized>(
     source: &mut S,
     out: &mut T,
 ) -> Result<(), BitError> {
-    if !has_arrays::<T>() || !source.get_bit()? {
+    if array_fields(out).next().is_none() || !source.get_bit()? {
         return Ok(());
     }
-    for (index, field) in T::TABLE
-        .fields
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| f.kind.is_array())
-    {
-        if !source.get_bit()? {
+    for index in 0..out.field_count() {
+        let kind = out.field_kind(index);
+        if !kind.is_array() || !source.get_bit()? {
             continue;
         }
-        let len = field.kind.elements() as u32;
+        let len = kind.elements() as u32;
         let mask = source.get_bits(len)?;
         for element in (0..len as usize).filter(|e| mask & (1 << e) != 0) {
-            let word = get_value(source, field.kind.element(), Style::Player)?;
+            let word = get_value(source, kind.element(), Style::Player)?;
             out.set_word(index, element, word);
         }
     }
@@ -253,7 +247,7 @@ fn read_arrays<T: NetFields, S: BitSource + ?Sized>(
 }
 
 /// Writes an entity header and body (the caller checked the number's range).
-pub(super) fn write_entity<T: NetFields, S: BitSink + ?Sized>(
+pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
     sink: &mut S,
     number: u32,
     update: EntityUpdate<'_, T>,
@@ -265,11 +259,7 @@ pub(super) fn write_entity<T: NetFields, S: BitSink + ?Sized>(
         }
         EntityUpdate::Delta { base, new, force } => {
             let last_changed = last_changed_scalar(base, new);
-            let arrays_changed = T::TABLE
-                .fields
-                .iter()
-                .enumerate()
-                .any(|(i, f)| f.kind.is_array() && new.element_changes(base, i) != 0);
+            let arrays_changed = array_fields(new).any(|i| new.element_changes(base, i) != 0);
             if last_changed == 0 && !arrays_changed {
                 if !force {
                     return Ok(false);
@@ -298,7 +288,7 @@ pub(super) fn read_entity_number<S: BitSource + ?Sized>(
 }
 
 /// Reads an entity body after its number.
-pub(super) fn read_entity_body<T: NetFields, S: BitSource + ?Sized>(
+pub(super) fn read_entity_body<T: Fields, S: BitSource + ?Sized>(
     source: &mut S,
     out: &mut T,
 ) -> Result<EntityBody, BitError> {
