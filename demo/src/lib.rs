@@ -1,0 +1,4 @@
+//! # demo
+//!
+//! Recording, replay and inspection of snapshot streams, native and Quake 3.
+#![forbid(unsafe_code)]
