@@ -1,0 +1,8 @@
+//! Arbitrary bytes through the native codec's decoders (see common/mod.rs).
+#![no_main]
+
+mod common;
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| common::run(fields::Codec::Native, data));
