@@ -344,6 +344,7 @@ pub struct Connection {
     unguaranteed_order: u64,
     deferred: Vec<QueuedEvent>,
 
+    state_fragments: u64,
     closing_left: u8,
     disconnect_code: u8,
     pub(crate) events: VecDeque<Event>,
@@ -419,6 +420,7 @@ impl Connection {
             unguaranteed_bytes: 0,
             unguaranteed_order: 0,
             deferred: Vec::new(),
+            state_fragments: 0,
             closing_left: 0,
             disconnect_code: codes::NORMAL,
             events: VecDeque::new(),
@@ -820,10 +822,16 @@ impl Connection {
         }
         if header.flags & FLAG_HAS_ACK != 0 {
             let ack = extend(self.tracker.next_seq().saturating_sub(1), header.ack);
-            match self
-                .tracker
-                .on_ack(ack, header.ack_bits, self.config.reorder_threshold)
-            {
+            // QUIC's time threshold: a datagram is only presumed lost by
+            // reordering once it is older than 9/8 of the RTT.
+            let min_age = self.rtt.srtt().max(self.rtt.latest()) * 9 / 8;
+            match self.tracker.on_ack(
+                ack,
+                header.ack_bits,
+                self.config.reorder_threshold,
+                now,
+                min_age,
+            ) {
                 Ok(Some(sent_at)) => self.rtt.sample(now.saturating_duration_since(sent_at)),
                 Ok(None) => {}
                 Err(_) => self.metrics.malformed_received += 1,
@@ -985,6 +993,7 @@ impl Connection {
         m.ordered_acked = self.ordered_tx.acked;
         m.ordered_delivered = self.ordered_rx.delivered;
         m.resends = self.ordered_tx.resends;
+        m.fragments_sent = self.ordered_tx.fragments + self.state_fragments;
         m.unguaranteed_queue_len = self.unguaranteed.len();
         m.quickest_queue_len = self.quickest_tx.len();
         m.datagrams_in_flight = self.tracker.in_flight();
@@ -1186,7 +1195,7 @@ impl Connection {
                     &mut fragments,
                     &mut self.pool,
                 );
-                self.metrics.fragments_sent += fragments;
+                self.state_fragments += fragments;
                 self.write_unguaranteed(&mut w, &mut space);
             }
             w.len()

@@ -7,8 +7,9 @@
 //! * **delivered** when an ack covers it with its bit set;
 //! * **dropped** when it falls out of the 33-datagram ack window unacked,
 //!   when `reorder_threshold` newer datagrams were acked while it was not
-//!   (fast loss detection, tolerant of mild reordering), or when its
-//!   RTT-based deadline passes.
+//!   *and* it was sent more than `min_age` ago (fast loss detection in the
+//!   manner of QUIC's packet and time thresholds, tolerant of reordering by
+//!   jitter), or when its RTT-based deadline passes.
 //!
 //! Records are resolved in any order but *reported* strictly in send order,
 //! exactly once each, by [`SentTracker::pop_resolved`].
@@ -118,6 +119,8 @@ impl SentTracker {
         ack: u64,
         bits: u32,
         reorder_threshold: u64,
+        now: Instant,
+        min_age: Duration,
     ) -> Result<Option<Instant>, BogusAck> {
         if ack >= self.next_seq {
             return Err(BogusAck);
@@ -142,7 +145,10 @@ impl SentTracker {
                 if back == 0 {
                     sample = record.sent_at;
                 }
-            } else if back >= ACK_WINDOW || back > reorder_threshold {
+            } else if back >= ACK_WINDOW
+                || (back > reorder_threshold
+                    && record.sent_at.is_none_or(|t| now.saturating_duration_since(t) >= min_age))
+            {
                 record.resolved = Some(false);
             }
         }
@@ -263,7 +269,7 @@ mod tests {
             send(&mut t, t0, Duration::from_secs(1));
         }
         // Ack 39 with 38 received, 37 missing: 0..=6 leave the window.
-        assert_eq!(t.on_ack(39, 0b01, 3), Ok(Some(t0)));
+        assert_eq!(t.on_ack(39, 0b01, 3, t0, Duration::ZERO), Ok(Some(t0)));
         let mut seen = Vec::new();
         while let Some((r, d)) = t.pop_resolved() {
             seen.push((r.seq, d));
@@ -273,7 +279,7 @@ mod tests {
         assert!(seen.iter().all(|&(_, d)| !d));
         // 36 and 37 are within the reorder threshold: unresolved.
         assert!(t.pop_resolved().is_none());
-        assert_eq!(t.on_ack(40, 0, 3), Err(BogusAck));
+        assert_eq!(t.on_ack(40, 0, 3, t0, Duration::ZERO), Err(BogusAck));
         t.on_timeout(t0 + Duration::from_secs(2));
         let rest: Vec<_> = std::iter::from_fn(|| t.pop_resolved())
             .map(|(r, d)| (r.seq, d))
@@ -299,7 +305,7 @@ mod tests {
                     send(&mut t, now, Duration::from_millis(200));
                 } else {
                     let ack = a as u64 % t.next_seq();
-                    if t.on_ack(ack, bits, 3).is_ok() {
+                    if t.on_ack(ack, bits, 3, now, Duration::from_millis(20)).is_ok() {
                         acked.insert(ack);
                         for back in 1..=32u64 {
                             if bits & (1 << (back - 1)) != 0 && back <= ack {

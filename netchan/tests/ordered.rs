@@ -1,0 +1,188 @@
+//! Guaranteed-ordered delivery under loss, duplication and reordering.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use netchan::conditioner::ConditionerConfig;
+use netchan::{ConnectionConfig, Event};
+
+fn lossy(loss: f64) -> ConditionerConfig {
+    ConditionerConfig {
+        loss,
+        latency: Duration::from_millis(20),
+        jitter: Duration::from_millis(10),
+        duplicate: 0.05,
+        reorder: 0.05,
+        reorder_delay: Duration::from_millis(15),
+        ..ConditionerConfig::default()
+    }
+}
+
+fn connection_config() -> ConnectionConfig {
+    ConnectionConfig {
+        ordered_max_messages: 16_384,
+        ordered_window: 2048,
+        ..ConnectionConfig::default()
+    }
+}
+
+fn message(i: u32) -> Vec<u8> {
+    let mut m = i.to_le_bytes().to_vec();
+    // Variable length, derived from the index, so content errors show.
+    m.extend((0..(i % 23)).map(|k| (i as u8).wrapping_add(k as u8)));
+    m
+}
+
+/// Sends `count` messages client→server and `back` server→client at once;
+/// checks every one arrives exactly once and in order.
+fn stream(loss: f64, seed: u64, count: u32, back: u32) {
+    let mut sim = Sim::new();
+    sim.collect_events = false;
+    let mut sc = server_config();
+    sc.connection = connection_config();
+    let mut cc = client_config();
+    cc.connection = connection_config();
+    cc.connect_timeout = Duration::from_secs(60);
+    let server = sim.add(1, sc, lossy(loss), seed);
+    let client = sim.add(2, cc, lossy(loss), seed.wrapping_mul(31).wrapping_add(7));
+
+    let (now, server_addr) = (sim.now, sim.nodes[server].addr);
+    let cid = sim.nodes[client]
+        .endpoint
+        .connect(now, server_addr, opts(9))
+        .unwrap();
+    let mut sid = None;
+    let (mut sent_up, mut sent_down) = (0u32, 0u32);
+    let (mut got_up, mut got_down) = (0u32, 0u32);
+    let limit = sim.now + Duration::from_secs(600);
+    while got_up < count || got_down < back {
+        assert!(sim.now < limit, "stalled: up {got_up}/{count}, down {got_down}/{back} at {loss}");
+        // Keep the queues topped up without overflowing them.
+        if let Some(c) = sim.nodes[client].endpoint.connection_mut(cid) {
+            if c.is_established() {
+                while sent_up < count && c.metrics().ordered_queue_len < 8000 {
+                    c.send_ordered(&message(sent_up)).unwrap();
+                    sent_up += 1;
+                }
+            }
+        }
+        if let Some(sid) = sid {
+            if let Some(c) = sim.nodes[server].endpoint.connection_mut(sid) {
+                while sent_down < back && c.metrics().ordered_queue_len < 8000 {
+                    c.send_ordered(&message(sent_down)).unwrap();
+                    sent_down += 1;
+                }
+            }
+        }
+        sim.step();
+        while let Some(e) = sim.nodes[server].endpoint.poll_event() {
+            match e {
+                Event::Connected { conn, .. } => sid = Some(conn),
+                Event::Message { data, .. } => {
+                    assert_eq!(data, message(got_up), "up message {got_up} at loss {loss}");
+                    got_up += 1;
+                    sim.nodes[server].endpoint.recycle(data);
+                }
+                Event::Disconnected { reason, .. } => panic!("server side closed: {reason:?}"),
+                _ => {}
+            }
+        }
+        while let Some(e) = sim.nodes[client].endpoint.poll_event() {
+            match e {
+                Event::Message { data, .. } => {
+                    assert_eq!(data, message(got_down), "down message {got_down} at loss {loss}");
+                    got_down += 1;
+                    sim.nodes[client].endpoint.recycle(data);
+                }
+                Event::Disconnected { reason, .. } => panic!("client side closed: {reason:?}"),
+                _ => {}
+            }
+        }
+    }
+    // Nothing extra arrives afterwards (exactly once).
+    sim.run_for(Duration::from_secs(2));
+    while let Some(e) = sim.nodes[server].endpoint.poll_event() {
+        assert!(!matches!(e, Event::Message { .. }), "extra message after the stream");
+    }
+    let m = sim.nodes[client].endpoint.connection(cid).unwrap().metrics().clone();
+    assert_eq!(m.ordered_acked, count as u64);
+    if loss > 0.0 {
+        assert!(m.resends > 0);
+        assert!(m.datagrams_dropped > 0);
+    }
+    eprintln!(
+        "loss {loss}: {:?} simulated, {} datagrams sent, {} dropped, {} resends, rtt {:?}",
+        sim.elapsed(),
+        m.datagrams_sent,
+        m.datagrams_dropped,
+        m.resends,
+        m.rtt
+    );
+    let server_m = sim.nodes[server].endpoint.connection(sid.unwrap()).unwrap().metrics().clone();
+    assert_eq!(server_m.ordered_delivered, count as u64);
+    assert!(sim.largest <= netchan::MAX_DATAGRAM);
+    if loss > 0.0 {
+        // Duplicated datagrams were seen and dropped.
+        assert!(server_m.duplicates_received + m.duplicates_received > 0);
+    }
+}
+
+#[test]
+fn hundred_thousand_messages_lossless() {
+    stream(0.0, 1, 100_000, 10_000);
+}
+
+#[test]
+fn hundred_thousand_messages_10_percent_loss() {
+    stream(0.10, 2, 100_000, 10_000);
+}
+
+#[test]
+fn hundred_thousand_messages_30_percent_loss() {
+    stream(0.30, 3, 100_000, 10_000);
+}
+
+#[test]
+fn hundred_thousand_messages_50_percent_loss() {
+    stream(0.50, 4, 100_000, 10_000);
+}
+
+#[test]
+fn sixteen_kib_messages_through_10_percent_loss() {
+    let mut sim = Sim::new();
+    sim.sent_log = Some(Vec::new());
+    let server = sim.add(1, server_config(), lossy(0.10), 11);
+    let client = sim.add(2, client_config(), lossy(0.10), 12);
+    let (cid, _sid) = connect(&mut sim, client, server, opts(1));
+    let big = |i: u32| -> Vec<u8> {
+        (0..16 * 1024u32).map(|b| (b.wrapping_mul(2654435761) >> 24) as u8 ^ i as u8).collect()
+    };
+    for i in 0..40 {
+        sim.nodes[client]
+            .endpoint
+            .connection_mut(cid)
+            .unwrap()
+            .send_ordered(&big(i))
+            .unwrap();
+    }
+    let mut got = 0u32;
+    let ok = sim.run_until(Duration::from_secs(120), |sim| {
+        for e in sim.nodes[server].events.drain(..) {
+            if let Event::Message { data, .. } = e {
+                assert_eq!(data.len(), 16 * 1024);
+                assert!(data == big(got), "message {got} corrupted");
+                got += 1;
+            }
+        }
+        got == 40
+    });
+    assert!(ok, "only {got} of 40 arrived");
+    let log = sim.sent_log.as_ref().unwrap();
+    assert!(log.iter().all(|s| s.bytes.len() <= 1400));
+    assert!(log.iter().any(|s| s.bytes.len() > 1300), "fragments fill datagrams");
+    let m = sim.nodes[client].endpoint.connection(cid).unwrap().metrics();
+    assert!(m.fragments_sent >= 40 * 12);
+    assert!(m.largest_datagram_sent <= 1400);
+}
