@@ -187,6 +187,24 @@ pub enum CauseKind {
     Other,
 }
 
+impl CauseKind {
+    /// Whether the difference comes from something the wire cannot show:
+    /// Quake 3's server compares raw 32-bit values, so it sends "changes"
+    /// between values that decode identically (`0.0` and `-0.0`, integers
+    /// differing only above their width). No encoder that sees decoded
+    /// states can reproduce those bits; every other cause is a real
+    /// disagreement to investigate.
+    pub fn is_invisible_on_the_wire(self) -> bool {
+        matches!(
+            self,
+            CauseKind::ChangedButEqual
+                | CauseKind::LcLargerThanNeeded
+                | CauseKind::EntityWithoutChanges
+                | CauseKind::WideZeroValue
+        )
+    }
+}
+
 impl fmt::Display for CauseKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -232,6 +250,8 @@ pub struct Cause {
     pub field: Option<&'static str>,
     /// Bits Quake 3 used for the section minus bits we used.
     pub bit_difference: i64,
+    /// The value concerned (for a field), as decoded.
+    pub detail: String,
 }
 
 impl fmt::Display for Cause {
@@ -239,6 +259,9 @@ impl fmt::Display for Cause {
         write!(f, "{}: {}", self.section, self.kind)?;
         if let Some(field) = self.field {
             write!(f, " ({field})")?;
+        }
+        if !self.detail.is_empty() {
+            write!(f, " [{}]", self.detail)?;
         }
         write!(f, ", {:+} bits", self.bit_difference)
     }
@@ -296,6 +319,35 @@ impl ReencodeStats {
         } else {
             self.exact_bits as f64 / self.snapshots as f64
         }
+    }
+
+    /// Mismatching snapshots whose every cause is invisible on the wire
+    /// (see [`CauseKind::is_invisible_on_the_wire`]).
+    pub fn wire_invisible_mismatches(&self) -> usize {
+        self.mismatches
+            .iter()
+            .filter(|m| m.causes.iter().all(|c| c.kind.is_invisible_on_the_wire()))
+            .count()
+    }
+
+    /// Fraction of snapshots that are exact or differ only by changes
+    /// invisible on the wire (1.0 when none).
+    pub fn explained_ratio(&self) -> f64 {
+        if self.snapshots == 0 {
+            1.0
+        } else {
+            (self.exact_bits + self.wire_invisible_mismatches()) as f64 / self.snapshots as f64
+        }
+    }
+
+    /// Adds another file's totals to these.
+    pub fn merge(&mut self, other: ReencodeStats) {
+        self.snapshots += other.snapshots;
+        self.exact_bits += other.exact_bits;
+        self.identical_bits += other.identical_bits;
+        self.original_bits += other.original_bits;
+        self.reencoded_bits += other.reencoded_bits;
+        self.mismatches.extend(other.mismatches);
     }
 
     /// How many mismatching snapshots show each cause (a snapshot counts
@@ -608,17 +660,18 @@ fn classify<T: NetFields>(
     causes: &mut Vec<Cause>,
 ) {
     let bit_difference = original.bits as i64 - ours as i64;
-    let cause = |kind, field: Option<usize>| Cause {
+    let cause = |kind, set: Option<&FieldSet>| Cause {
         kind,
         section,
-        field: field.map(|f| T::TABLE.fields[f].name),
+        field: set.map(|s| T::TABLE.fields[s.field].name),
         bit_difference,
+        detail: set.map_or_else(String::new, |s| describe_word::<T>(s.field, s.new)),
     };
     let mut found: Vec<Cause> = original
         .sets
         .iter()
         .filter(|set| set.old == set.new)
-        .map(|set| cause(CauseKind::ChangedButEqual, Some(set.field)))
+        .map(|set| cause(CauseKind::ChangedButEqual, Some(set)))
         .collect();
     if found.is_empty() && original.lc.is_some_and(|lc| lc > needed_lc(base, new)) {
         found.push(cause(CauseKind::LcLargerThanNeeded, None));
@@ -632,12 +685,24 @@ fn classify<T: NetFields>(
         });
         found.push(match zero_integer {
             Some(set) if entity_style && bit_difference > 0 => {
-                cause(CauseKind::WideZeroValue, Some(set.field))
+                cause(CauseKind::WideZeroValue, Some(set))
             }
             _ => cause(CauseKind::Other, None),
         });
     }
     causes.extend(found);
+}
+
+/// A field's word as a value, for reports: `0`, `-12`, `0.25`.
+fn describe_word<T: NetFields>(field: usize, word: u32) -> String {
+    let kind = T::TABLE.fields[field].kind;
+    let element = kind.element();
+    let raw = element.from_word(word);
+    match element {
+        fields::ScalarKind::Q3Float => format!("value {}", f32::from_bits(raw)),
+        fields::ScalarKind::Signed { .. } => format!("value {}", raw as i32),
+        _ => format!("value {raw}"),
+    }
 }
 
 /// Decodes the original command again section by section and compares each
@@ -730,6 +795,7 @@ fn explain(
                 section,
                 field: None,
                 bit_difference,
+                detail: String::new(),
             }),
             Some(_) if ours == 0 => {
                 // We skip the entity: nothing differs on the wire, yet Quake 3
@@ -754,6 +820,7 @@ fn explain(
                         .find(|s| s.old == s.new)
                         .map(|s| EntityState::TABLE.fields[s.field].name),
                     bit_difference,
+                    detail: String::new(),
                 });
             }
             _ => classify(
@@ -776,6 +843,7 @@ fn explain(
                 section: Section::Entity(number),
                 field: None,
                 bit_difference: -(bits as i64),
+                detail: "written by us, not sent by Quake 3".to_owned(),
             });
         }
     }
@@ -785,6 +853,7 @@ fn explain(
             section: Section::Snapshot,
             field: None,
             bit_difference: 0,
+            detail: "no section differs".to_owned(),
         });
     }
     Ok(causes)
