@@ -1,0 +1,122 @@
+//! A fixed-size bit set over entity numbers: which entities a client holds.
+//!
+//! At the default 1024 numbers it is 128 bytes, against 8 bytes an entry
+//! for a list of 256 visible entities, and merging two views is a word-wise
+//! OR walked in number order — exactly the order entity lists are written in.
+
+/// A set of entity numbers below a fixed bound.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Bitset {
+    words: Vec<u64>,
+}
+
+impl Bitset {
+    /// An empty set of numbers below `bits`.
+    pub fn new(bits: u32) -> Self {
+        Bitset {
+            words: vec![0; (bits as usize).div_ceil(64)],
+        }
+    }
+
+    /// Removes every member.
+    pub fn clear(&mut self) {
+        self.words.fill(0);
+    }
+
+    /// Adds `number` (ignored if beyond the bound).
+    #[inline]
+    pub fn insert(&mut self, number: u32) {
+        if let Some(word) = self.words.get_mut((number / 64) as usize) {
+            *word |= 1 << (number % 64);
+        }
+    }
+
+    /// Removes `number`.
+    #[inline]
+    pub fn remove(&mut self, number: u32) {
+        if let Some(word) = self.words.get_mut((number / 64) as usize) {
+            *word &= !(1 << (number % 64));
+        }
+    }
+
+    /// Whether `number` is a member.
+    #[inline]
+    pub fn contains(&self, number: u32) -> bool {
+        self.words
+            .get((number / 64) as usize)
+            .is_some_and(|word| word & (1 << (number % 64)) != 0)
+    }
+
+    /// The words, 64 numbers each, low bit = lowest number.
+    #[inline]
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// Mutable words.
+    #[inline]
+    pub fn words_mut(&mut self) -> &mut [u64] {
+        &mut self.words
+    }
+
+    /// Makes `self` equal to `other` without reallocating when sizes match.
+    pub fn copy_from(&mut self, other: &Bitset) {
+        self.words.clone_from(&other.words);
+    }
+
+    /// Members in increasing order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.words
+            .iter()
+            .enumerate()
+            .flat_map(|(index, &word)| Ones(word).map(move |bit| index as u32 * 64 + bit))
+    }
+
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// Heap bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.words.capacity() * std::mem::size_of::<u64>()
+    }
+}
+
+/// The set bits of one word, lowest first.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ones(pub u64);
+
+impl Iterator for Ones {
+    type Item = u32;
+
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        if self.0 == 0 {
+            return None;
+        }
+        let bit = self.0.trailing_zeros();
+        self.0 &= self.0 - 1;
+        Some(bit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_iterate_in_order() {
+        let mut set = Bitset::new(200);
+        for n in [199, 0, 64, 63, 130] {
+            set.insert(n);
+        }
+        set.insert(500);
+        assert_eq!(set.iter().collect::<Vec<_>>(), vec![0, 63, 64, 130, 199]);
+        assert_eq!(set.len(), 5);
+        set.remove(64);
+        assert!(!set.contains(64));
+        assert!(set.contains(63));
+        assert!(!set.contains(10_000));
+    }
+}

@@ -1,0 +1,612 @@
+//! Building one client's snapshot: Quake 3's procedure, with TRIBES' budget.
+//!
+//! 1. Rate: is a snapshot due, and how many bytes may it use?
+//! 2. Base: the newest acknowledged snapshot still in the ring, else none
+//!    (a full update from the zeroed dummy).
+//! 3. View: the newest frame's entities that the scope query keeps.
+//! 4. Merge the base's held set with the view, in number order: *added*
+//!    (delta from the spawn baseline or the dummy), *changed* (the stored
+//!    state references differ: an integer compare, no field walk), *removed*
+//!    (a remove marker), *unchanged* (nothing).
+//! 5. Encode header, player-state delta and every update. If that exceeds
+//!    the budget, measure each update, keep the mandatory parts (header,
+//!    player state, removals, end), add updates in priority order while they
+//!    fit, and encode again; left-out updates accumulate priority.
+//! 6. Record exactly what the client will hold — the frame, the held set,
+//!    and the old state of every left-out change — in the ring slot.
+
+use fields::{BitError, BitSink, BitWriter, Codec, EntityUpdate, Fields};
+
+use crate::bitset::{Bitset, Ones};
+use crate::checksum::{state_hash, SyncChecksum};
+use crate::config::{MAX_DELTA_DISTANCE, RING_SIZE};
+use crate::entity_cache::{EntityCache, SPAWN_BASE};
+use crate::error::ServerError;
+use crate::frame_store::StateSlab;
+use crate::gamestate::Gamestate;
+use crate::message::SnapshotHeader;
+use crate::rate::RateDecision;
+use crate::scope::{sanitize, Scope};
+use crate::server::{normalize, ClientId, Sent, Server};
+
+/// Priority of always-in-scope entities: ahead of every scoped one.
+const ALWAYS: f32 = f32::INFINITY;
+
+/// What [`Server::build_snapshot`] did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BuildOutcome {
+    /// The client's snapshot rate has not come round: nothing to send.
+    NotDue,
+    /// The client's byte budget is overdrawn: nothing to send now; its next
+    /// snapshot carries the rate-delayed flag.
+    RateDelayed,
+    /// A snapshot was written to the output buffer.
+    Built(SnapshotInfo),
+}
+
+/// A snapshot that was built.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SnapshotInfo {
+    /// Its sequence number: what the client acknowledges.
+    pub sequence: u32,
+    /// The server frame it shows.
+    pub frame: u32,
+    /// The snapshot it is a delta from (`None`: a full update).
+    pub base: Option<u32>,
+    /// Message size.
+    pub bytes: usize,
+    /// Entity updates written (added, changed, removed).
+    pub entities_written: u32,
+    /// Entity updates left out for budget (sent later by priority).
+    pub entities_deferred: u32,
+    /// Entities the client holds after it.
+    pub entities_held: u32,
+    /// It tells the client an earlier snapshot was rate-delayed.
+    pub rate_delayed: bool,
+    /// It carries a sync checksum.
+    pub has_checksum: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OpKind {
+    Added,
+    Changed,
+    Removed,
+}
+
+/// One entity update of a snapshot under construction.
+#[derive(Debug, Clone, Copy)]
+struct Op {
+    number: u32,
+    kind: OpKind,
+    /// State the client holds (for `Changed`).
+    base: u32,
+    /// State to send (for `Added` and `Changed`).
+    new: u32,
+    /// Upper bound of its encoded size in bits (budget path only).
+    cost: u32,
+    priority: f32,
+    include: bool,
+}
+
+/// Scratch space reused across snapshots so building allocates nothing in
+/// steady state.
+#[derive(Debug, Clone)]
+pub(crate) struct Work<P> {
+    buf: Vec<u8>,
+    measure: Vec<u8>,
+    want: Bitset,
+    skipped: Bitset,
+    priority: Vec<f32>,
+    ops: Vec<Op>,
+    order: Vec<u32>,
+    /// The record displaced from a ring slot, kept for the next snapshot.
+    spare: Sent<P>,
+    pub cache: EntityCache,
+}
+
+impl<P: Clone> Work<P> {
+    pub(crate) fn new(limit: u32, zero: &P) -> Self {
+        Work {
+            buf: Vec::new(),
+            measure: Vec::new(),
+            want: Bitset::new(limit),
+            skipped: Bitset::new(limit),
+            priority: vec![0.0; limit as usize],
+            ops: Vec::new(),
+            order: Vec::new(),
+            spare: Sent::blank(limit, zero),
+            cache: EntityCache::new(limit),
+        }
+    }
+}
+
+impl<P> Work<P> {
+    /// Grows the message buffers to hold `max_bytes`.
+    pub(crate) fn ensure_buffer(&mut self, max_bytes: u32) {
+        let max_bytes = max_bytes as usize;
+        if self.buf.len() < max_bytes {
+            self.buf.resize(max_bytes, 0);
+            self.measure.resize(max_bytes, 0);
+        }
+    }
+
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.buf.capacity()
+            + self.measure.capacity()
+            + self.want.memory_bytes()
+            + self.skipped.memory_bytes()
+            + self.priority.capacity() * std::mem::size_of::<f32>()
+            + self.ops.capacity() * std::mem::size_of::<Op>()
+            + self.order.capacity() * std::mem::size_of::<u32>()
+            + std::mem::size_of::<Sent<P>>()
+            + self.spare.visible.memory_bytes()
+            + self.cache.memory_bytes()
+    }
+}
+
+/// Everything an entity update is encoded from.
+struct Emitter<'a, E> {
+    codec: Codec,
+    slab: &'a StateSlab<E>,
+    gamestate: &'a Gamestate<E>,
+    zero: &'a E,
+}
+
+impl<E: Fields> Emitter<'_, E> {
+    /// Writes one update, from the frame's cache when another client needed
+    /// the identical encoding. Returns whether anything was written.
+    fn emit<S: BitSinkAt>(
+        &self,
+        cache: &mut EntityCache,
+        sink: &mut S,
+        last: Option<u32>,
+        op: &Op,
+    ) -> Result<bool, BitError> {
+        if op.kind == OpKind::Removed {
+            return self
+                .codec
+                .write_entity::<E, _>(sink, last, op.number, EntityUpdate::Removed);
+        }
+        let base_key = match op.kind {
+            OpKind::Added => SPAWN_BASE,
+            _ => op.base,
+        };
+        if let Some(hit) = cache.lookup(op.number, base_key, op.new, last) {
+            cache.copy_to(hit, sink)?;
+            return Ok(hit.written);
+        }
+        let (base, force) = match op.kind {
+            OpKind::Added => (
+                self.gamestate.baseline(op.number).unwrap_or(self.zero),
+                true,
+            ),
+            _ => (self.slab.get(op.base), false),
+        };
+        let update = EntityUpdate::Delta {
+            base,
+            new: self.slab.get(op.new),
+            force,
+        };
+        let from = sink.bits_written();
+        let written = self.codec.write_entity(sink, last, op.number, update)?;
+        cache.store(
+            op.number,
+            base_key,
+            op.new,
+            last,
+            written,
+            sink.written_bytes(),
+            from,
+            sink.bits_written(),
+        )?;
+        Ok(written)
+    }
+
+    /// An upper bound of the bits `op` takes anywhere in a list: encoded as
+    /// if first (the native codec's number gap is then the largest).
+    fn measure(&self, buf: &mut [u8], op: &Op) -> u32 {
+        let mut writer = BitWriter::new(buf);
+        let mut scratch = EntityCache::new(0);
+        match self.emit(&mut scratch, &mut writer, None, op) {
+            Ok(_) => writer.bits_written() as u32,
+            // Larger than a whole message: it can never be sent.
+            Err(_) => u32::MAX,
+        }
+    }
+
+    /// Writes the updates of `ops` (all, or the included ones). With a
+    /// budget, stops and returns `false` as soon as it is exceeded.
+    fn write_ops<S: BitSinkAt>(
+        &self,
+        cache: &mut EntityCache,
+        sink: &mut S,
+        ops: &[Op],
+        budget: Option<usize>,
+    ) -> Result<bool, BitError> {
+        let mut last = None;
+        for op in ops {
+            if budget.is_none() && !op.include {
+                continue;
+            }
+            match self.emit(cache, sink, last, op) {
+                Ok(true) => last = Some(op.number),
+                Ok(false) => {}
+                Err(BitError::Overflow { .. }) if budget.is_some() => return Ok(false),
+                Err(error) => return Err(error),
+            }
+            if budget.is_some_and(|budget| sink.bits_written() > budget) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// A bit sink whose written bytes can be read back (to fill the cache).
+trait BitSinkAt: BitSink {
+    fn written_bytes(&self) -> &[u8];
+}
+
+impl BitSinkAt for BitWriter<'_> {
+    fn written_bytes(&self) -> &[u8] {
+        self.written()
+    }
+}
+
+/// The state held for `number`: a left-out change's old state, else the frame's.
+#[inline]
+fn resolve(overrides: &[(u32, u32)], cursor: &mut usize, table: &[u32], number: u32) -> u32 {
+    while overrides.get(*cursor).is_some_and(|&(n, _)| n < number) {
+        *cursor += 1;
+    }
+    match overrides.get(*cursor) {
+        Some(&(n, state)) if n == number => state,
+        _ => table[number as usize],
+    }
+}
+
+fn end_marker_bits(codec: Codec) -> usize {
+    let mut buf = [0u8; 8];
+    let mut writer = BitWriter::new(&mut buf);
+    // An end marker always fits eight bytes.
+    let _ = codec.write_entities_end(&mut writer);
+    writer.bits_written()
+}
+
+fn too_large(bits: usize, max_bytes: u32) -> ServerError {
+    ServerError::SnapshotTooLarge { bits, max_bytes }
+}
+
+impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
+    /// Builds client `id`'s snapshot of the newest committed frame into
+    /// `out` (cleared first), if its rates allow one now. `scope` decides
+    /// which entities it sees.
+    ///
+    /// Put the bytes in the netchan's most-recent-state payload and pass the
+    /// returned sequence to [`acknowledge`](Self::acknowledge) when that
+    /// payload is reported delivered.
+    pub fn build_snapshot<S: Scope<E, P>>(
+        &mut self,
+        id: ClientId,
+        scope: &mut S,
+        out: &mut Vec<u8>,
+    ) -> Result<BuildOutcome, ServerError> {
+        let (frame_number, now) = {
+            let frame = self.store.newest().ok_or(ServerError::NoFrame)?;
+            (frame.number, frame.time)
+        };
+        let slot = self.slot(id)?;
+        let (viewer, player) = match slot.view {
+            None => (id, normalize(&slot.player, &self.zero_player)),
+            Some(viewed) => {
+                let viewed_slot = self.slot(viewed).map_err(|_| ServerError::ViewerGone {
+                    recorder: id,
+                    viewed,
+                })?;
+                (viewed, normalize(&viewed_slot.player, &self.zero_player))
+            }
+        };
+        let Server {
+            config,
+            zero_entity,
+            zero_player,
+            store,
+            clients,
+            gamestate,
+            work,
+            ..
+        } = self;
+        let codec = config.codec;
+        let Some(slot) = clients[id.index()].as_mut() else {
+            return Err(ServerError::UnknownClient(id));
+        };
+        let budget = match slot.rate.check(&slot.settings, now) {
+            RateDecision::NotDue => return Ok(BuildOutcome::NotDue),
+            RateDecision::Delayed => {
+                slot.stats.rate_delayed += 1;
+                return Ok(BuildOutcome::RateDelayed);
+            }
+            RateDecision::Send { budget } => budget,
+        };
+        let sequence = slot.next_sequence;
+        let base_index = if slot.full_pending {
+            None
+        } else {
+            slot.last_acked.and_then(|acked| {
+                let distance = sequence.wrapping_sub(acked);
+                let index = acked as usize % RING_SIZE;
+                let sent = &slot.ring[index];
+                ((1..=MAX_DELTA_DISTANCE).contains(&distance)
+                    && sent.valid
+                    && sent.sequence == acked)
+                    .then_some(index)
+            })
+        };
+
+        let frame = store.newest().ok_or(ServerError::NoFrame)?;
+        let slab = &store.slab;
+
+        // 3. The view: which entities the viewer sees, with priorities.
+        work.want.clear();
+        for &number in &frame.live {
+            let priority = if frame.always.contains(number) {
+                ALWAYS
+            } else {
+                let state = slab.get(frame.table[number as usize]);
+                match scope.priority(viewer, &player, number, state) {
+                    Some(priority) => sanitize(priority),
+                    None => continue,
+                }
+            };
+            work.want.insert(number);
+            work.priority[number as usize] = priority;
+        }
+
+        // 4. Merge with the base's held set.
+        let base = base_index.map(|index| &slot.ring[index]);
+        let base_frame = match base {
+            Some(sent) => Some(store.frame(sent.frame).ok_or(ServerError::NoFrame)?),
+            None => None,
+        };
+        work.ops.clear();
+        let mut cursor = 0;
+        for (word_index, &want_word) in work.want.words().iter().enumerate() {
+            let base_word = base.map_or(0, |sent| sent.visible.words()[word_index]);
+            for bit in Ones(base_word | want_word) {
+                let number = word_index as u32 * 64 + bit;
+                let mask = 1u64 << bit;
+                let new = frame.table[number as usize];
+                let (kind, held) = match (base_word & mask != 0, want_word & mask != 0) {
+                    (true, true) => {
+                        let (Some(sent), Some(base_frame)) = (base, base_frame) else {
+                            continue;
+                        };
+                        let held = resolve(&sent.overrides, &mut cursor, &base_frame.table, number);
+                        if held == new {
+                            continue;
+                        }
+                        (OpKind::Changed, held)
+                    }
+                    (true, false) => (OpKind::Removed, 0),
+                    _ => (OpKind::Added, 0),
+                };
+                work.ops.push(Op {
+                    number,
+                    kind,
+                    base: held,
+                    new,
+                    cost: 0,
+                    priority: work.priority[number as usize] + slot.accum[number as usize],
+                    include: true,
+                });
+            }
+        }
+
+        // 5. Encode everything; if over budget, select by priority and encode again.
+        let has_checksum = config.checksum_interval > 0
+            && slot.stats.snapshots % config.checksum_interval as u64 == 0;
+        let header = SnapshotHeader {
+            sequence,
+            frame: frame_number,
+            server_time: now,
+            base: base.map(|sent| sent.sequence),
+            rate_delayed: slot.rate.delayed,
+            has_checksum,
+        };
+        let base_player = base.map_or(&*zero_player, |sent| &sent.player);
+        let max_bytes = slot.settings.max_snapshot_bytes;
+        let hard_bits = max_bytes as usize * 8;
+        let budget_bits = (budget as usize * 8).min(hard_bits);
+        let tail_bits = end_marker_bits(codec) + if has_checksum { 32 } else { 0 };
+        let emitter = Emitter {
+            codec,
+            slab,
+            gamestate,
+            zero: zero_entity,
+        };
+        let Work {
+            buf,
+            measure,
+            ops,
+            order,
+            cache,
+            spare,
+            ..
+        } = work;
+        let buf = &mut buf[..max_bytes as usize];
+
+        let mut writer = BitWriter::new(buf);
+        let prefix = header
+            .write(&mut writer)
+            .and_then(|()| codec.write_delta(&mut writer, base_player, &player));
+        match prefix {
+            Ok(()) => {}
+            Err(BitError::Overflow { .. }) => {
+                return Err(too_large(writer.bits_written(), max_bytes))
+            }
+            Err(error) => return Err(error.into()),
+        }
+        let prefix_bits = writer.bits_written();
+        let all_fit = prefix_bits + tail_bits <= budget_bits
+            && emitter.write_ops(cache, &mut writer, ops, Some(budget_bits - tail_bits))?;
+        let mut deferred = 0;
+        if !all_fit {
+            let mut mandatory = prefix_bits + tail_bits;
+            for op in ops.iter_mut() {
+                op.cost = emitter.measure(measure, op);
+                if op.kind == OpKind::Removed {
+                    mandatory += op.cost as usize;
+                }
+            }
+            if mandatory > hard_bits {
+                return Err(too_large(mandatory, max_bytes));
+            }
+            order.clear();
+            order
+                .extend((0..ops.len() as u32).filter(|&i| ops[i as usize].kind != OpKind::Removed));
+            order.sort_unstable_by(|&a, &b| {
+                let (a, b) = (&ops[a as usize], &ops[b as usize]);
+                b.priority
+                    .total_cmp(&a.priority)
+                    .then(a.number.cmp(&b.number))
+            });
+            let mut used = mandatory;
+            let mut any = false;
+            for &index in order.iter() {
+                let op = &mut ops[index as usize];
+                let cost = op.cost as usize;
+                // The first entity goes in even over the rate budget (if it
+                // fits the message), so a large one cannot be starved.
+                op.include = used + cost <= budget_bits || (!any && used + cost <= hard_bits);
+                if op.include {
+                    used += cost;
+                    any = true;
+                } else {
+                    deferred += 1;
+                }
+            }
+            writer = BitWriter::new(&mut buf[..]);
+            header.write(&mut writer)?;
+            codec.write_delta(&mut writer, base_player, &player)?;
+            emitter.write_ops(cache, &mut writer, ops, None)?;
+        }
+
+        // 6. What the client will hold: the view, less left-out additions,
+        // with left-out changes held at their old state.
+        let record = spare;
+        record.visible.copy_from(&work.want);
+        record.overrides.clear();
+        for op in ops.iter().filter(|op| !op.include) {
+            match op.kind {
+                OpKind::Added => record.visible.remove(op.number),
+                OpKind::Changed => record.overrides.push((op.number, op.base)),
+                OpKind::Removed => {}
+            }
+        }
+        codec.write_entities_end(&mut writer)?;
+        if has_checksum {
+            let mut checksum = SyncChecksum::new(state_hash(&player));
+            let mut cursor = 0;
+            for number in record.visible.iter() {
+                let state = resolve(&record.overrides, &mut cursor, &frame.table, number);
+                checksum.entity(number, slab.hash(state));
+            }
+            writer.put_bits(checksum.finish(), 32)?;
+        }
+        let len = writer.finish();
+        out.clear();
+        out.extend_from_slice(&buf[..len]);
+
+        let base_sequence = base.map(|sent| sent.sequence);
+        let held = record.visible.len() as u32;
+        let written = ops.iter().filter(|op| op.include).count() as u32;
+        record.sequence = sequence;
+        record.frame = frame_number;
+        record.time = now;
+        record.base = base_sequence;
+        record.player = player;
+        record.bytes = len as u32;
+        record.valid = true;
+
+        // Priority bookkeeping: left-out updates accumulate, everything else resets.
+        work.skipped.clear();
+        for op in work.ops.iter().filter(|op| !op.include) {
+            let priority = work.priority[op.number as usize];
+            if priority.is_finite() {
+                let accum = &mut slot.accum[op.number as usize];
+                *accum = sanitize(*accum + priority);
+            }
+            slot.pending.insert(op.number);
+            work.skipped.insert(op.number);
+        }
+        for (word_index, (pending, &skipped)) in slot
+            .pending
+            .words_mut()
+            .iter_mut()
+            .zip(work.skipped.words())
+            .enumerate()
+        {
+            for bit in Ones(*pending & !skipped) {
+                slot.accum[word_index * 64 + bit as usize] = 0.0;
+            }
+            *pending &= skipped;
+        }
+
+        // References: the new record holds its frame and its old states.
+        for &(_, state) in &work.spare.overrides {
+            store.slab.retain(state);
+        }
+        store.acquire(frame_number);
+        std::mem::swap(
+            &mut slot.ring[sequence as usize % RING_SIZE],
+            &mut work.spare,
+        );
+        work.spare.release(store);
+
+        slot.rate.sent(&slot.settings, now, len);
+        slot.next_sequence = sequence.wrapping_add(1);
+        slot.full_pending = false;
+        if slot.settings.auto_ack {
+            slot.last_acked = Some(sequence);
+        }
+        let stats = &mut slot.stats;
+        stats.snapshots += 1;
+        stats.full_updates += base_sequence.is_none() as u64;
+        stats.bytes += len as u64;
+        stats.checksums += has_checksum as u64;
+        stats.budget_limited += (deferred > 0) as u64;
+        stats.entities_deferred += deferred as u64;
+
+        Ok(BuildOutcome::Built(SnapshotInfo {
+            sequence,
+            frame: frame_number,
+            base: base_sequence,
+            bytes: len,
+            entities_written: written,
+            entities_deferred: deferred,
+            entities_held: held,
+            rate_delayed: header.rate_delayed,
+            has_checksum,
+        }))
+    }
+
+    /// Builds the snapshot of every client that is due one, handing each to
+    /// `sink` as `(client, bytes, info)`. Stops at the first error.
+    pub fn build_snapshots<S: Scope<E, P>>(
+        &mut self,
+        scope: &mut S,
+        out: &mut Vec<u8>,
+        mut sink: impl FnMut(ClientId, &[u8], &SnapshotInfo),
+    ) -> Result<(), ServerError> {
+        for index in 0..self.clients.len() {
+            let Some(id) = self.clients[index].as_ref().map(|slot| slot.id) else {
+                continue;
+            };
+            if let BuildOutcome::Built(info) = self.build_snapshot(id, scope, out)? {
+                sink(id, out, &info);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,467 @@
+//! The client: applies gamestates and configstrings, decodes each snapshot
+//! against the base it names, keeps a ring of what it decoded, and reports
+//! the acknowledgement to send back.
+//!
+//! The client is generic over any [`Fields`] types, so the same code decodes
+//! a live stream into the game's `net_struct!` types and a recorded demo
+//! into [`DynamicState`](fields::dynamic::DynamicState) values built from
+//! the demo's schema. Every decoding step is bounded: entity numbers are
+//! checked against the gamestate's limit (itself at most
+//! [`MAX_ENTITY_LIMIT`](crate::config::MAX_ENTITY_LIMIT)), strings against
+//! their maximum length, so untrusted input can neither panic the client
+//! nor make it allocate beyond those bounds. A rejected message leaves the
+//! client as it was and is counted in [`ClientStats`].
+
+use fields::{BitReader, BitSource, Codec, EntityBody, Fields};
+
+use crate::checksum::{layout_fingerprint, state_hash, SyncChecksum};
+use crate::config::RING_SIZE;
+use crate::error::ClientError;
+use crate::gamestate::{read_configstring, read_gamestate, Gamestate};
+use crate::message::{expect_end, MessageKind, SnapshotHeader};
+use crate::received::Snapshot;
+use crate::stats::ClientStats;
+use crate::trace::{EntityTrace, FieldMask, SnapshotTrace, UpdateKind};
+
+/// What a message did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Received {
+    /// A gamestate was applied (held snapshots were dropped: they may have
+    /// been decoded against other baselines).
+    Gamestate,
+    /// Configstring `index` changed.
+    Configstring {
+        /// Its index.
+        index: usize,
+    },
+    /// A snapshot was decoded; it is now [`Client::newest`].
+    Snapshot(SnapshotReport),
+    /// A snapshot no newer than the newest held: ignored.
+    Stale {
+        /// Its sequence number.
+        sequence: u32,
+    },
+}
+
+/// The outcome of a sync check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncCheck {
+    /// The snapshot carried no checksum.
+    Absent,
+    /// The client's state matches the server's record.
+    Matched,
+    /// It does not: the client asks for a full update.
+    Mismatched,
+}
+
+/// A decoded snapshot, in brief.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotReport {
+    /// Its sequence number (the client's new ack).
+    pub sequence: u32,
+    /// Its base (`None`: a full update).
+    pub base: Option<u32>,
+    /// The sync check.
+    pub sync: SyncCheck,
+    /// Entities that entered the view since the previous newest snapshot.
+    pub entered: usize,
+    /// Entities that left it.
+    pub left: usize,
+}
+
+/// What the gamestate fixed for the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Setup {
+    codec: Codec,
+    entity_limit: u32,
+}
+
+/// The receiving end of a snapshot stream.
+#[derive(Debug, Clone)]
+pub struct Client<E, P> {
+    zero_entity: E,
+    zero_player: P,
+    fingerprint: u32,
+    setup: Option<Setup>,
+    gamestate: Gamestate<E>,
+    ring: Vec<Snapshot<E, P>>,
+    valid: [bool; RING_SIZE],
+    /// Where a snapshot is decoded before it replaces a ring slot, so a
+    /// rejected message changes nothing.
+    scratch: Snapshot<E, P>,
+    newest: Option<u32>,
+    previous: Option<u32>,
+    entered: Vec<u32>,
+    left: Vec<u32>,
+    needs_full_update: bool,
+    stats: ClientStats,
+    trace: Option<SnapshotTrace>,
+    text: Vec<u8>,
+}
+
+impl<E: Fields + Default, P: Fields + Default> Default for Client<E, P> {
+    fn default() -> Self {
+        Client::new()
+    }
+}
+
+impl<E: Fields + Default, P: Fields + Default> Client<E, P> {
+    /// A client whose zeroed entity and player state are the types' defaults.
+    pub fn new() -> Self {
+        Client::with_prototypes(E::default(), P::default())
+    }
+}
+
+impl<E: Fields, P: Fields> Client<E, P> {
+    /// A client with explicit zeroed prototypes — for types without a
+    /// meaningful `Default`, such as
+    /// [`DynamicState`](fields::dynamic::DynamicState) (use its layout's `zeroed()`).
+    pub fn with_prototypes(zero_entity: E, zero_player: P) -> Self {
+        let fingerprint = layout_fingerprint(&zero_entity, &zero_player);
+        Client {
+            ring: (0..RING_SIZE)
+                .map(|_| Snapshot::empty(zero_player.clone()))
+                .collect(),
+            valid: [false; RING_SIZE],
+            scratch: Snapshot::empty(zero_player.clone()),
+            zero_entity,
+            zero_player,
+            fingerprint,
+            setup: None,
+            gamestate: Gamestate::new(),
+            newest: None,
+            previous: None,
+            entered: Vec::new(),
+            left: Vec::new(),
+            needs_full_update: false,
+            stats: ClientStats::default(),
+            trace: None,
+            text: Vec::new(),
+        }
+    }
+
+    /// Reads one message: a gamestate, a configstring change or a snapshot.
+    /// On error the client is unchanged, and the error is counted.
+    pub fn read_message(&mut self, bytes: &[u8]) -> Result<Received, ClientError> {
+        let result = self.read_inner(bytes);
+        if let Err(error) = &result {
+            self.stats.count(error);
+            if matches!(error, ClientError::BaseMissing { .. }) {
+                // Only a full update can recover (e.g. after a restart).
+                self.needs_full_update = true;
+            }
+        }
+        result
+    }
+
+    fn read_inner(&mut self, bytes: &[u8]) -> Result<Received, ClientError> {
+        let mut reader = BitReader::new(bytes);
+        match MessageKind::read(&mut reader)? {
+            MessageKind::Gamestate => {
+                let (header, gamestate) =
+                    read_gamestate(&mut reader, &self.zero_entity, self.fingerprint)?;
+                self.setup = Some(Setup {
+                    codec: header.codec,
+                    entity_limit: header.entity_limit,
+                });
+                self.gamestate = gamestate;
+                self.clear_snapshots();
+                self.stats.gamestates += 1;
+                Ok(Received::Gamestate)
+            }
+            MessageKind::Configstring => {
+                let index = read_configstring(&mut reader, &mut self.gamestate, &mut self.text)?;
+                self.stats.configstrings += 1;
+                Ok(Received::Configstring { index })
+            }
+            MessageKind::Snapshot => self.read_snapshot(&mut reader),
+        }
+    }
+
+    fn read_snapshot(&mut self, reader: &mut BitReader<'_>) -> Result<Received, ClientError> {
+        // The trace is kept even for a message rejected part-way: it shows
+        // what was decoded up to the error.
+        let mut trace = self.trace.take();
+        let result = self.decode_snapshot(reader, trace.as_mut());
+        self.trace = trace;
+        result
+    }
+
+    fn decode_snapshot(
+        &mut self,
+        reader: &mut BitReader<'_>,
+        mut trace: Option<&mut SnapshotTrace>,
+    ) -> Result<Received, ClientError> {
+        let Setup {
+            codec,
+            entity_limit,
+        } = self.setup.ok_or(ClientError::NoGamestate)?;
+        let header = SnapshotHeader::read(reader)?;
+        let sequence = header.sequence;
+        if self.newest.is_some_and(|newest| sequence <= newest) {
+            self.stats.stale += 1;
+            return Ok(Received::Stale { sequence });
+        }
+        let base = match header.base {
+            None => None,
+            Some(base) => {
+                let index = base as usize % RING_SIZE;
+                if !(self.valid[index] && self.ring[index].sequence == base) {
+                    return Err(ClientError::BaseMissing { sequence, base });
+                }
+                Some(&self.ring[index])
+            }
+        };
+        if let Some(trace) = trace.as_deref_mut() {
+            trace.sequence = sequence;
+            trace.base = header.base;
+            trace.entities.clear();
+        }
+
+        let out = &mut self.scratch;
+        let base_player = base.map_or(&self.zero_player, |b| &b.player);
+        out.player.clone_from(base_player);
+        codec.read_delta(reader, &mut out.player)?;
+        if let Some(trace) = trace.as_deref_mut() {
+            trace.player_fields = FieldMask::diff(base_player, &out.player);
+        }
+
+        // Merge the base's entities with the message's updates, in number order.
+        out.entities.clear();
+        let held: &[(u32, E)] = base.map_or(&[], |b| &b.entities);
+        let mut next = 0;
+        let mut last = None;
+        while let Some(number) = codec.read_entity_number(reader, last, u32::MAX)? {
+            if number >= entity_limit {
+                return Err(ClientError::EntityOutOfRange {
+                    number,
+                    limit: entity_limit,
+                });
+            }
+            while let Some(entry) = held.get(next).filter(|(n, _)| *n < number) {
+                out.entities.push(entry.clone());
+                next += 1;
+            }
+            let previous = held.get(next).filter(|(n, _)| *n == number);
+            let start = match previous {
+                Some((_, state)) => {
+                    next += 1;
+                    state
+                }
+                None => self.gamestate.baseline(number).unwrap_or(&self.zero_entity),
+            };
+            let mut state = start.clone();
+            let body = codec.read_entity_body(reader, number, &mut state)?;
+            let kind = match (body, previous.is_some()) {
+                (EntityBody::Removed, false) => {
+                    return Err(ClientError::RemovedUnknownEntity { number })
+                }
+                (EntityBody::Removed, true) => UpdateKind::Removed,
+                (_, true) => UpdateKind::Changed,
+                (_, false) => UpdateKind::Added,
+            };
+            if let Some(trace) = trace.as_deref_mut() {
+                let fields = match kind {
+                    UpdateKind::Removed => FieldMask::new(),
+                    _ => FieldMask::diff(start, &state),
+                };
+                trace.entities.push(EntityTrace {
+                    number,
+                    kind,
+                    fields,
+                });
+            }
+            if kind != UpdateKind::Removed {
+                out.entities.push((number, state));
+            }
+            last = Some(number);
+        }
+        out.entities
+            .extend_from_slice(&held[next.min(held.len())..]);
+
+        let sync = if header.has_checksum {
+            let expected = reader.get_bits(32)?;
+            let mut checksum = SyncChecksum::new(state_hash(&out.player));
+            for (number, state) in &out.entities {
+                checksum.entity(*number, state_hash(state));
+            }
+            if checksum.finish() == expected {
+                SyncCheck::Matched
+            } else {
+                SyncCheck::Mismatched
+            }
+        } else {
+            SyncCheck::Absent
+        };
+        let bits = reader.bits_read();
+        expect_end(reader)?;
+
+        // Accepted: commit.
+        out.sequence = sequence;
+        out.frame = header.frame;
+        out.server_time = header.server_time;
+        out.base = header.base;
+        out.rate_delayed = header.rate_delayed;
+        let index = sequence as usize % RING_SIZE;
+        std::mem::swap(&mut self.ring[index], &mut self.scratch);
+        self.valid[index] = true;
+        self.previous = self.newest;
+        self.newest = Some(sequence);
+        self.update_entered_left();
+        if let Some(trace) = trace {
+            trace.bits = bits;
+        }
+
+        self.stats.snapshots += 1;
+        self.stats.full_updates += header.base.is_none() as u64;
+        self.stats.rate_delayed += header.rate_delayed as u64;
+        match sync {
+            SyncCheck::Matched => self.stats.checksums_matched += 1,
+            SyncCheck::Mismatched => self.stats.checksum_mismatches += 1,
+            SyncCheck::Absent => {}
+        }
+        if sync == SyncCheck::Mismatched {
+            self.needs_full_update = true;
+        } else if header.base.is_none() {
+            self.needs_full_update = false;
+        }
+        Ok(Received::Snapshot(SnapshotReport {
+            sequence,
+            base: header.base,
+            sync,
+            entered: self.entered.len(),
+            left: self.left.len(),
+        }))
+    }
+
+    fn update_entered_left(&mut self) {
+        self.entered.clear();
+        self.left.clear();
+        let empty: &[(u32, E)] = &[];
+        let ring = &self.ring;
+        let valid = &self.valid;
+        let old = self
+            .previous
+            .and_then(|sequence| held(ring, valid, sequence))
+            .map_or(empty, |s| &s.entities);
+        let Some(new) = self
+            .newest
+            .and_then(|sequence| held(ring, valid, sequence))
+            .map(|s| &s.entities)
+        else {
+            return;
+        };
+        let (mut i, mut j) = (0, 0);
+        while i < old.len() || j < new.len() {
+            match (old.get(i), new.get(j)) {
+                (Some((a, _)), Some((b, _))) if a == b => {
+                    i += 1;
+                    j += 1;
+                }
+                (Some((a, _)), Some((b, _))) if a < b => {
+                    self.left.push(*a);
+                    i += 1;
+                }
+                (Some((a, _)), None) => {
+                    self.left.push(*a);
+                    i += 1;
+                }
+                (_, Some((b, _))) => {
+                    self.entered.push(*b);
+                    j += 1;
+                }
+                (None, None) => break,
+            }
+        }
+    }
+
+    /// The sequence to acknowledge to the server: the newest snapshot held.
+    pub fn ack(&self) -> Option<u32> {
+        self.newest
+    }
+
+    /// The newest snapshot.
+    pub fn newest(&self) -> Option<&Snapshot<E, P>> {
+        self.snapshot(self.newest?)
+    }
+
+    /// The snapshot that was newest before [`newest`](Self::newest): with it,
+    /// the game interpolates between the two server times.
+    pub fn previous(&self) -> Option<&Snapshot<E, P>> {
+        self.snapshot(self.previous?)
+    }
+
+    /// Snapshot `sequence`, while it is in the ring.
+    pub fn snapshot(&self, sequence: u32) -> Option<&Snapshot<E, P>> {
+        held(&self.ring, &self.valid, sequence)
+    }
+
+    /// Entity numbers that entered the view with the newest snapshot.
+    pub fn entered(&self) -> &[u32] {
+        &self.entered
+    }
+
+    /// Entity numbers that left the view with the newest snapshot.
+    pub fn left(&self) -> &[u32] {
+        &self.left
+    }
+
+    /// Whether the client needs a full update: a sync checksum disagreed or
+    /// a base was missing. Tell the server (which then calls
+    /// [`Server::request_full_update`](crate::Server::request_full_update));
+    /// this stays set until a full update is decoded.
+    pub fn needs_full_update(&self) -> bool {
+        self.needs_full_update
+    }
+
+    /// The gamestate received, if any.
+    pub fn gamestate(&self) -> Option<&Gamestate<E>> {
+        self.setup.map(|_| &self.gamestate)
+    }
+
+    /// The codec the gamestate announced.
+    pub fn codec(&self) -> Option<Codec> {
+        self.setup.map(|s| s.codec)
+    }
+
+    /// The entity-number limit the gamestate announced.
+    pub fn entity_limit(&self) -> Option<u32> {
+        self.setup.map(|s| s.entity_limit)
+    }
+
+    /// Counters of what was received and rejected.
+    pub fn stats(&self) -> &ClientStats {
+        &self.stats
+    }
+
+    /// Drops every held snapshot, keeping the gamestate: the next snapshot
+    /// must be a full update (a demo player seeking to a keyframe).
+    pub fn clear_snapshots(&mut self) {
+        self.valid = [false; RING_SIZE];
+        self.newest = None;
+        self.previous = None;
+        self.entered.clear();
+        self.left.clear();
+    }
+
+    /// Turns per-message tracing on or off (see [`trace`](Self::trace)).
+    pub fn set_trace(&mut self, on: bool) {
+        self.trace = on.then(SnapshotTrace::default);
+    }
+
+    /// What the last snapshot message read carried, when tracing is on
+    /// (for a rejected message: what was decoded before the error).
+    pub fn trace(&self) -> Option<&SnapshotTrace> {
+        self.trace.as_ref()
+    }
+}
+
+/// Snapshot `sequence` of a ring, if its slot holds it.
+fn held<'a, E, P>(
+    ring: &'a [Snapshot<E, P>],
+    valid: &[bool; RING_SIZE],
+    sequence: u32,
+) -> Option<&'a Snapshot<E, P>> {
+    let index = sequence as usize % RING_SIZE;
+    (valid[index] && ring[index].sequence == sequence).then(|| &ring[index])
+}

@@ -1,0 +1,191 @@
+//! Per-frame cache of encoded entity updates.
+//!
+//! In steady state most clients acknowledged the previous frame, so they
+//! all need the same delta for a moving entity: same base state, same new
+//! state, and (when their views agree) the same previous entity in the
+//! list. The codec's output depends on nothing else, so the first encoding
+//! is kept as bits and copied for the others. A copy is a few 32-bit moves
+//! where an encoding walks every field; that is what keeps 64 clients within
+//! the frame budget. The key holds every input of
+//! [`Codec::write_entity`](fields::Codec::write_entity) that varies within a
+//! frame, and the cache is emptied when a frame is committed (the only time
+//! state references are reused), so a hit is always the exact encoding.
+
+use fields::{BitError, BitReader, BitSink, BitSource, BitWriter};
+
+/// Base key of an entity new to the client: its spawn baseline, or the
+/// zeroed dummy when it has none (the same for every client).
+pub(crate) const SPAWN_BASE: u32 = u32::MAX - 1;
+
+const NO_LAST: u32 = u32::MAX;
+/// Variants kept per entity number: enough for "most clients" and "the
+/// clients one ack behind".
+const WAYS: usize = 2;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Entry {
+    stamp: u32,
+    base: u32,
+    new: u32,
+    last: u32,
+    start: u32,
+    bits: u32,
+    written: bool,
+}
+
+/// A cached encoding.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hit {
+    start: u32,
+    bits: u32,
+    /// What `write_entity` returned.
+    pub written: bool,
+}
+
+/// Encoded entity updates of the current frame.
+#[derive(Debug, Clone)]
+pub(crate) struct EntityCache {
+    entries: Vec<[Entry; WAYS]>,
+    next_way: Vec<u8>,
+    arena: Vec<u8>,
+    stamp: u32,
+}
+
+impl EntityCache {
+    /// An empty cache for entity numbers below `limit`.
+    pub fn new(limit: u32) -> Self {
+        EntityCache {
+            entries: vec![[Entry::default(); WAYS]; limit as usize],
+            next_way: vec![0; limit as usize],
+            arena: Vec::new(),
+            stamp: 1,
+        }
+    }
+
+    /// Forgets everything (a new frame was committed).
+    pub fn invalidate(&mut self) {
+        self.arena.clear();
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            // Stamps wrapped: clear for real so no stale entry matches.
+            for ways in &mut self.entries {
+                *ways = [Entry::default(); WAYS];
+            }
+            self.stamp = 1;
+        }
+    }
+
+    /// The cached encoding of entity `number` from `base` to `new` after `last`.
+    #[inline]
+    pub fn lookup(&self, number: u32, base: u32, new: u32, last: Option<u32>) -> Option<Hit> {
+        let last = last.unwrap_or(NO_LAST);
+        self.entries.get(number as usize)?.iter().find_map(|e| {
+            (e.stamp == self.stamp && e.base == base && e.new == new && e.last == last).then_some(
+                Hit {
+                    start: e.start,
+                    bits: e.bits,
+                    written: e.written,
+                },
+            )
+        })
+    }
+
+    /// Keeps bits `from..to` of `source` as the encoding for the key.
+    #[allow(clippy::too_many_arguments)]
+    pub fn store(
+        &mut self,
+        number: u32,
+        base: u32,
+        new: u32,
+        last: Option<u32>,
+        written: bool,
+        source: &[u8],
+        from: usize,
+        to: usize,
+    ) -> Result<(), BitError> {
+        let Some(ways) = self.entries.get_mut(number as usize) else {
+            return Ok(());
+        };
+        let start = self.arena.len();
+        let bits = to - from;
+        self.arena.resize(start + bits.div_ceil(8), 0);
+        let mut reader = BitReader::new(source);
+        reader.skip(from as u32)?;
+        copy_bits(
+            &mut reader,
+            &mut BitWriter::new(&mut self.arena[start..]),
+            bits,
+        )?;
+        let way = &mut self.next_way[number as usize];
+        ways[*way as usize] = Entry {
+            stamp: self.stamp,
+            base,
+            new,
+            last: last.unwrap_or(NO_LAST),
+            start: start as u32,
+            bits: bits as u32,
+            written,
+        };
+        *way = (*way + 1) % WAYS as u8;
+        Ok(())
+    }
+
+    /// Appends a cached encoding to `sink`.
+    #[inline]
+    pub fn copy_to<S: BitSink + ?Sized>(&self, hit: Hit, sink: &mut S) -> Result<(), BitError> {
+        let bytes = &self.arena[hit.start as usize..];
+        let mut reader = BitReader::with_bit_len(bytes, hit.bits as usize);
+        copy_bits(&mut reader, sink, hit.bits as usize)
+    }
+
+    /// Bytes allocated.
+    pub fn memory_bytes(&self) -> usize {
+        self.entries.capacity() * std::mem::size_of::<[Entry; WAYS]>()
+            + self.next_way.capacity()
+            + self.arena.capacity()
+    }
+}
+
+/// Moves `bits` bits from `source` to `sink`, 32 at a time.
+fn copy_bits<R: BitSource + ?Sized, S: BitSink + ?Sized>(
+    source: &mut R,
+    sink: &mut S,
+    mut bits: usize,
+) -> Result<(), BitError> {
+    while bits > 0 {
+        let take = bits.min(32) as u32;
+        sink.put_bits(source.get_bits(take)?, take)?;
+        bits -= take as usize;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hit_reproduces_the_stored_bits_at_any_alignment() {
+        let mut message = [0u8; 16];
+        let mut w = BitWriter::new(&mut message);
+        w.put_bits(0b101, 3).unwrap();
+        w.put_bits(0xDEAD_BEEF, 32).unwrap();
+        w.put_bits(0x1F, 5).unwrap();
+        let mut cache = EntityCache::new(8);
+        cache
+            .store(3, 7, 9, None, true, w.written(), 3, 40)
+            .unwrap();
+        assert!(cache.lookup(3, 7, 9, Some(1)).is_none());
+        let hit = cache.lookup(3, 7, 9, None).unwrap();
+        let mut out = [0u8; 16];
+        let mut o = BitWriter::new(&mut out);
+        o.put_bit(true).unwrap();
+        cache.copy_to(hit, &mut o).unwrap();
+        let mut r = BitReader::new(&out);
+        assert!(r.get_bit().unwrap());
+        assert_eq!(r.get_bits(32).unwrap(), 0xDEAD_BEEF);
+        assert_eq!(r.get_bits(5).unwrap(), 0x1F);
+        cache.invalidate();
+        assert!(cache.lookup(3, 7, 9, None).is_none());
+    }
+}
