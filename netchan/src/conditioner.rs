@@ -217,7 +217,8 @@ impl LinkConditioner {
     }
 
     fn schedule(&mut self, departure: Instant, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
-        let mut release = departure + self.config.latency + self.rng.duration_up_to(self.config.jitter);
+        let mut release =
+            departure + self.config.latency + self.rng.duration_up_to(self.config.jitter);
         if self.config.reorder > 0.0 && self.rng.chance(self.config.reorder) {
             release += self.config.reorder_delay;
             self.stats.reordered += 1;
@@ -229,7 +230,11 @@ impl LinkConditioner {
         self.queue.push(Scheduled {
             release,
             order: self.order,
-            datagram: Datagram { from, to, bytes: buf },
+            datagram: Datagram {
+                from,
+                to,
+                bytes: buf,
+            },
         });
     }
 
@@ -295,7 +300,12 @@ mod tests {
         let t0 = Instant::now();
         let mut c = LinkConditioner::new(config, seed);
         for i in 0..2000u32 {
-            c.push(t0 + Duration::from_millis(i as u64), addr(1), addr(2), &i.to_le_bytes());
+            c.push(
+                t0 + Duration::from_millis(i as u64),
+                addr(1),
+                addr(2),
+                &i.to_le_bytes(),
+            );
         }
         let mut out = Vec::new();
         while let Some(d) = c.pop_due(t0 + Duration::from_secs(100)) {
@@ -393,6 +403,9 @@ mod tests {
         c.push(t0, addr(1), addr(2), &[1]);
         assert_eq!(c.next_release(), Some(t0 + Duration::from_millis(50)));
         assert!(c.pop_due(t0 + Duration::from_millis(49)).is_none());
-        assert_eq!(c.pop_due(t0 + Duration::from_millis(50)).map(|d| d.bytes), Some(vec![1]));
+        assert_eq!(
+            c.pop_due(t0 + Duration::from_millis(50)).map(|d| d.bytes),
+            Some(vec![1])
+        );
     }
 }

@@ -15,7 +15,9 @@ use crate::compress::Compressor;
 use crate::crypto::{Direction, PresharedKey, SessionCipher, TAG_LEN};
 use crate::error::{DecodeError, SendError};
 use crate::fragment::ReassemblyLimits;
-use crate::handshake::{Cookie, ConnectRequest, Handshake, RejectReason, OPT_COMPRESS, OPT_ENCRYPT};
+use crate::handshake::{
+    ConnectRequest, Cookie, Handshake, RejectReason, OPT_COMPRESS, OPT_ENCRYPT,
+};
 use crate::metrics::Metrics;
 use crate::notify::{RttEstimator, SentTracker};
 use crate::packet::{
@@ -26,8 +28,7 @@ use crate::packet::{
 use crate::pool::BufPool;
 use crate::rate::{RateAnnounce, RateLimiter, MIN_BUDGET};
 use crate::reliable::{
-    OrderedLimits, OrderedOutcome, OrderedReceiver, OrderedSender, QuickestReceiver,
-    QuickestSender,
+    OrderedLimits, OrderedOutcome, OrderedReceiver, OrderedSender, QuickestReceiver, QuickestSender,
 };
 use crate::sequence::{extend, Membership, SeqWindow};
 use crate::state::{StateId, StateReceiver, StateSender};
@@ -639,11 +640,8 @@ impl Connection {
 
     fn apply_rate(&mut self) {
         let effective = self.config.send_rate.sanitized().min(self.peer_rate);
-        self.limiter.set_rate(
-            effective.bytes_per_sec,
-            Some(effective.packets_per_sec),
-            0,
-        );
+        self.limiter
+            .set_rate(effective.bytes_per_sec, Some(effective.packets_per_sec), 0);
         self.metrics.send_rate = self.limiter.bytes_per_sec();
     }
 
@@ -884,7 +882,10 @@ impl Connection {
                     if data.len() as u64 != total as u64 {
                         self.metrics.fragments_received += 1;
                     }
-                    match self.state_rx.on_chunk(sid, total, offset, data, scratch.pool) {
+                    match self
+                        .state_rx
+                        .on_chunk(sid, total, offset, data, scratch.pool)
+                    {
                         Ok(Some((sid, data))) => {
                             self.metrics.states_received += 1;
                             self.emit(Event::State {

@@ -447,7 +447,9 @@ impl Endpoint {
                 self.queue_response(from, response);
             }
             Handshake::Connect(request) => self.handle_connect(now, from, request),
-            Handshake::ChallengeResponse { .. } | Handshake::Accept { .. } | Handshake::Reject { .. } => {
+            Handshake::ChallengeResponse { .. }
+            | Handshake::Accept { .. }
+            | Handshake::Reject { .. } => {
                 let Some(&id) = self.by_addr.get(&from) else {
                     self.metrics.unknown_sender += 1;
                     return;
@@ -501,7 +503,11 @@ impl Endpoint {
         {
             self.used_cookies.pop_front();
         }
-        if self.used_cookies.iter().any(|(mac, _)| *mac == req.cookie.mac) {
+        if self
+            .used_cookies
+            .iter()
+            .any(|(mac, _)| *mac == req.cookie.mac)
+        {
             self.metrics.cookies_replayed += 1;
             return;
         }
@@ -545,7 +551,10 @@ impl Endpoint {
         // A client reconnecting from the same address replaces its old connection.
         if let Some(&old) = self.by_addr.get(&from) {
             if let Some(c) = self.connection_mut(old) {
-                c.close(DisconnectReason::Peer(crate::connection::codes::NORMAL), false);
+                c.close(
+                    DisconnectReason::Peer(crate::connection::codes::NORMAL),
+                    false,
+                );
             }
             self.drain_events(old);
             self.remove(old);
@@ -667,7 +676,11 @@ impl Endpoint {
     }
 
     /// The next datagram to send, written into `buf`.
-    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8; MAX_DATAGRAM]) -> Option<Transmit> {
+    pub fn poll_transmit(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8; MAX_DATAGRAM],
+    ) -> Option<Transmit> {
         self.now = now;
         if let Some((to, bytes, len)) = self.outgoing.pop_front() {
             buf[..len].copy_from_slice(&bytes[..len]);

@@ -321,13 +321,15 @@ mod tests {
         let mut r = Reassembler::new(limits());
         let mut pool = BufPool::default();
         for id in 0..4 {
-            r.insert(id, 1000, 0, &[0; 10], Policy::Refuse, &mut pool).unwrap();
+            r.insert(id, 1000, 0, &[0; 10], Policy::Refuse, &mut pool)
+                .unwrap();
         }
         assert_eq!(
             r.insert(9, 1000, 0, &[0; 10], Policy::Refuse, &mut pool),
             Err(FragmentError::TooManyPartials)
         );
-        r.insert(9, 1000, 0, &[0; 10], Policy::EvictOldest, &mut pool).unwrap();
+        r.insert(9, 1000, 0, &[0; 10], Policy::EvictOldest, &mut pool)
+            .unwrap();
         assert!(!r.contains(0));
         assert!(r.contains(9));
     }

@@ -46,6 +46,11 @@ pub const REJECT_LEN: usize = 1 + 4 + 4 + 1;
 /// Size of a cookie: timestamp and MAC.
 pub const COOKIE_LEN: usize = 8 + 16;
 
+// No response is larger than the request that caused it: checked at compile time.
+const _: () = assert!(CHALLENGE_RESPONSE_LEN <= CHALLENGE_REQUEST_LEN);
+const _: () = assert!(ACCEPT_LEN <= CONNECT_LEN);
+const _: () = assert!(REJECT_LEN <= CONNECT_LEN);
+
 /// Connect/accept flag: the body of data datagrams may be compressed.
 pub const OPT_COMPRESS: u8 = 0x1;
 /// Connect/accept flag: data datagrams are encrypted with the pre-shared key.
@@ -391,13 +396,6 @@ mod tests {
     }
 
     #[test]
-    fn responses_never_exceed_requests() {
-        assert!(CHALLENGE_RESPONSE_LEN <= CHALLENGE_REQUEST_LEN);
-        assert!(ACCEPT_LEN <= CONNECT_LEN);
-        assert!(REJECT_LEN <= CONNECT_LEN);
-    }
-
-    #[test]
     fn cookie_checks() {
         let key = CookieKey([3; 16]);
         let c = key.issue(addr(1000), 7, 5_000);
@@ -438,11 +436,24 @@ mod tests {
             any::<u32>().prop_map(|client_id| Handshake::ChallengeRequest { client_id }),
             (any::<u32>(), cookie.clone())
                 .prop_map(|(client_id, cookie)| Handshake::ChallengeResponse { client_id, cookie }),
-            (any::<u32>(), cookie, any::<u32>(), any::<u64>(), any::<u8>(), rate.clone()).prop_map(
-                |(client_id, cookie, version, schema, options, rate)| Handshake::Connect(
-                    ConnectRequest { client_id, cookie, version, schema, options, rate }
-                )
-            ),
+            (
+                any::<u32>(),
+                cookie,
+                any::<u32>(),
+                any::<u64>(),
+                any::<u8>(),
+                rate.clone()
+            )
+                .prop_map(|(client_id, cookie, version, schema, options, rate)| {
+                    Handshake::Connect(ConnectRequest {
+                        client_id,
+                        cookie,
+                        version,
+                        schema,
+                        options,
+                        rate,
+                    })
+                }),
             (any::<u32>(), any::<u8>(), any::<[u8; 12]>(), rate).prop_map(
                 |(client_id, options, session_nonce, rate)| Handshake::Accept {
                     client_id,

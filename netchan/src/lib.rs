@@ -24,11 +24,11 @@ pub mod state;
 pub mod udp;
 
 pub use compress::{Compressor, HuffmanCompressor};
+pub use conditioner::{BurstLoss, ConditionerConfig, LinkConditioner};
 pub use connection::{
     codes, Connection, ConnectionConfig, ConnectionId, DisconnectReason, Event, Phase, Role,
     MAX_EVENT, MAX_QUICKEST_ITEM,
 };
-pub use conditioner::{BurstLoss, ConditionerConfig, LinkConditioner};
 pub use crypto::PresharedKey;
 pub use driver::{Driver, Transport};
 pub use endpoint::{

@@ -124,7 +124,11 @@ pub type LocalDriver = Driver<LocalTransport>;
 
 impl Driver<LocalTransport> {
     /// Binds a new endpoint on `hub` (at `addr`, or a fresh port).
-    pub fn bind_local(hub: &LocalHub, addr: Option<SocketAddr>, endpoint: Endpoint) -> io::Result<Self> {
+    pub fn bind_local(
+        hub: &LocalHub,
+        addr: Option<SocketAddr>,
+        endpoint: Endpoint,
+    ) -> io::Result<Self> {
         Ok(Driver::new(endpoint, hub.bind(addr)?))
     }
 }

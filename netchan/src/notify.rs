@@ -147,7 +147,9 @@ impl SentTracker {
                 }
             } else if back >= ACK_WINDOW
                 || (back > reorder_threshold
-                    && record.sent_at.is_none_or(|t| now.saturating_duration_since(t) >= min_age))
+                    && record
+                        .sent_at
+                        .is_none_or(|t| now.saturating_duration_since(t) >= min_age))
             {
                 record.resolved = Some(false);
             }

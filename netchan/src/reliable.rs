@@ -585,8 +585,12 @@ mod tests {
                         data,
                     }) = chunk
                     {
-                        let outcome = rx.on_chunk(id, total, offset, data, &mut pool, |m| got.push(m));
-                        assert!(matches!(outcome, OrderedOutcome::Accepted | OrderedOutcome::Duplicate));
+                        let outcome =
+                            rx.on_chunk(id, total, offset, data, &mut pool, |m| got.push(m));
+                        assert!(matches!(
+                            outcome,
+                            OrderedOutcome::Accepted | OrderedOutcome::Duplicate
+                        ));
                     }
                 }
             }

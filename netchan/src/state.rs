@@ -223,13 +223,25 @@ mod tests {
         let mut rec1 = SentRecord::default();
         let mut space = 1300;
         let mut frags = 0;
-        tx.write(&mut Writer::new(&mut buf), &mut space, &mut rec1, &mut frags, &mut pool);
+        tx.write(
+            &mut Writer::new(&mut buf),
+            &mut space,
+            &mut rec1,
+            &mut frags,
+            &mut pool,
+        );
         assert_eq!(rec1.state, Some(a));
         // Superseded before its other pieces went out.
         let b = tx.submit(vec![2; 100], &mut pool);
         let mut rec2 = SentRecord::default();
         let mut space = 1300;
-        tx.write(&mut Writer::new(&mut buf), &mut space, &mut rec2, &mut frags, &mut pool);
+        tx.write(
+            &mut Writer::new(&mut buf),
+            &mut space,
+            &mut rec2,
+            &mut frags,
+            &mut pool,
+        );
         assert_eq!(rec2.state, Some(b));
         assert_eq!(tx.pop_resolved(), None, "a still has a datagram in flight");
         tx.on_notify(b, true);

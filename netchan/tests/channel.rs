@@ -39,7 +39,8 @@ fn all_four_classes_on_one_connection() {
         {
             let c = sim.nodes[client].endpoint.connection_mut(cid).unwrap();
             c.send_ordered(format!("chat {tick}").as_bytes()).unwrap();
-            c.send_unguaranteed(&tick.to_le_bytes(), (tick % 3) as u8).unwrap();
+            c.send_unguaranteed(&tick.to_le_bytes(), (tick % 3) as u8)
+                .unwrap();
             if c.send_quickest(&tick.to_le_bytes()).is_ok() {
                 quickest_sent += 1;
             }
@@ -76,19 +77,32 @@ fn all_four_classes_on_one_connection() {
             _ => None,
         })
         .collect();
-    assert_eq!(quick.len() as u32, quickest_sent, "quickest: every item once");
+    assert_eq!(
+        quick.len() as u32,
+        quickest_sent,
+        "quickest: every item once"
+    );
     assert!(quick.windows(2).all(|w| w[0] < w[1]), "quickest: in order");
 
     let unguaranteed: Vec<u32> = server_events
         .iter()
         .filter_map(|e| match e {
-            Event::Unguaranteed { data, .. } => Some(u32::from_le_bytes(data[..4].try_into().unwrap())),
+            Event::Unguaranteed { data, .. } => {
+                Some(u32::from_le_bytes(data[..4].try_into().unwrap()))
+            }
             _ => None,
         })
         .collect();
     let unique: HashSet<u32> = unguaranteed.iter().copied().collect();
-    assert_eq!(unique.len(), unguaranteed.len(), "unguaranteed: never duplicated");
-    assert!(unguaranteed.len() < 200, "unguaranteed: some lost at 20% loss, none resent");
+    assert_eq!(
+        unique.len(),
+        unguaranteed.len(),
+        "unguaranteed: never duplicated"
+    );
+    assert!(
+        unguaranteed.len() < 200,
+        "unguaranteed: some lost at 20% loss, none resent"
+    );
     assert!(unguaranteed.len() > 100);
 
     // State: one report per id, in id order; received payloads are intact and increasing.
@@ -101,7 +115,10 @@ fn all_four_classes_on_one_connection() {
         })
         .collect();
     assert!(received.windows(2).all(|w| w[0].0 < w[1].0));
-    assert!(received.iter().any(|&(_, len)| len == 3000), "fragmented states arrive too");
+    assert!(
+        received.iter().any(|&(_, len)| len == 3000),
+        "fragmented states arrive too"
+    );
     let reports: Vec<(u64, bool)> = server_events
         .iter()
         .filter_map(|e| match e {
@@ -118,8 +135,15 @@ fn all_four_classes_on_one_connection() {
     for id in &delivered {
         assert!(arrived.contains(id) || received.iter().any(|r| r.0 > *id));
     }
-    assert!(reports.iter().any(|r| !r.1), "some states dropped at 20% loss");
-    let m = sim.nodes[server].endpoint.connection(sid).unwrap().metrics();
+    assert!(
+        reports.iter().any(|r| !r.1),
+        "some states dropped at 20% loss"
+    );
+    let m = sim.nodes[server]
+        .endpoint
+        .connection(sid)
+        .unwrap()
+        .metrics();
     assert_eq!(m.states_delivered + m.states_dropped, 200);
 }
 
@@ -170,30 +194,57 @@ fn notify_once_per_datagram_in_send_order() {
             .events
             .iter()
             .filter_map(|e| match e {
-                Event::Notify { conn: c, seq, delivered } if *c == conn => Some((*seq, *delivered)),
+                Event::Notify {
+                    conn: c,
+                    seq,
+                    delivered,
+                } if *c == conn => Some((*seq, *delivered)),
                 _ => None,
             })
             .collect();
         // Exactly one per sent datagram, in send order: the notified seqs are 0, 1, 2, ...
         let expected: Vec<u64> = (0..notes.len() as u64).collect();
         assert_eq!(notes.iter().map(|n| n.0).collect::<Vec<_>>(), expected);
-        let in_flight = sim.nodes[node].endpoint.connection(conn).unwrap().metrics().datagrams_in_flight;
+        let in_flight = sim.nodes[node]
+            .endpoint
+            .connection(conn)
+            .unwrap()
+            .metrics()
+            .datagrams_in_flight;
         assert_eq!(notes.len() + in_flight, seqs_sent.len());
         assert!(in_flight < 40);
         // Wire seqs of the sent datagrams are consecutive too.
-        assert!(seqs_sent.iter().enumerate().all(|(i, s)| *s == (i as u64 & 0xffff)));
+        assert!(seqs_sent
+            .iter()
+            .enumerate()
+            .all(|(i, s)| *s == (i as u64 & 0xffff)));
         // Delivered is never claimed for a datagram that did not arrive.
         for (seq, delivered) in &notes {
             if *delivered {
-                assert!(arrived.contains(&(*seq as u16)), "seq {seq} claimed delivered");
+                assert!(
+                    arrived.contains(&(*seq as u16)),
+                    "seq {seq} claimed delivered"
+                );
             }
         }
         let dropped = notes.iter().filter(|n| !n.1).count();
-        assert!(dropped > notes.len() / 10, "loss is noticed: {dropped}/{}", notes.len());
+        assert!(
+            dropped > notes.len() / 10,
+            "loss is noticed: {dropped}/{}",
+            notes.len()
+        );
     }
-    let m = sim.nodes[client].endpoint.connection(cid).unwrap().metrics();
+    let m = sim.nodes[client]
+        .endpoint
+        .connection(cid)
+        .unwrap()
+        .metrics();
     assert!(m.loss > 0.1 && m.loss < 0.6, "smoothed loss {}", m.loss);
-    assert!(m.rtt > Duration::from_millis(50) && m.rtt < Duration::from_millis(150), "{:?}", m.rtt);
+    assert!(
+        m.rtt > Duration::from_millis(50) && m.rtt < Duration::from_millis(150),
+        "{:?}",
+        m.rtt
+    );
 }
 
 #[test]
@@ -223,11 +274,21 @@ fn rate_limit_and_modem_announcement() {
         .iter()
         .filter(|s| s.from == server_addr && s.at >= start && packet_type(&s.bytes) == Ok(6))
         .collect();
-    assert!(data.iter().all(|s| s.bytes.len() <= 200), "datagrams sized for the modem");
+    assert!(
+        data.iter().all(|s| s.bytes.len() <= 200),
+        "datagrams sized for the modem"
+    );
     let total: usize = data.iter().map(|s| s.bytes.len()).sum();
     let secs = 10.0;
-    assert!(total as f64 <= 2000.0 * secs + 200.0, "{total} bytes in {secs}s");
-    assert!(data.len() as f64 <= 10.0 * secs + 1.0, "{} datagrams in {secs}s", data.len());
+    assert!(
+        total as f64 <= 2000.0 * secs + 200.0,
+        "{total} bytes in {secs}s"
+    );
+    assert!(
+        data.len() as f64 <= 10.0 * secs + 1.0,
+        "{} datagrams in {secs}s",
+        data.len()
+    );
     // It still got everything across, fragmented to fit.
     let got = sim.nodes[client]
         .events
@@ -253,12 +314,22 @@ fn priority_orders_unguaranteed_events_under_a_tight_budget() {
         let s = sim.nodes[server].endpoint.connection_mut(sid).unwrap();
         for i in 0..20u8 {
             // Low priority first in queue order; high priority must still go first.
-            s.send_unguaranteed(&[b'l', i, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 1)
-                .unwrap();
+            s.send_unguaranteed(
+                &[
+                    b'l', i, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                ],
+                1,
+            )
+            .unwrap();
         }
         for i in 0..20u8 {
-            s.send_unguaranteed(&[b'h', i, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 9)
-                .unwrap();
+            s.send_unguaranteed(
+                &[
+                    b'h', i, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                ],
+                9,
+            )
+            .unwrap();
         }
     }
     sim.run_for(Duration::from_secs(3));
@@ -272,7 +343,10 @@ fn priority_orders_unguaranteed_events_under_a_tight_budget() {
         .collect();
     assert_eq!(order.len(), 40);
     assert!(order[..20].iter().all(|(p, _)| *p == b'h'), "{order:?}");
-    assert!(order[..20].windows(2).all(|w| w[0].1 < w[1].1), "FIFO within a priority");
+    assert!(
+        order[..20].windows(2).all(|w| w[0].1 < w[1].1),
+        "FIFO within a priority"
+    );
 }
 
 #[test]
@@ -371,11 +445,21 @@ fn encrypted_and_compressed_connection() {
         compress: true,
     };
     let (cid, sid) = connect(&mut sim, client, server, options);
-    assert!(sim.nodes[server].endpoint.connection(sid).unwrap().is_encrypted());
-    assert!(sim.nodes[client].endpoint.connection(cid).unwrap().is_compressed());
+    assert!(sim.nodes[server]
+        .endpoint
+        .connection(sid)
+        .unwrap()
+        .is_encrypted());
+    assert!(sim.nodes[client]
+        .endpoint
+        .connection(cid)
+        .unwrap()
+        .is_compressed());
     // Game-like payloads: mostly zeros and small numbers.
     let payload = |i: u32| -> Vec<u8> {
-        (0..400u32).map(|k| if k % 9 == 0 { (k ^ i) as u8 & 0x1f } else { 0 }).collect()
+        (0..400u32)
+            .map(|k| if k % 9 == 0 { (k ^ i) as u8 & 0x1f } else { 0 })
+            .collect()
     };
     for i in 0..100 {
         sim.nodes[client]
@@ -395,11 +479,31 @@ fn encrypted_and_compressed_connection() {
         })
         .collect();
     assert_eq!(got, (0..100).map(payload).collect::<Vec<_>>());
-    let m = sim.nodes[client].endpoint.connection(cid).unwrap().metrics();
+    let m = sim.nodes[client]
+        .endpoint
+        .connection(cid)
+        .unwrap()
+        .metrics();
     // 100 × 400 bytes went out in far fewer bytes thanks to compression.
-    assert!(m.bytes_sent < 100 * 400 * 6 / 10, "{} bytes {:?}", m.bytes_sent, m);
-    assert!(m.largest_datagram_sent < 700, "full raw bodies shrink when compressed");
-    assert_eq!(sim.nodes[server].endpoint.connection(sid).unwrap().metrics().auth_failures, 0);
+    assert!(
+        m.bytes_sent < 100 * 400 * 6 / 10,
+        "{} bytes {:?}",
+        m.bytes_sent,
+        m
+    );
+    assert!(
+        m.largest_datagram_sent < 700,
+        "full raw bodies shrink when compressed"
+    );
+    assert_eq!(
+        sim.nodes[server]
+            .endpoint
+            .connection(sid)
+            .unwrap()
+            .metrics()
+            .auth_failures,
+        0
+    );
 }
 
 #[test]
@@ -419,14 +523,21 @@ fn wrong_key_and_replayed_datagrams_are_rejected() {
         encrypt: true,
         compress: false,
     };
-    sim.nodes[client].endpoint.connect(now, saddr, options).unwrap();
+    sim.nodes[client]
+        .endpoint
+        .connect(now, saddr, options)
+        .unwrap();
     sim.run_for(Duration::from_secs(8));
     // The client got an accept, but nothing it sends authenticates.
     assert!(!sim.nodes[server]
         .events
         .iter()
         .any(|e| matches!(e, Event::Connected { .. })));
-    assert_eq!(sim.nodes[server].endpoint.connections().count(), 0, "pending slot timed out");
+    assert_eq!(
+        sim.nodes[server].endpoint.connections().count(),
+        0,
+        "pending slot timed out"
+    );
 
     // Replay: with the right key, re-inject an old datagram.
     let key = PresharedKey([3; 32]);
@@ -444,7 +555,12 @@ fn wrong_key_and_replayed_datagrams_are_rejected() {
         compress: false,
     };
     let (cid, sid) = connect(&mut sim, client, server, options);
-    sim.nodes[client].endpoint.connection_mut(cid).unwrap().send_ordered(b"once").unwrap();
+    sim.nodes[client]
+        .endpoint
+        .connection_mut(cid)
+        .unwrap()
+        .send_ordered(b"once")
+        .unwrap();
     sim.run_for(Duration::from_millis(200));
     let caddr = sim.nodes[client].addr;
     let old: Vec<Vec<u8>> = sim
@@ -455,7 +571,12 @@ fn wrong_key_and_replayed_datagrams_are_rejected() {
         .filter(|s| s.from == caddr && packet_type(&s.bytes) == Ok(6))
         .map(|s| s.bytes.clone())
         .collect();
-    let before = sim.nodes[server].endpoint.connection(sid).unwrap().metrics().clone();
+    let before = sim.nodes[server]
+        .endpoint
+        .connection(sid)
+        .unwrap()
+        .metrics()
+        .clone();
     let now = sim.now;
     for d in &old {
         sim.nodes[server].endpoint.handle(now, caddr, d);
@@ -466,9 +587,17 @@ fn wrong_key_and_replayed_datagrams_are_rejected() {
     tampered[last] ^= 1;
     tampered[5] = tampered[5].wrapping_add(100); // a fresh sequence number
     sim.nodes[server].endpoint.handle(now, caddr, &tampered);
-    let after = sim.nodes[server].endpoint.connection(sid).unwrap().metrics().clone();
+    let after = sim.nodes[server]
+        .endpoint
+        .connection(sid)
+        .unwrap()
+        .metrics()
+        .clone();
     assert_eq!(after.datagrams_received, before.datagrams_received);
-    assert!(after.duplicates_received + after.stale_received >= before.duplicates_received + old.len() as u64);
+    assert!(
+        after.duplicates_received + after.stale_received
+            >= before.duplicates_received + old.len() as u64
+    );
     assert_eq!(after.auth_failures, before.auth_failures + 1);
     let messages = sim.nodes[server]
         .endpoint
@@ -488,20 +617,32 @@ fn nat_port_change_keeps_the_connection() {
     let (cid, sid) = connect(&mut sim, client, server, opts(1234));
     // The NAT maps the client to a new port.
     sim.nodes[client].addr = addr(4000);
-    sim.nodes[client].endpoint.connection_mut(cid).unwrap().send_ordered(b"after rebinding").unwrap();
+    sim.nodes[client]
+        .endpoint
+        .connection_mut(cid)
+        .unwrap()
+        .send_ordered(b"after rebinding")
+        .unwrap();
     sim.run_for(Duration::from_millis(300));
-    assert!(sim.nodes[server].events.iter().any(
-        |e| matches!(e, Event::Message { data, .. } if data == b"after rebinding")
-    ));
+    assert!(sim.nodes[server]
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::Message { data, .. } if data == b"after rebinding")));
     let conn = sim.nodes[server].endpoint.connection(sid).unwrap();
     assert_eq!(conn.remote_addr(), addr(4000));
     assert_eq!(sim.nodes[server].endpoint.metrics().migrations, 1);
     // And the server's replies reach the new port.
-    sim.nodes[server].endpoint.connection_mut(sid).unwrap().send_ordered(b"reply").unwrap();
+    sim.nodes[server]
+        .endpoint
+        .connection_mut(sid)
+        .unwrap()
+        .send_ordered(b"reply")
+        .unwrap();
     sim.run_for(Duration::from_millis(300));
-    assert!(sim.nodes[client].events.iter().any(
-        |e| matches!(e, Event::Message { data, .. } if data == b"reply")
-    ));
+    assert!(sim.nodes[client]
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::Message { data, .. } if data == b"reply")));
 }
 
 #[test]
@@ -510,9 +651,20 @@ fn idle_connection_traffic_is_bounded() {
     let server = sim.add(1, server_config(), ConditionerConfig::default(), 22);
     let client = sim.add(2, client_config(), ConditionerConfig::default(), 23);
     let (cid, _) = connect(&mut sim, client, server, opts(1));
-    let before = sim.nodes[client].endpoint.connection(cid).unwrap().metrics().datagrams_sent;
+    let before = sim.nodes[client]
+        .endpoint
+        .connection(cid)
+        .unwrap()
+        .metrics()
+        .datagrams_sent;
     sim.run_for(Duration::from_secs(5));
-    let sent = sim.nodes[client].endpoint.connection(cid).unwrap().metrics().datagrams_sent - before;
+    let sent = sim.nodes[client]
+        .endpoint
+        .connection(cid)
+        .unwrap()
+        .metrics()
+        .datagrams_sent
+        - before;
     // Keepalives every 100 ms: about 50, and no busy loop.
     assert!((40..=60).contains(&sent), "{sent} keepalives");
 }

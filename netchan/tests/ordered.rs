@@ -58,7 +58,10 @@ fn stream(loss: f64, seed: u64, count: u32, back: u32) {
     let (mut got_up, mut got_down) = (0u32, 0u32);
     let limit = sim.now + Duration::from_secs(600);
     while got_up < count || got_down < back {
-        assert!(sim.now < limit, "stalled: up {got_up}/{count}, down {got_down}/{back} at {loss}");
+        assert!(
+            sim.now < limit,
+            "stalled: up {got_up}/{count}, down {got_down}/{back} at {loss}"
+        );
         // Keep the queues topped up without overflowing them.
         if let Some(c) = sim.nodes[client].endpoint.connection_mut(cid) {
             if c.is_established() {
@@ -92,7 +95,11 @@ fn stream(loss: f64, seed: u64, count: u32, back: u32) {
         while let Some(e) = sim.nodes[client].endpoint.poll_event() {
             match e {
                 Event::Message { data, .. } => {
-                    assert_eq!(data, message(got_down), "down message {got_down} at loss {loss}");
+                    assert_eq!(
+                        data,
+                        message(got_down),
+                        "down message {got_down} at loss {loss}"
+                    );
                     got_down += 1;
                     sim.nodes[client].endpoint.recycle(data);
                 }
@@ -104,9 +111,17 @@ fn stream(loss: f64, seed: u64, count: u32, back: u32) {
     // Nothing extra arrives afterwards (exactly once).
     sim.run_for(Duration::from_secs(2));
     while let Some(e) = sim.nodes[server].endpoint.poll_event() {
-        assert!(!matches!(e, Event::Message { .. }), "extra message after the stream");
+        assert!(
+            !matches!(e, Event::Message { .. }),
+            "extra message after the stream"
+        );
     }
-    let m = sim.nodes[client].endpoint.connection(cid).unwrap().metrics().clone();
+    let m = sim.nodes[client]
+        .endpoint
+        .connection(cid)
+        .unwrap()
+        .metrics()
+        .clone();
     assert_eq!(m.ordered_acked, count as u64);
     if loss > 0.0 {
         assert!(m.resends > 0);
@@ -120,7 +135,12 @@ fn stream(loss: f64, seed: u64, count: u32, back: u32) {
         m.resends,
         m.rtt
     );
-    let server_m = sim.nodes[server].endpoint.connection(sid.unwrap()).unwrap().metrics().clone();
+    let server_m = sim.nodes[server]
+        .endpoint
+        .connection(sid.unwrap())
+        .unwrap()
+        .metrics()
+        .clone();
     assert_eq!(server_m.ordered_delivered, count as u64);
     assert!(sim.largest <= netchan::MAX_DATAGRAM);
     if loss > 0.0 {
@@ -157,7 +177,9 @@ fn sixteen_kib_messages_through_10_percent_loss() {
     let client = sim.add(2, client_config(), lossy(0.10), 12);
     let (cid, _sid) = connect(&mut sim, client, server, opts(1));
     let big = |i: u32| -> Vec<u8> {
-        (0..16 * 1024u32).map(|b| (b.wrapping_mul(2654435761) >> 24) as u8 ^ i as u8).collect()
+        (0..16 * 1024u32)
+            .map(|b| (b.wrapping_mul(2654435761) >> 24) as u8 ^ i as u8)
+            .collect()
     };
     for i in 0..40 {
         sim.nodes[client]
@@ -181,8 +203,15 @@ fn sixteen_kib_messages_through_10_percent_loss() {
     assert!(ok, "only {got} of 40 arrived");
     let log = sim.sent_log.as_ref().unwrap();
     assert!(log.iter().all(|s| s.bytes.len() <= 1400));
-    assert!(log.iter().any(|s| s.bytes.len() > 1300), "fragments fill datagrams");
-    let m = sim.nodes[client].endpoint.connection(cid).unwrap().metrics();
+    assert!(
+        log.iter().any(|s| s.bytes.len() > 1300),
+        "fragments fill datagrams"
+    );
+    let m = sim.nodes[client]
+        .endpoint
+        .connection(cid)
+        .unwrap()
+        .metrics();
     assert!(m.fragments_sent >= 40 * 12);
     assert!(m.largest_datagram_sent <= 1400);
 }

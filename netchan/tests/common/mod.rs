@@ -81,7 +81,13 @@ impl Sim {
         self.now - self.t0
     }
 
-    pub fn add(&mut self, port: u16, config: EndpointConfig, link: ConditionerConfig, seed: u64) -> usize {
+    pub fn add(
+        &mut self,
+        port: u16,
+        config: EndpointConfig,
+        link: ConditionerConfig,
+        seed: u64,
+    ) -> usize {
         self.nodes.push(Node {
             addr: addr(port),
             endpoint: Endpoint::new(config, self.now),
@@ -114,7 +120,8 @@ impl Sim {
                         bytes: self.buf[..t.len].to_vec(),
                     });
                 }
-                node.link.push(now, node.addr, t.destination, &self.buf[..t.len]);
+                node.link
+                    .push(now, node.addr, t.destination, &self.buf[..t.len]);
             }
         }
         for i in 0..self.nodes.len() {

@@ -1,0 +1,397 @@
+//! Handshake security and failure modes, against the server endpoint directly.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use common::*;
+use netchan::conditioner::ConditionerConfig;
+use netchan::handshake::{ConnectRequest, Cookie, Handshake, CHALLENGE_REQUEST_LEN, OPT_ENCRYPT};
+use netchan::{DisconnectReason, Endpoint, Event, RateAnnounce, RejectReason, MAX_DATAGRAM};
+
+fn encode(p: Handshake) -> Vec<u8> {
+    let mut buf = [0u8; 64];
+    let n = p.write(&mut buf).unwrap();
+    buf[..n].to_vec()
+}
+
+/// Feeds `request` and returns every response, checking none is larger than the request.
+fn exchange(
+    server: &mut Endpoint,
+    now: Instant,
+    from: SocketAddr,
+    request: &[u8],
+) -> Vec<Handshake> {
+    server.handle(now, from, request);
+    let mut buf = [0u8; MAX_DATAGRAM];
+    let mut out = Vec::new();
+    while let Some(t) = server.poll_transmit(now, &mut buf) {
+        assert_eq!(t.destination, from);
+        assert!(
+            t.len <= request.len(),
+            "response {} > request {}",
+            t.len,
+            request.len()
+        );
+        out.push(Handshake::parse(&buf[..t.len]).unwrap());
+    }
+    out
+}
+
+fn cookie_for(server: &mut Endpoint, now: Instant, from: SocketAddr, client_id: u32) -> Cookie {
+    let req = encode(Handshake::ChallengeRequest { client_id });
+    assert_eq!(req.len(), CHALLENGE_REQUEST_LEN);
+    match exchange(server, now, from, &req).as_slice() {
+        [Handshake::ChallengeResponse {
+            client_id: c,
+            cookie,
+        }] if *c == client_id => *cookie,
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+fn connect_request(client_id: u32, cookie: Cookie) -> ConnectRequest {
+    ConnectRequest {
+        client_id,
+        cookie,
+        version: 1,
+        schema: 0,
+        options: 0,
+        rate: RateAnnounce::UNLIMITED,
+    }
+}
+
+#[test]
+fn challenge_creates_no_state_and_never_amplifies() {
+    let t0 = Instant::now();
+    let mut server = Endpoint::new(server_config(), t0);
+    for i in 0..1000u16 {
+        let from = addr(10_000 + i);
+        cookie_for(&mut server, t0, from, i as u32);
+    }
+    assert_eq!(server.connections().count(), 0);
+    assert_eq!(server.metrics().challenges_answered, 1000);
+    // A short (unpadded) request gets no answer at all.
+    let mut short = encode(Handshake::ChallengeRequest { client_id: 1 });
+    short.truncate(20);
+    assert!(exchange(&mut server, t0, addr(1), &short).is_empty());
+    assert_eq!(server.metrics().malformed, 1);
+}
+
+#[test]
+fn forged_expired_and_replayed_cookies_create_no_state() {
+    let t0 = Instant::now();
+    let mut server = Endpoint::new(server_config(), t0);
+    let from = addr(5000);
+
+    // Forged: a made-up MAC.
+    let forged = Cookie {
+        timestamp_ms: 0,
+        mac: [0xAA; 16],
+    };
+    let resp = exchange(
+        &mut server,
+        t0,
+        from,
+        &encode(Handshake::Connect(connect_request(1, forged))),
+    );
+    assert!(resp.is_empty());
+    // Stolen: a real cookie, presented from another address or for another id.
+    let real = cookie_for(&mut server, t0, from, 1);
+    assert!(exchange(
+        &mut server,
+        t0,
+        addr(5001),
+        &encode(Handshake::Connect(connect_request(1, real)))
+    )
+    .is_empty());
+    assert!(exchange(
+        &mut server,
+        t0,
+        from,
+        &encode(Handshake::Connect(connect_request(2, real)))
+    )
+    .is_empty());
+    assert_eq!(server.metrics().cookies_forged, 3);
+    assert_eq!(server.connections().count(), 0);
+
+    // Expired: the default lifetime is 10 s.
+    let later = t0 + Duration::from_secs(11);
+    assert!(exchange(
+        &mut server,
+        later,
+        from,
+        &encode(Handshake::Connect(connect_request(1, real)))
+    )
+    .is_empty());
+    assert_eq!(server.metrics().cookies_expired, 1);
+    assert_eq!(server.connections().count(), 0);
+
+    // Valid: accepted once.
+    let t1 = t0 + Duration::from_secs(20);
+    let fresh = cookie_for(&mut server, t1, from, 1);
+    let resp = exchange(
+        &mut server,
+        t1,
+        from,
+        &encode(Handshake::Connect(connect_request(1, fresh))),
+    );
+    assert!(matches!(
+        resp.as_slice(),
+        [Handshake::Accept { client_id: 1, .. }]
+    ));
+    assert_eq!(server.connections().count(), 1);
+    // A retry of the same connect is answered again but creates nothing.
+    let resp = exchange(
+        &mut server,
+        t1,
+        from,
+        &encode(Handshake::Connect(connect_request(1, fresh))),
+    );
+    assert!(matches!(
+        resp.as_slice(),
+        [Handshake::Accept { client_id: 1, .. }]
+    ));
+    assert_eq!(server.connections().count(), 1);
+    assert_eq!(server.metrics().accepted, 1);
+
+    // Replayed after that connection is gone (the pending slot times out).
+    server.handle_timeout(t1 + Duration::from_secs(6));
+    assert_eq!(server.connections().count(), 0);
+    let t2 = t1 + Duration::from_secs(7);
+    let resp = exchange(
+        &mut server,
+        t2,
+        from,
+        &encode(Handshake::Connect(connect_request(1, fresh))),
+    );
+    assert!(resp.is_empty());
+    assert_eq!(server.metrics().cookies_replayed, 1);
+    assert_eq!(server.connections().count(), 0);
+}
+
+#[test]
+fn rejections_carry_reasons() {
+    let t0 = Instant::now();
+    let mut config = server_config();
+    config.protocol_version = 7;
+    config.schema_fingerprint = 0xfeed;
+    config.server.as_mut().unwrap().max_clients = 1;
+    let mut server = Endpoint::new(config, t0);
+    let cases = [
+        (
+            1,
+            ConnectRequest {
+                version: 6,
+                schema: 0xfeed,
+                ..connect_request(
+                    1,
+                    Cookie {
+                        timestamp_ms: 0,
+                        mac: [0; 16],
+                    },
+                )
+            },
+            Some(RejectReason::VersionMismatch),
+        ),
+        (
+            2,
+            ConnectRequest {
+                version: 7,
+                schema: 0xbeef,
+                ..connect_request(
+                    2,
+                    Cookie {
+                        timestamp_ms: 0,
+                        mac: [0; 16],
+                    },
+                )
+            },
+            Some(RejectReason::SchemaMismatch),
+        ),
+        (
+            3,
+            ConnectRequest {
+                version: 7,
+                schema: 0xfeed,
+                options: OPT_ENCRYPT,
+                ..connect_request(
+                    3,
+                    Cookie {
+                        timestamp_ms: 0,
+                        mac: [0; 16],
+                    },
+                )
+            },
+            Some(RejectReason::EncryptionUnavailable),
+        ),
+        (
+            4,
+            ConnectRequest {
+                version: 7,
+                schema: 0xfeed,
+                ..connect_request(
+                    4,
+                    Cookie {
+                        timestamp_ms: 0,
+                        mac: [0; 16],
+                    },
+                )
+            },
+            None,
+        ),
+        (
+            5,
+            ConnectRequest {
+                version: 7,
+                schema: 0xfeed,
+                ..connect_request(
+                    5,
+                    Cookie {
+                        timestamp_ms: 0,
+                        mac: [0; 16],
+                    },
+                )
+            },
+            Some(RejectReason::ServerFull),
+        ),
+    ];
+    for (i, (id, mut req, expected)) in cases.into_iter().enumerate() {
+        let from = addr(6000 + i as u16);
+        req.cookie = cookie_for(&mut server, t0, from, id);
+        let resp = exchange(&mut server, t0, from, &encode(Handshake::Connect(req)));
+        match expected {
+            Some(reason) => assert_eq!(
+                resp,
+                vec![Handshake::Reject {
+                    client_id: id,
+                    reason
+                }]
+            ),
+            None => assert!(matches!(resp.as_slice(), [Handshake::Accept { .. }])),
+        }
+    }
+    assert_eq!(server.connections().count(), 1);
+}
+
+#[test]
+fn client_sees_rejection_and_schema_mismatch() {
+    let mut sim = Sim::new();
+    let mut sc = server_config();
+    sc.schema_fingerprint = 1;
+    let mut cc = client_config();
+    cc.schema_fingerprint = 2;
+    let server = sim.add(1, sc, ConditionerConfig::default(), 1);
+    let client = sim.add(2, cc, ConditionerConfig::default(), 2);
+    let (now, saddr) = (sim.now, sim.nodes[server].addr);
+    let id = sim.nodes[client]
+        .endpoint
+        .connect(now, saddr, opts(1))
+        .unwrap();
+    sim.run_for(Duration::from_secs(1));
+    assert_eq!(
+        sim.nodes[client].events,
+        vec![Event::Disconnected {
+            conn: id,
+            reason: DisconnectReason::Rejected(RejectReason::SchemaMismatch)
+        }]
+    );
+    assert_eq!(sim.nodes[server].endpoint.connections().count(), 0);
+}
+
+#[test]
+fn client_retries_with_backoff_then_gives_up() {
+    let mut sim = Sim::new();
+    sim.sent_log = Some(Vec::new());
+    let client = sim.add(2, client_config(), ConditionerConfig::default(), 2);
+    let now = sim.now;
+    // Nobody listens at port 9.
+    let id = sim.nodes[client]
+        .endpoint
+        .connect(now, addr(9), opts(1))
+        .unwrap();
+    sim.run_for(Duration::from_secs(12));
+    let times: Vec<Duration> = sim
+        .sent_log
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|s| s.at)
+        .collect();
+    // 0, 0.25, 0.75, 1.75, 3.75, then every 2 s until the 10 s timeout.
+    let gaps: Vec<u128> = times
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_millis())
+        .collect();
+    assert_eq!(gaps[..4], [250, 500, 1000, 2000]);
+    assert!(gaps.iter().all(|g| *g <= 2000));
+    assert!(times.last().unwrap() < &Duration::from_secs(10));
+    assert_eq!(
+        sim.nodes[client].events,
+        vec![Event::Disconnected {
+            conn: id,
+            reason: DisconnectReason::HandshakeTimedOut
+        }]
+    );
+    assert_eq!(sim.nodes[client].endpoint.connections().count(), 0);
+}
+
+#[test]
+fn handshake_survives_heavy_loss() {
+    let lossy = ConditionerConfig {
+        loss: 0.5,
+        latency: Duration::from_millis(40),
+        ..ConditionerConfig::default()
+    };
+    let mut sim = Sim::new();
+    let server = sim.add(1, server_config(), lossy.clone(), 3);
+    let client = sim.add(2, client_config(), lossy, 4);
+    let (cid, sid) = connect(&mut sim, client, server, opts(99));
+    assert!(sim.nodes[client]
+        .endpoint
+        .connection(cid)
+        .unwrap()
+        .is_established());
+    assert!(sim.nodes[server]
+        .endpoint
+        .connection(sid)
+        .unwrap()
+        .is_established());
+}
+
+#[test]
+fn pending_connections_are_bounded() {
+    let t0 = Instant::now();
+    let mut config = server_config();
+    config.server.as_mut().unwrap().max_pending = 3;
+    let mut server = Endpoint::new(config, t0);
+    let mut accepted = 0;
+    let mut full = 0;
+    for i in 0..10u16 {
+        let from = addr(7000 + i);
+        let cookie = cookie_for(&mut server, t0, from, i as u32);
+        let resp = exchange(
+            &mut server,
+            t0,
+            from,
+            &encode(Handshake::Connect(connect_request(i as u32, cookie))),
+        );
+        match resp.as_slice() {
+            [Handshake::Accept { .. }] => accepted += 1,
+            [Handshake::Reject {
+                reason: RejectReason::ServerFull,
+                ..
+            }] => full += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!((accepted, full), (3, 7));
+    // Silent pending peers time out and free their slots.
+    server.handle_timeout(t0 + Duration::from_secs(6));
+    assert_eq!(server.connections().count(), 0);
+    assert!(
+        server.poll_event().is_none(),
+        "never-established peers raise no events"
+    );
+}
