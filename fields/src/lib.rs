@@ -6,6 +6,7 @@
 //!   significant bit first, Quake 3's order), and the [`BitSink`]/[`BitSource`]
 //!   traits every encoder writes through. With the `debug-keys` feature,
 //!   writers put a check key after each entity and readers verify it.
+//! * [`huffman`] — static Huffman codes with table-driven decoding, Quake 3's
 //!   exact code, and the "bitstream mode" adapters that make any encoder emit
 //!   Quake 3's message format.
 //! * [`net_struct!`] — declares a networked struct once; it gets a static
@@ -58,6 +59,7 @@ pub mod bits;
 pub mod codec;
 pub mod dynamic;
 pub mod error;
+pub mod huffman;
 pub mod kind;
 pub mod schema;
 pub mod table;
@@ -66,6 +68,7 @@ pub mod varcode;
 pub use bits::{BitReader, BitSink, BitSource, BitWriter};
 pub use codec::{Codec, EntityBody, EntityUpdate};
 pub use error::BitError;
+pub use huffman::{HuffmanCode, HuffmanReader, HuffmanWriter};
 pub use kind::{array, boolean, q3_float, quantized, signed, unsigned, FieldKind, ScalarKind};
 pub use schema::{FieldSchema, Schema};
 pub use table::{FieldDesc, FieldTable, Fields, NetFields};

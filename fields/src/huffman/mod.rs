@@ -1,0 +1,283 @@
+//! Static Huffman coding of bytes, including Quake 3's exact message code.
+//!
+//! A [`HuffmanCode`] holds one code word per byte value and a table-driven
+//! decoder. There are three ways to get one:
+//!
+//! * [`HuffmanCode::quake3`] — the code every Quake 3 (protocol 68) client
+//!   and server uses for its messages, rebuilt exactly (see below);
+//! * [`HuffmanCode::from_frequencies`] — an optimal code for 256 byte counts,
+//!   built with the `huffman-compress` crate;
+//! * [`HuffmanCode::from_code_words`] — any prefix-free code given word by word.
+//!
+//! ## Bit order
+//!
+//! A code word is transmitted from the root of its tree downwards, and each
+//! transmitted bit goes into the stream exactly like a [`BitWriter`] bit (low
+//! bit of the first byte first). [`CodeWord::bits`] therefore holds the first
+//! transmitted bit in its least significant bit, so encoding a symbol is a
+//! single `put_bits(word.bits, word.len)` and decoding is a peek into a lookup
+//! table followed by a skip.
+//!
+//! ## Bitstream mode
+//!
+//! Quake 3 does not Huffman-code whole messages: in "bitstream mode" an
+//! `n`-bit value is written as its low `n % 8` bits raw, then each remaining
+//! whole byte (low byte first) as a Huffman symbol. [`HuffmanWriter`] and
+//! [`HuffmanReader`] implement [`BitSink`]/[`BitSource`](crate::BitSource) that way, so any codec
+//! written against those traits produces Quake 3's wire format unchanged.
+//!
+//! ## Quake 3's code
+//!
+//! Quake 3 never ships its code words. It feeds the 256 counts in
+//! [`QUAKE3_FREQUENCIES`] through an adaptive (FGK-style) Huffman coder one
+//! reference at a time and then freezes the resulting tree. That tree is not
+//! canonical and not the one a static Huffman builder would pick for the same
+//! counts, so [`HuffmanCode::quake3`] replays the adaptive construction step
+//! by step. The tree also holds a weight-0 "not yet transmitted" leaf; its
+//! code word is valid on the wire but decodes to no byte, so decoding it is a
+//! [`BitError::InvalidCode`].
+//!
+//! ## Example
+//!
+//! ```
+//! use fields::{BitReader, BitSink, BitSource, BitWriter};
+//! use fields::{HuffmanCode, HuffmanReader, HuffmanWriter};
+//!
+//! let code = HuffmanCode::quake3();
+//! let mut buf = [0u8; 64];
+//! let mut writer = BitWriter::new(&mut buf);
+//! let mut sink = HuffmanWriter::new(&mut writer, code);
+//! sink.put_bits(0x1234, 13)?; // 5 raw bits, then one coded byte
+//! sink.put_str("hello", 64)?; // one coded byte per character
+//! let bits = sink.bits_written();
+//!
+//! let mut source = HuffmanReader::new(BitReader::with_bit_len(&buf, bits), code);
+//! assert_eq!(source.get_bits(13)?, 0x1234);
+//! assert_eq!(source.get_string(64)?, "hello");
+//! assert_eq!(source.bits_read(), bits);
+//! # Ok::<(), fields::BitError>(())
+//! ```
+
+mod decode;
+#[cfg(test)]
+mod demo_tests;
+mod quake3;
+mod stream;
+mod table;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+use thiserror::Error;
+
+use crate::bits::{BitReader, BitSink, BitWriter};
+use crate::error::BitError;
+
+pub use decode::TreeDecoder;
+pub use quake3::{MAX_REPLAY_TOTAL, QUAKE3_FREQUENCIES, QUAKE3_MAX_CODE_LEN};
+pub use stream::{HuffmanReader, HuffmanWriter};
+pub use table::MAX_FREQUENCY_CODE_LEN;
+
+/// Longest code word any [`HuffmanCode`] can hold, in bits: a word must fit
+/// the 32-bit [`CodeWord::bits`] and a single [`BitSink::put_bits`] call.
+pub const MAX_CODE_LEN: u32 = 32;
+
+/// The code word of one symbol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct CodeWord {
+    /// The code bits; bit 0 is transmitted first (it picks the child of the
+    /// root: 0 = left, 1 = right). Bits at and above `len` are zero.
+    pub bits: u32,
+    /// Length of the code word in bits (`1..=32` in a valid code).
+    pub len: u8,
+}
+
+impl CodeWord {
+    /// Builds a code word from its bits in transmission order (the first item
+    /// is sent first). Returns `None` for more than [`MAX_CODE_LEN`] bits.
+    pub fn from_bits_in_order(bits: impl IntoIterator<Item = bool>) -> Option<CodeWord> {
+        let mut word = CodeWord::default();
+        for bit in bits {
+            if u32::from(word.len) == MAX_CODE_LEN {
+                return None;
+            }
+            word.bits |= u32::from(bit) << word.len;
+            word.len += 1;
+        }
+        Some(word)
+    }
+
+    /// Bit `index` in transmission order (`false` at and past `len`).
+    pub fn bit(self, index: u8) -> bool {
+        self.bits.checked_shr(u32::from(index)).unwrap_or(0) & 1 != 0
+    }
+}
+
+/// Why a [`HuffmanCode`] could not be built.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum HuffmanError {
+    /// A symbol's code word is empty or longer than [`MAX_CODE_LEN`] bits.
+    #[error("code word of symbol {symbol} has length {len}, outside 1..=32")]
+    BadLength {
+        /// The symbol.
+        symbol: u8,
+        /// Its code length in bits.
+        len: u32,
+    },
+    /// A symbol's code word equals another one or is a prefix of it (or the
+    /// other way round), so a decoder could not tell them apart.
+    #[error("code word of symbol {symbol} collides with another code word")]
+    NotPrefixFree {
+        /// The symbol whose code word was being added when the clash was found.
+        symbol: u8,
+    },
+    /// An adaptive replay was asked for a symbol that is never referenced: it
+    /// would get no code word at all (Quake 3 cannot send such a byte either).
+    #[error("symbol {symbol} has frequency zero, so the adaptive tree has no code for it")]
+    ZeroFrequency {
+        /// The symbol.
+        symbol: u8,
+    },
+    /// An adaptive replay would take too long: its cost grows with the sum of
+    /// the frequencies, which is capped at [`MAX_REPLAY_TOTAL`].
+    #[error("frequencies sum to {total}, more than an adaptive replay accepts")]
+    ReplayTooLong {
+        /// Sum of the frequencies.
+        total: u64,
+    },
+    /// The adaptive construction reached a state in which the original
+    /// algorithm would read freed or inconsistent memory, so there is no
+    /// well-defined result to reproduce.
+    #[error("adaptive Huffman replay became inconsistent: {0}")]
+    ReplayInconsistent(&'static str),
+}
+
+/// A Huffman code for the 256 byte values with a table-driven decoder.
+///
+/// Cheap to share (`&HuffmanCode` is all the encoders and decoders need) and
+/// immutable once built. Encoding and decoding never allocate.
+#[derive(Clone)]
+pub struct HuffmanCode {
+    words: [CodeWord; 256],
+    tree: decode::Tree,
+    table: decode::LookupTable,
+}
+
+impl fmt::Debug for HuffmanCode {
+    // The tables are thousands of entries; a summary is more useful in logs.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HuffmanCode")
+            .field("max_code_len", &self.max_code_len())
+            .field("primary_table_bits", &self.table.primary_bits())
+            .field("table_entries", &self.table.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl HuffmanCode {
+    /// Builds a code from one code word per byte value (`words[b]` for byte
+    /// `b`). The words must be prefix-free and `1..=32` bits long; they need
+    /// not fill the code space: bit patterns that lead nowhere decode as
+    /// [`BitError::InvalidCode`].
+    pub fn from_code_words(words: &[CodeWord; 256]) -> Result<HuffmanCode, HuffmanError> {
+        let mut words = *words;
+        for (symbol, word) in words.iter_mut().enumerate() {
+            let len = u32::from(word.len);
+            if len == 0 || len > MAX_CODE_LEN {
+                return Err(HuffmanError::BadLength {
+                    symbol: symbol as u8,
+                    len,
+                });
+            }
+            // Normalise so callers can rely on the documented zero high bits.
+            word.bits &= crate::bits::low_mask(len);
+        }
+        let tree = decode::Tree::from_code_words(&words)?;
+        let table = decode::LookupTable::build(&tree);
+        Ok(HuffmanCode { words, tree, table })
+    }
+
+    /// The code word of `byte`.
+    #[inline]
+    pub fn code_word(&self, byte: u8) -> CodeWord {
+        self.words[usize::from(byte)]
+    }
+
+    /// All 256 code words, indexed by byte value.
+    pub fn code_words(&self) -> &[CodeWord; 256] {
+        &self.words
+    }
+
+    /// Code length of every byte value, in bits.
+    pub fn code_lengths(&self) -> [u8; 256] {
+        self.words.map(|w| w.len)
+    }
+
+    /// Length of the longest code word, in bits.
+    pub fn max_code_len(&self) -> u32 {
+        self.words
+            .iter()
+            .map(|w| u32::from(w.len))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Total length in bits of `input` once encoded.
+    pub fn encoded_bits(&self, input: &[u8]) -> usize {
+        input
+            .iter()
+            .map(|&b| usize::from(self.words[usize::from(b)].len))
+            .sum()
+    }
+
+    /// Writes the code word of `byte` to `sink`.
+    #[inline]
+    pub fn encode_symbol(&self, sink: &mut impl BitSink, byte: u8) -> Result<(), BitError> {
+        let word = self.words[usize::from(byte)];
+        sink.put_bits(word.bits, u32::from(word.len))
+    }
+
+    /// Encodes every byte of `input` into `out`. All or nothing: if the
+    /// encoded bytes do not fit, nothing is written and the error is
+    /// [`BitError::Overflow`] for the whole input.
+    pub fn encode_bytes(&self, input: &[u8], out: &mut BitWriter<'_>) -> Result<(), BitError> {
+        let needed = self.encoded_bits(input);
+        let position = out.bits_written();
+        if position + needed > out.capacity_bits() {
+            return Err(BitError::Overflow {
+                position,
+                requested: u32::try_from(needed).unwrap_or(u32::MAX),
+                capacity: out.capacity_bits(),
+            });
+        }
+        input.iter().try_for_each(|&b| self.encode_symbol(out, b))
+    }
+
+    /// Decodes one symbol with the lookup tables.
+    ///
+    /// On error the reader has not moved, and the error's position is where
+    /// the offending code word starts: [`BitError::InvalidCode`] for a bit
+    /// pattern that is not a code word (such as Quake 3's NYT code), or
+    /// [`BitError::EndOfInput`] when the input ends inside a code word.
+    #[inline]
+    pub fn decode_symbol(&self, reader: &mut BitReader<'_>) -> Result<u8, BitError> {
+        self.table.decode(reader)
+    }
+
+    /// Fills `out` with decoded symbols. On error, the bytes before the failing
+    /// symbol are decoded and the reader stands at the start of that symbol.
+    pub fn decode_bytes(&self, reader: &mut BitReader<'_>, out: &mut [u8]) -> Result<(), BitError> {
+        for slot in out {
+            *slot = self.decode_symbol(reader)?;
+        }
+        Ok(())
+    }
+
+    /// A decoder that walks the code tree one bit at a time. It gives exactly
+    /// the same results as [`decode_symbol`](Self::decode_symbol), only
+    /// slower: it exists as a test oracle and a benchmark baseline.
+    pub fn tree_decoder(&self) -> TreeDecoder<'_> {
+        TreeDecoder::new(self)
+    }
+}
