@@ -20,6 +20,7 @@ use crate::error::ClientError;
 use crate::gamestate::{read_configstring, read_gamestate, Gamestate};
 use crate::message::{expect_end, MessageKind, SnapshotHeader};
 use crate::received::Snapshot;
+use crate::server::zeroed;
 use crate::stats::ClientStats;
 use crate::trace::{EntityTrace, FieldMask, SnapshotTrace, UpdateKind};
 
@@ -106,17 +107,21 @@ impl<E: Fields + Default, P: Fields + Default> Default for Client<E, P> {
 }
 
 impl<E: Fields + Default, P: Fields + Default> Client<E, P> {
-    /// A client whose zeroed entity and player state are the types' defaults.
+    /// A client for types with a `Default` (every `net_struct!` type).
     pub fn new() -> Self {
         Client::with_prototypes(E::default(), P::default())
     }
 }
 
 impl<E: Fields, P: Fields> Client<E, P> {
-    /// A client with explicit zeroed prototypes — for types without a
-    /// meaningful `Default`, such as
-    /// [`DynamicState`](fields::dynamic::DynamicState) (use its layout's `zeroed()`).
+    /// A client with explicit prototypes of the entity and player-state
+    /// types — for types without a `Default`, such as
+    /// [`DynamicState`](fields::dynamic::DynamicState) (pass its layout's
+    /// `zeroed()`). Their values do not matter: the dummy baseline is each
+    /// with every field word zero, as on the server.
     pub fn with_prototypes(zero_entity: E, zero_player: P) -> Self {
+        let zero_entity = zeroed(&zero_entity);
+        let zero_player = zeroed(&zero_player);
         let fingerprint = layout_fingerprint(&zero_entity, &zero_player);
         Client {
             ring: (0..RING_SIZE)

@@ -195,6 +195,22 @@ pub struct Server<E, P> {
     pub(crate) work: Work<P>,
 }
 
+/// `prototype` with every field word zero: the dummy baseline.
+///
+/// "Zeroed" is defined on words, not Rust values, so both ends agree
+/// whatever types they use: a quantized field's word 0 is its minimum, which
+/// a `Default` struct (value 0.0) would not hold, while a schema-driven
+/// [`DynamicState`](fields::dynamic::DynamicState) zeroes words directly.
+pub(crate) fn zeroed<T: Fields>(prototype: &T) -> T {
+    let mut out = prototype.clone();
+    for field in 0..out.field_count() {
+        for element in 0..out.field_kind(field).elements() {
+            out.set_word(field, element, 0);
+        }
+    }
+    out
+}
+
 /// A copy of `value` holding exactly what the wire keeps: what a client
 /// decodes. History stores states this way so that "what the client holds"
 /// and "what the server recorded" compare equal.
@@ -209,22 +225,25 @@ pub(crate) fn normalize<T: Fields>(value: &T, zero: &T) -> T {
 }
 
 impl<E: Fields + PartialEq + Default, P: Fields + PartialEq + Default> Server<E, P> {
-    /// A server whose zeroed entity and player state are the types' defaults
-    /// (true of every `net_struct!` type).
+    /// A server for types with a `Default` (every `net_struct!` type). The
+    /// dummy baseline is each type with every field word zero.
     pub fn new(config: ServerConfig) -> Result<Self, ServerError> {
         Self::with_prototypes(config, E::default(), P::default())
     }
 }
 
 impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
-    /// A server with explicit zeroed prototypes: the dummy baseline that full
-    /// updates are deltas from.
+    /// A server with explicit prototypes of the entity and player-state
+    /// types. Their values do not matter: the dummy baseline that full
+    /// updates are deltas from is each with every field word set to zero.
     pub fn with_prototypes(
         config: ServerConfig,
         zero_entity: E,
         zero_player: P,
     ) -> Result<Self, ServerError> {
         config.validate()?;
+        let zero_entity = zeroed(&zero_entity);
+        let zero_player = zeroed(&zero_player);
         let limit = config.max_entities;
         let fingerprint = layout_fingerprint(&zero_entity, &zero_player);
         Ok(Server {

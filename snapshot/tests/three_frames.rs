@@ -1,0 +1,143 @@
+//! The seed example: a full update, a one-field delta after an ack, and a
+//! delta that repairs a lost snapshot by carrying both changes.
+
+mod common;
+
+use common::*;
+use fields::Codec;
+use snapshot::{
+    Client, ClientSettings, FieldMask, Received, Server, ServerConfig, SyncCheck, UpdateKind,
+};
+
+fn fields(names: &[&str]) -> FieldMask {
+    names.iter().map(|name| field(name)).collect()
+}
+
+#[test]
+fn three_frames_carry_exactly_the_fields_the_client_is_missing() {
+    for codec in CODECS {
+        let config = ServerConfig {
+            checksum_interval: 0,
+            ..ServerConfig::for_codec(codec)
+        };
+        let mut server: Server<Ent, Player> = Server::new(config).unwrap();
+        let id = server.add_client(ClientSettings::unlimited()).unwrap();
+        let mut client: Client<Ent, Player> = Client::new();
+        client.set_trace(true);
+        connect(&mut server, &mut client);
+        let mut bytes = Vec::new();
+
+        // Frame 1: the entity appears; no ack yet, so a full update from the dummy.
+        server
+            .set_entity(
+                5,
+                Ent {
+                    x: 10.0,
+                    y: 20.0,
+                    health: 100,
+                    model: 7,
+                    ..Ent::default()
+                },
+            )
+            .unwrap();
+        server.commit_frame(0).unwrap();
+        let first = build(&mut server, id, &mut bytes);
+        assert_eq!(first.base, None);
+        let Received::Snapshot(report) = client.read_message(&bytes).unwrap() else {
+            panic!("expected a snapshot")
+        };
+        assert_eq!(report.sequence, first.sequence);
+        assert_eq!(report.entered, 1);
+        let trace = client.trace().unwrap();
+        assert_eq!(trace.base, None);
+        assert_eq!(trace.entities.len(), 1);
+        assert_eq!(trace.entities[0].number, 5);
+        assert_eq!(trace.entities[0].kind, UpdateKind::Added);
+        assert_eq!(
+            trace.entities[0].fields,
+            fields(&["x", "y", "health", "model"])
+        );
+        assert!(trace.player_fields.is_empty());
+        assert!(server.acknowledge(id, client.ack().unwrap()).unwrap());
+
+        // Frame 2: one field changes; the delta is against frame 1 and carries only it.
+        server.entity_mut(5).unwrap().x = 11.0;
+        server.commit_frame(50).unwrap();
+        let second = build(&mut server, id, &mut bytes);
+        assert_eq!(second.base, Some(first.sequence));
+        client.read_message(&bytes).unwrap();
+        let trace = client.trace().unwrap().clone();
+        assert_eq!(trace.base, Some(first.sequence));
+        assert_eq!(trace.entities.len(), 1);
+        assert_eq!(trace.entities[0].kind, UpdateKind::Changed);
+        assert_eq!(trace.entities[0].fields, fields(&["x"]));
+        assert!(trace.player_fields.is_empty());
+        let second_bits = trace.bits;
+        // The client's ack for frame 2 is lost: the server is not told.
+
+        // Frame 3: another field changes; still a delta against frame 1, so
+        // it carries the old change (x) and the new one (y) together.
+        server.entity_mut(5).unwrap().y = 21.0;
+        server.commit_frame(100).unwrap();
+        let third = build(&mut server, id, &mut bytes);
+        assert_eq!(third.base, Some(first.sequence));
+        client.read_message(&bytes).unwrap();
+        let trace = client.trace().unwrap().clone();
+        assert_eq!(trace.base, Some(first.sequence));
+        assert_eq!(trace.entities.len(), 1);
+        assert_eq!(trace.entities[0].kind, UpdateKind::Changed);
+        assert_eq!(trace.entities[0].fields, fields(&["x", "y"]));
+        let newest = client.newest().unwrap();
+        assert_eq!(
+            (newest.entity(5).unwrap().x, newest.entity(5).unwrap().y),
+            (11.0, 21.0)
+        );
+        assert_matches_record(&server, id, &client);
+
+        if codec == Codec::Q3 {
+            // Quake 3's layout, bit for bit: a 105-bit header; an unchanged
+            // player state is `lc` = 0 (8 bits) and "no array changed" (1);
+            // the entity is its number (10), not-removed (1), has-delta (1),
+            // `lc` (8), then per field up to `lc` a changed bit, a non-zero
+            // bit, the integral-float bit and 13 bits; the end marker is 10.
+            let field_bits = 1 + 1 + 1 + 13;
+            assert_eq!(second_bits, 105 + 9 + (10 + 1 + 1 + 8 + field_bits) + 10);
+            assert_eq!(trace.bits, second_bits + field_bits);
+        }
+    }
+}
+
+#[test]
+fn a_changed_player_state_travels_as_its_own_delta() {
+    for codec in CODECS {
+        let mut server: Server<Ent, Player> = Server::new(ServerConfig::for_codec(codec)).unwrap();
+        let id = server.add_client(ClientSettings::unlimited()).unwrap();
+        let mut client: Client<Ent, Player> = Client::new();
+        client.set_trace(true);
+        connect(&mut server, &mut client);
+        let mut bytes = Vec::new();
+        server.player_state_mut(id).unwrap().health = 100;
+        server.commit_frame(0).unwrap();
+        build(&mut server, id, &mut bytes);
+        let Received::Snapshot(report) = client.read_message(&bytes).unwrap() else {
+            panic!()
+        };
+        // The first snapshot to a client carries a sync checksum by default.
+        assert_eq!(report.sync, SyncCheck::Matched);
+        server.acknowledge(id, client.ack().unwrap()).unwrap();
+        server.player_state_mut(id).unwrap().stats[2] = -4;
+        server.commit_frame(50).unwrap();
+        build(&mut server, id, &mut bytes);
+        client.read_message(&bytes).unwrap();
+        let stats_field = {
+            use fields::NetFields;
+            Player::TABLE.field("stats").unwrap().0
+        };
+        assert_eq!(
+            client.trace().unwrap().player_fields,
+            [stats_field].into_iter().collect()
+        );
+        assert_eq!(client.newest().unwrap().player().stats, [0, 0, -4, 0]);
+        assert_eq!(client.newest().unwrap().player().health, 100);
+    }
+}
