@@ -35,10 +35,11 @@ pub mod svc {
     /// Configstrings, baselines, client number and checksum feed.
     pub const GAMESTATE: u8 = 2;
     /// One configstring (inside a gamestate; see [`Command::Configstring`]).
+    ///
+    /// [`Command::Configstring`]: super::Command::Configstring
     pub const CONFIGSTRING: u8 = 3;
     /// One spawn baseline (inside a gamestate; see [`Command::Baseline`]).
     ///
-    /// [`Command::Configstring`]: super::Command::Configstring
     /// [`Command::Baseline`]: super::Command::Baseline
     pub const BASELINE: u8 = 4;
     /// A reliable text command.
