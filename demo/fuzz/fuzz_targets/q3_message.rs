@@ -39,9 +39,15 @@ fn primed() -> &'static Primed {
         let data = std::fs::read(SEED_DEMO).unwrap_or_default();
         let mut client = Q3Client::new();
         let mut records = vec![(Vec::new(), 1, client.clone())];
-        for record in Dm68Reader::new_unchecked(&data).map_while(Result::ok).take(32) {
+        for record in Dm68Reader::new_unchecked(&data)
+            .map_while(Result::ok)
+            .take(32)
+        {
             records.push((record.message.to_vec(), record.sequence, client.clone()));
-            if client.parse_message(record.sequence, record.message).is_err() {
+            if client
+                .parse_message(record.sequence, record.message)
+                .is_err()
+            {
                 break;
             }
         }

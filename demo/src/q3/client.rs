@@ -204,10 +204,14 @@ impl Q3Client {
     /// loads configstrings and baselines.
     fn parse_gamestate(&mut self, src: &mut Reader<'_>) -> Result<Gamestate, MessageError> {
         let server_command_sequence = read_bits(src, 32, "gamestate command sequence")? as i32;
+        // Like `CL_ClearState`: the game state goes, the connection's
+        // (acknowledge, download progress, a half-received big configstring) stays.
         let mut fresh = Q3Client {
             server_command_sequence,
             reliable_acknowledge: self.reliable_acknowledge,
             gamestates: self.gamestates + 1,
+            big_configstring: self.big_configstring.take(),
+            download_block: self.download_block,
             ..Q3Client::default()
         };
         let mut baselines = Baselines::default();
