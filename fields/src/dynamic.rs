@@ -12,15 +12,17 @@ use serde::{Serialize, Serializer};
 
 use crate::error::BitError;
 use crate::kind::{FieldKind, ScalarKind};
+use crate::model::{ModelData, NativeModel};
 use crate::schema::Schema;
 use crate::table::Fields;
 
 /// A schema plus where each field's words start in a [`DynamicState`].
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub struct DynamicLayout {
     schema: Schema,
     starts: Vec<usize>,
     words: usize,
+    model: Option<Arc<NativeModel>>,
 }
 
 /// Most fields and words a dynamic layout accepts: schemas come from files,
@@ -30,6 +32,12 @@ pub const MAX_DYNAMIC_FIELDS: usize = crate::table::MAX_FIELDS;
 impl DynamicLayout {
     /// Validates `schema` (field count, every kind in range) and lays it out.
     pub fn new(schema: Schema) -> Result<Arc<Self>, BitError> {
+        Self::with_model(schema, None)
+    }
+
+    /// Like [`DynamicLayout::new`], with the native-codec model the values
+    /// were encoded with (it must have been trained on this schema).
+    pub fn with_model(schema: Schema, model: Option<ModelData>) -> Result<Arc<Self>, BitError> {
         if schema.fields.len() > MAX_DYNAMIC_FIELDS {
             return Err(BitError::invalid(
                 "schema",
@@ -56,10 +64,25 @@ impl DynamicLayout {
             starts.push(words);
             words += field.kind.elements();
         }
+        let model = match model {
+            Some(data)
+                if data.schema_fingerprint != schema.fingerprint()
+                    || data.values.len() != schema.fields.len() =>
+            {
+                return Err(BitError::invalid(
+                    "native model",
+                    0,
+                    "the model was trained on another schema",
+                ));
+            }
+            Some(data) => Some(Arc::new(NativeModel::new(data)?)),
+            None => None,
+        };
         Ok(Arc::new(DynamicLayout {
             schema,
             starts,
             words,
+            model,
         }))
     }
 
@@ -68,17 +91,24 @@ impl DynamicLayout {
         &self.schema
     }
 
-    /// A state with every word zero: the dummy baseline.
+    /// The dummy baseline: every field holds the word of a zero value, as
+    /// in a `Default` instance of a `net_struct!` type (a quantized float's
+    /// zero is not word 0), so static and dynamic decoders share baselines.
     pub fn zeroed(self: &Arc<Self>) -> DynamicState {
+        let mut words = vec![0; self.words].into_boxed_slice();
+        for (field, &start) in self.schema.fields.iter().zip(&self.starts) {
+            let zero = field.kind.element().to_word(0);
+            words[start..start + field.kind.elements()].fill(zero);
+        }
         DynamicState {
             layout: Arc::clone(self),
-            words: vec![0; self.words].into_boxed_slice(),
+            words,
         }
     }
 }
 
 /// One value of a dynamic struct: its words under a shared [`DynamicLayout`].
-#[derive(Clone, PartialEq)]
+#[derive(Clone)]
 pub struct DynamicState {
     layout: Arc<DynamicLayout>,
     words: Box<[u32]>,
@@ -128,12 +158,24 @@ impl Fields for DynamicState {
         self.index(field, element).map_or(0, |i| self.words[i])
     }
 
+    fn native_model(&self) -> Option<Arc<NativeModel>> {
+        self.layout.model.clone()
+    }
+
     fn set_word(&mut self, field: usize, element: usize, word: u32) {
         if let Some(i) = self.index(field, element) {
             let kind = self.layout.schema.fields[field].kind;
             // Keep words canonical so comparisons match the static types'.
             self.words[i] = kind.element().to_word(kind.element().from_word(word));
         }
+    }
+}
+
+/// Equal when both have the same schema and the same words.
+impl PartialEq for DynamicState {
+    fn eq(&self, other: &Self) -> bool {
+        (Arc::ptr_eq(&self.layout, &other.layout) || self.layout.schema == other.layout.schema)
+            && self.words == other.words
     }
 }
 

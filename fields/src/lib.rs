@@ -61,6 +61,7 @@ pub mod dynamic;
 pub mod error;
 pub mod huffman;
 pub mod kind;
+pub mod model;
 pub mod schema;
 pub mod table;
 pub mod varcode;

@@ -1,6 +1,9 @@
 //! The field table of a networked struct and the trait that exposes it.
 
+use std::sync::Arc;
+
 use crate::kind::FieldKind;
+use crate::model::NativeModel;
 use crate::schema::Schema;
 
 /// Most fields a networked struct may declare (Quake 3's `lc` is a byte).
@@ -18,7 +21,7 @@ pub struct FieldDesc {
 }
 
 impl FieldDesc {
-    /// Bits of the plain encoding of one element (see [`ScalarKind::wire_bits`]).
+    /// Bits of the plain encoding of one element (see [`ScalarKind::wire_bits`](crate::kind::ScalarKind::wire_bits)).
     pub const fn bits(&self) -> u32 {
         self.kind.element().wire_bits()
     }
@@ -92,6 +95,12 @@ pub trait Fields: Clone {
     fn wire_differs(&self, other: &Self) -> bool {
         (0..self.field_count()).any(|field| self.field_differs(other, field))
     }
+
+    /// The trained model the native codec codes this struct's symbols with,
+    /// if it has one (see [`crate::model`]).
+    fn native_model(&self) -> Option<Arc<NativeModel>> {
+        None
+    }
 }
 
 /// A struct declared with [`net_struct!`](crate::net_struct): it has a static
@@ -108,6 +117,12 @@ pub trait NetFields: Clone + Default + PartialEq + core::fmt::Debug + 'static {
 
     /// Stores a word into element `element` of field `field` (generated).
     fn set_field_word(&mut self, field: usize, element: usize, word: u32);
+
+    /// The struct's trained native-codec model, if declared with
+    /// `native_model = …;` in [`net_struct!`](crate::net_struct).
+    fn static_native_model() -> Option<&'static Arc<NativeModel>> {
+        None
+    }
 
     /// A copy with every field reduced to what the wire keeps (masked
     /// integers, quantized floats, `-0.0` as `0.0`): what a decoder produces.
@@ -145,6 +160,10 @@ impl<T: NetFields> Fields for T {
     #[inline]
     fn set_word(&mut self, field: usize, element: usize, word: u32) {
         self.set_field_word(field, element, word)
+    }
+
+    fn native_model(&self) -> Option<Arc<NativeModel>> {
+        T::static_native_model().cloned()
     }
 
     /// `==` first: most entities are unchanged between snapshots, and a
@@ -208,6 +227,7 @@ macro_rules! net_struct {
                 $fvis:vis $field:ident : $ty:ty = $kind:expr
             ),* $(,)?
         }
+        $(native_model = $model:expr;)?
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -293,6 +313,12 @@ macro_rules! net_struct {
                     set(self, element, word)
                 }
             }
+
+            $(
+                fn static_native_model() -> Option<&'static ::std::sync::Arc<$crate::model::NativeModel>> {
+                    $model
+                }
+            )?
         }
     };
 }

@@ -18,7 +18,7 @@
 //! [`Codec::read_entity_body`]. Player state and other single structs use
 //! [`Codec::write_delta`] / [`Codec::read_delta`].
 
-mod native;
+pub(crate) mod native;
 mod q3;
 
 use serde::{Deserialize, Serialize};

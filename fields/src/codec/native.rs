@@ -1,39 +1,311 @@
 //! The native delta encoding: Quake 3's structure, with every part coded for
 //! what game data actually looks like.
 //!
-//! * **Changed fields** are a set, sent as a count and the gaps between
-//!   successive indices (exp-Golomb). Tables list often-changing fields
-//!   first, as Quake 3's do, so the gaps are mostly zero: one bit each,
-//!   against Quake 3's 8-bit `lc` plus a bit for every field up to it.
-//! * **Integers** are sent as the zigzag of their difference from the
-//!   baseline, wrapped to the field width, minus one (a changed field cannot
-//!   differ by zero), in a bit-length class code: a counter ticking by one
-//!   costs 2 bits instead of its full width.
-//! * **Booleans** cost nothing beyond their changed bit: changed means flipped.
-//! * **Floats** (Quake 3 kind) that hold an integer — positions and
-//!   velocities are snapped to integers in Quake 3 — are sent as an integer
-//!   difference from the rounded baseline; other floats as the XOR of their
-//!   bits with the baseline's, whose high (sign and exponent) bits are
-//!   usually zero and are skipped.
-//! * **Arrays** send their element mask as a set too.
+//! A delta is a sequence of *symbols* plus raw bits:
+//!
+//! * **Changed fields.** With a [`NativeModel`], fields are taken in groups
+//!   of eight in table order: one symbol says which group holds the last
+//!   change, then one symbol per group up to it gives its change pattern.
+//!   Without a model the set is sent as a count and the gaps between
+//!   indices (exp-Golomb); tables list often-changing fields first, as
+//!   Quake 3's do, so gaps are mostly zero.
+//! * **Integers** are the zigzag of their difference from the baseline,
+//!   wrapped to the field width, minus one (a changed field cannot differ by
+//!   zero): a symbol for the bit length (the *class*), then the bits below the
+//!   leading one.
+//! * **Booleans** cost nothing beyond the changed set: changed means flipped.
+//! * **Floats** (Quake 3 kind) holding an integer — Quake 3 snaps positions
+//!   and velocities — are an integer difference from the rounded baseline.
+//!   Other floats are the difference of the two values' bit patterns mapped
+//!   to ordered integers, i.e. the distance in representable floats, which
+//!   is small for a small change at any magnitude.
+//! * **Arrays** send their element mask as a gap-coded set.
 //! * **Entity numbers** are gaps from the previous entity in the list.
 //!
-//! Everything here is lossless with respect to the field words, so decoding
-//! gives exactly the state the encoder had, as in the q3 codec.
+//! Symbols are Huffman-coded with the struct's trained model when it has one
+//! (see [`crate::model`]), else with exp-Golomb codes. Everything is lossless
+//! with respect to the field words: decoding gives exactly the encoder's state.
 
 use crate::bits::{low_mask, sign_extend, BitSink, BitSource};
 use crate::codec::{EntityBody, EntityUpdate};
 use crate::error::BitError;
 use crate::kind::ScalarKind;
-use crate::table::Fields;
-use crate::varcode::{get_classed, get_exp_golomb, put_classed, put_exp_golomb, unzigzag, zigzag};
+use crate::model::{Context, NativeModel, GROUP_FIELDS, VALUE_SYMBOLS};
+use crate::table::{Fields, MAX_FIELDS};
+use crate::varcode::{get_exp_golomb, put_exp_golomb, unzigzag, zigzag};
 
-/// Integral floats beyond this magnitude go through the XOR path: above
+/// Integral floats beyond this magnitude take the bit-pattern path: above
 /// 2^24 not every integer is an `f32`.
 const INTEGRAL_FLOAT_LIMIT: f32 = 16_777_216.0;
 
-/// Fields a table may have ([`net_struct!`](crate::net_struct) enforces it).
-const MAX_FIELDS: usize = crate::table::MAX_FIELDS;
+/// Value symbols from here on are float bit-pattern classes.
+const FLOAT_BITS_SYMBOLS: u8 = 33;
+
+/// One coded value: a class symbol and the bits below the class's leading one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ValueCode {
+    symbol: u8,
+    extra: u32,
+    extra_bits: u32,
+}
+
+impl ValueCode {
+    /// Splits `value` into its class (bit length) and the bits below its leading one.
+    fn classed(value: u32, symbol_base: u8) -> Self {
+        let class = 32 - value.leading_zeros();
+        let extra_bits = class.saturating_sub(1);
+        ValueCode {
+            symbol: symbol_base + class as u8,
+            extra: value & low_mask(extra_bits),
+            extra_bits,
+        }
+    }
+}
+
+/// Rebuilds a value from its class and the bits below the leading one.
+fn unclass<S: BitSource + ?Sized>(source: &mut S, class: u32) -> Result<u32, BitError> {
+    Ok(match class {
+        0 => 0,
+        1 => 1,
+        _ => (1u32 << (class - 1)) | source.get_bits(class - 1)?,
+    })
+}
+
+/// The integer a float holds, if the integral path can carry it.
+fn integral(value: f32) -> Option<i32> {
+    (value.trunc() == value && value.abs() <= INTEGRAL_FLOAT_LIMIT).then_some(value as i32)
+}
+
+/// The integer the baseline float predicts (saturating; NaN predicts 0).
+fn predict(base: f32) -> i32 {
+    base.round() as i32
+}
+
+/// Maps float bits to integers ordered like the floats (for non-NaN values),
+/// so the difference of two mapped values counts the floats between them.
+/// The map is its own inverse.
+fn ordered(bits: u32) -> i32 {
+    let value = bits as i32;
+    if value < 0 {
+        value ^ 0x7fff_ffff
+    } else {
+        value
+    }
+}
+
+/// The symbol and extra bits of a changed value (`None` for booleans, whose
+/// change says everything).
+fn value_code(kind: &ScalarKind, base: u32, new: u32) -> Option<ValueCode> {
+    match kind {
+        ScalarKind::Bool => None,
+        ScalarKind::Q3Float => Some(match integral(f32::from_bits(new)) {
+            Some(value) => {
+                ValueCode::classed(zigzag(value.wrapping_sub(predict(f32::from_bits(base)))), 0)
+            }
+            // Distinct words are distinct ordered values, so the zigzag is ≥ 1.
+            None => ValueCode::classed(
+                zigzag(ordered(new).wrapping_sub(ordered(base))).wrapping_sub(1),
+                FLOAT_BITS_SYMBOLS,
+            ),
+        }),
+        other => {
+            let width = other.wire_bits();
+            let difference = sign_extend(new.wrapping_sub(base) & low_mask(width), width);
+            Some(ValueCode::classed(zigzag(difference).wrapping_sub(1), 0))
+        }
+    }
+}
+
+/// Inverse of [`value_code`]: the new word from the baseline word, a symbol
+/// and the extra bits still in `source`.
+fn value_from_code<S: BitSource + ?Sized>(
+    source: &mut S,
+    kind: &ScalarKind,
+    base: u32,
+    symbol: u8,
+    position: usize,
+) -> Result<u32, BitError> {
+    let float_bits = symbol >= FLOAT_BITS_SYMBOLS;
+    let class = u32::from(if float_bits {
+        symbol - FLOAT_BITS_SYMBOLS
+    } else {
+        symbol
+    });
+    if class > 32 || (float_bits && !matches!(kind, ScalarKind::Q3Float)) {
+        return Err(BitError::invalid(
+            "value class",
+            position,
+            format!("symbol {symbol} is not a class of {kind:?}"),
+        ));
+    }
+    let value = unclass(source, class)?;
+    let word = match kind {
+        ScalarKind::Bool => base ^ 1,
+        ScalarKind::Q3Float if float_bits => {
+            let zigzagged = value.checked_add(1).ok_or_else(|| {
+                BitError::invalid("float difference", position, "exceeds 32 bits")
+            })?;
+            ordered(ordered(base).wrapping_add(unzigzag(zigzagged)) as u32) as u32
+        }
+        ScalarKind::Q3Float => {
+            let integer = predict(f32::from_bits(base)).wrapping_add(unzigzag(value));
+            let float = integer as f32;
+            if integral(float) != Some(integer) {
+                return Err(BitError::invalid(
+                    "integral float",
+                    position,
+                    format!("{integer} is outside the exactly representable range"),
+                ));
+            }
+            float.to_bits()
+        }
+        other => {
+            let width = other.wire_bits();
+            let zigzagged = value.checked_add(1).ok_or_else(|| {
+                BitError::invalid("field difference", position, "exceeds 32 bits")
+            })?;
+            let difference = unzigzag(zigzagged);
+            if width < 32 && sign_extend(difference as u32 & low_mask(width), width) != difference {
+                return Err(BitError::invalid(
+                    "field difference",
+                    position,
+                    format!("{difference} does not fit a {width}-bit field"),
+                ));
+            }
+            base.wrapping_add(difference as u32) & low_mask(width)
+        }
+    };
+    if !kind.word_in_range(word) {
+        return Err(BitError::invalid(
+            "value",
+            position,
+            format!("word {word:#x} is not a wire value of {kind:?}"),
+        ));
+    }
+    Ok(word)
+}
+
+/// Writes a symbol with the model's code for `context`, or exp-Golomb without one.
+fn put_symbol<S: BitSink + ?Sized>(
+    sink: &mut S,
+    model: Option<&NativeModel>,
+    context: Context,
+    symbol: u8,
+) -> Result<(), BitError> {
+    match model.and_then(|m| m.code(context)) {
+        Some(code) => code.encode(sink, symbol),
+        None => put_exp_golomb(sink, u32::from(symbol), 1),
+    }
+}
+
+/// Reads a symbol written by [`put_symbol`].
+fn get_symbol<S: BitSource + ?Sized>(
+    source: &mut S,
+    model: Option<&NativeModel>,
+    context: Context,
+) -> Result<u8, BitError> {
+    match model.and_then(|m| m.code(context)) {
+        Some(code) => code.decode(source),
+        None => {
+            let position = source.bits_read();
+            let value = get_exp_golomb(source, 1)?;
+            u8::try_from(value).map_err(|_| {
+                BitError::invalid("symbol", position, format!("{value} is not a symbol"))
+            })
+        }
+    }
+}
+
+/// Writes a changed value: its symbol, then its extra bits.
+fn put_value<S: BitSink + ?Sized>(
+    sink: &mut S,
+    model: Option<&NativeModel>,
+    field: usize,
+    kind: &ScalarKind,
+    base: u32,
+    new: u32,
+) -> Result<(), BitError> {
+    let Some(code) = value_code(kind, base, new) else {
+        return Ok(());
+    };
+    put_symbol(sink, model, Context::Value(field), code.symbol)?;
+    if code.extra_bits > 0 {
+        sink.put_bits(code.extra, code.extra_bits)?;
+    }
+    Ok(())
+}
+
+fn get_value<S: BitSource + ?Sized>(
+    source: &mut S,
+    model: Option<&NativeModel>,
+    field: usize,
+    kind: &ScalarKind,
+    base: u32,
+) -> Result<u32, BitError> {
+    if *kind == ScalarKind::Bool {
+        return Ok(base ^ 1);
+    }
+    let position = source.bits_read();
+    let symbol = get_symbol(source, model, Context::Value(field))?;
+    if usize::from(symbol) >= VALUE_SYMBOLS {
+        return Err(BitError::invalid(
+            "value class",
+            position,
+            format!("symbol {symbol} out of range"),
+        ));
+    }
+    value_from_code(source, kind, base, symbol, position)
+}
+
+/// The indices of the fields that differ, into `out`; returns how many.
+fn changed_fields<T: Fields>(base: &T, new: &T, out: &mut [u16; MAX_FIELDS]) -> usize {
+    let mut count = 0;
+    for index in (0..new.field_count().min(MAX_FIELDS)).filter(|&i| new.field_differs(base, i)) {
+        out[count] = index as u16;
+        count += 1;
+    }
+    count
+}
+
+/// Group patterns of a changed set, and one more than the last non-empty group.
+fn group_patterns(
+    changed: &[u16],
+    patterns: &mut [u8; MAX_FIELDS.div_ceil(GROUP_FIELDS)],
+) -> usize {
+    patterns.fill(0);
+    for &field in changed {
+        let field = usize::from(field);
+        patterns[field / GROUP_FIELDS] |= 1 << (field % GROUP_FIELDS);
+    }
+    changed
+        .last()
+        .map_or(0, |&last| usize::from(last) / GROUP_FIELDS + 1)
+}
+
+/// Calls `visit` with every modelled symbol the delta from `base` to `new`
+/// contains, in the encoder's terms; what [`crate::model::ModelTrainer`] counts.
+pub(crate) fn visit_symbols<T: Fields>(base: &T, new: &T, visit: &mut dyn FnMut(Context, u8)) {
+    let mut changed = [0u16; MAX_FIELDS];
+    let count = changed_fields(base, new, &mut changed);
+    let mut patterns = [0u8; MAX_FIELDS.div_ceil(GROUP_FIELDS)];
+    let last_group = group_patterns(&changed[..count], &mut patterns);
+    visit(Context::LastGroup, last_group as u8);
+    for (group, &pattern) in patterns.iter().enumerate().take(last_group) {
+        visit(Context::Group(group), pattern);
+    }
+    for &field in &changed[..count] {
+        let field = usize::from(field);
+        let kind = new.field_kind(field);
+        for element in 0..kind.elements() {
+            let (b, n) = (base.word(field, element), new.word(field, element));
+            if b != n {
+                if let Some(code) = value_code(kind.element(), b, n) {
+                    visit(Context::Value(field), code.symbol);
+                }
+            }
+        }
+    }
+}
 
 /// Writes the changed-field set, then each changed field's value.
 pub(super) fn write_fields<T: Fields, S: BitSink + ?Sized>(
@@ -41,14 +313,24 @@ pub(super) fn write_fields<T: Fields, S: BitSink + ?Sized>(
     base: &T,
     new: &T,
 ) -> Result<(), BitError> {
+    let model = new.native_model();
+    let model = model.as_deref();
     let mut changed = [0u16; MAX_FIELDS];
-    let mut count = 0;
-    for index in (0..new.field_count().min(MAX_FIELDS)).filter(|&i| new.field_differs(base, i)) {
-        changed[count] = index as u16;
-        count += 1;
+    let count = changed_fields(base, new, &mut changed);
+    let changed = &changed[..count];
+    match model {
+        Some(model) => {
+            let mut patterns = [0u8; MAX_FIELDS.div_ceil(GROUP_FIELDS)];
+            let last_group = group_patterns(changed, &mut patterns);
+            put_symbol(sink, Some(model), Context::LastGroup, last_group as u8)?;
+            for (group, &pattern) in patterns.iter().enumerate().take(last_group) {
+                put_symbol(sink, Some(model), Context::Group(group), pattern)?;
+            }
+        }
+        None => put_set(sink, changed.iter().map(|&i| usize::from(i)))?,
     }
-    put_set(sink, changed[..count].iter().map(|&i| i as usize))?;
-    for index in changed[..count].iter().map(|&i| i as usize) {
+    for &index in changed {
+        let index = usize::from(index);
         let kind = new.field_kind(index);
         if kind.is_array() {
             let mask = new.element_changes(base, index);
@@ -56,6 +338,8 @@ pub(super) fn write_fields<T: Fields, S: BitSink + ?Sized>(
             for element in (0..kind.elements()).filter(|e| mask & (1 << e) != 0) {
                 put_value(
                     sink,
+                    model,
+                    index,
                     kind.element(),
                     base.word(index, element),
                     new.word(index, element),
@@ -64,6 +348,8 @@ pub(super) fn write_fields<T: Fields, S: BitSink + ?Sized>(
         } else {
             put_value(
                 sink,
+                model,
+                index,
                 kind.element(),
                 base.word(index, 0),
                 new.word(index, 0),
@@ -79,22 +365,72 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     source: &mut S,
     out: &mut T,
 ) -> Result<usize, BitError> {
+    // An `Arc`, not a borrow of `out`, which the loop below mutates.
+    let model = out.native_model();
+    let model = model.as_deref();
+    let fields = out.field_count();
     let mut changed = [0u16; MAX_FIELDS];
-    let count = get_set(source, out.field_count(), &mut changed)?;
+    let count = match model {
+        Some(model) => get_grouped_set(source, model, fields, &mut changed)?,
+        None => get_set(source, fields, &mut changed)?,
+    };
     for &index in &changed[..count] {
-        let index = index as usize;
+        let index = usize::from(index);
         let kind = out.field_kind(index);
         if kind.is_array() {
             let mut elements = [0u16; 32];
             let changed_elements = get_set(source, kind.elements(), &mut elements)?;
             for &element in &elements[..changed_elements] {
-                let element = element as usize;
-                let word = get_value(source, kind.element(), out.word(index, element))?;
+                let element = usize::from(element);
+                let word = get_value(
+                    source,
+                    model,
+                    index,
+                    kind.element(),
+                    out.word(index, element),
+                )?;
                 out.set_word(index, element, word);
             }
         } else {
-            let word = get_value(source, kind.element(), out.word(index, 0))?;
+            let word = get_value(source, model, index, kind.element(), out.word(index, 0))?;
             out.set_word(index, 0, word);
+        }
+    }
+    Ok(count)
+}
+
+/// Reads a changed set coded as group patterns.
+fn get_grouped_set<S: BitSource + ?Sized>(
+    source: &mut S,
+    model: &NativeModel,
+    fields: usize,
+    out: &mut [u16; MAX_FIELDS],
+) -> Result<usize, BitError> {
+    let position = source.bits_read();
+    let groups = fields.div_ceil(GROUP_FIELDS);
+    let last_group = usize::from(get_symbol(source, Some(model), Context::LastGroup)?);
+    if last_group > groups {
+        return Err(BitError::invalid(
+            "changed-field groups",
+            position,
+            format!("group {last_group} is past the {groups} groups"),
+        ));
+    }
+    let mut count = 0;
+    for group in 0..last_group {
+        let position = source.bits_read();
+        let pattern = get_symbol(source, Some(model), Context::Group(group))?;
+        for bit in (0..GROUP_FIELDS).filter(|b| pattern & (1 << b) != 0) {
+            let field = group * GROUP_FIELDS + bit;
+            if field >= fields {
+                return Err(BitError::invalid(
+                    "changed-field pattern",
+                    position,
+                    format!("field {field} is past the last field ({fields})"),
+                ));
+            }
+            out[count] = field as u16;
+            count += 1;
         }
     }
     Ok(count)
@@ -146,103 +482,6 @@ fn get_set<S: BitSource + ?Sized>(
         next = member + 1;
     }
     Ok(count)
-}
-
-/// Writes a changed value relative to its baseline word.
-fn put_value<S: BitSink + ?Sized>(
-    sink: &mut S,
-    kind: &ScalarKind,
-    base: u32,
-    new: u32,
-) -> Result<(), BitError> {
-    match kind {
-        ScalarKind::Bool => Ok(()),
-        ScalarKind::Q3Float => put_float(sink, base, new),
-        other => {
-            let width = other.wire_bits();
-            let difference = sign_extend(new.wrapping_sub(base) & low_mask(width), width);
-            // Non-zero because the field changed; shift so the common ±1 is class 1.
-            put_classed(sink, zigzag(difference).wrapping_sub(1))
-        }
-    }
-}
-
-fn get_value<S: BitSource + ?Sized>(
-    source: &mut S,
-    kind: &ScalarKind,
-    base: u32,
-) -> Result<u32, BitError> {
-    let position = source.bits_read();
-    match kind {
-        ScalarKind::Bool => Ok(base ^ 1),
-        ScalarKind::Q3Float => get_float(source, base),
-        other => {
-            let width = other.wire_bits();
-            let zigzagged = get_classed(source)?.checked_add(1).ok_or_else(|| {
-                BitError::invalid("field difference", position, "exceeds 32 bits")
-            })?;
-            let difference = unzigzag(zigzagged);
-            if width < 32 && sign_extend(difference as u32 & low_mask(width), width) != difference {
-                return Err(BitError::invalid(
-                    "field difference",
-                    position,
-                    format!("{difference} does not fit a {width}-bit field"),
-                ));
-            }
-            Ok(base.wrapping_add(difference as u32) & low_mask(width))
-        }
-    }
-}
-
-/// The integer a float holds, if it is one that the integral path can carry.
-fn integral(value: f32) -> Option<i32> {
-    (value.trunc() == value && value.abs() <= INTEGRAL_FLOAT_LIMIT).then_some(value as i32)
-}
-
-/// The integer the baseline float predicts (saturating; NaN predicts 0).
-fn predict(base: f32) -> i32 {
-    base.round() as i32
-}
-
-fn put_float<S: BitSink + ?Sized>(sink: &mut S, base: u32, new: u32) -> Result<(), BitError> {
-    match integral(f32::from_bits(new)) {
-        Some(value) => {
-            sink.put_bit(false)?;
-            let difference = value.wrapping_sub(predict(f32::from_bits(base)));
-            put_classed(sink, zigzag(difference))
-        }
-        None => {
-            sink.put_bit(true)?;
-            // Non-zero: the values differ.
-            put_classed(sink, base ^ new)
-        }
-    }
-}
-
-fn get_float<S: BitSource + ?Sized>(source: &mut S, base: u32) -> Result<u32, BitError> {
-    let position = source.bits_read();
-    let word = if source.get_bit()? {
-        base ^ get_classed(source)?
-    } else {
-        let value = predict(f32::from_bits(base)).wrapping_add(unzigzag(get_classed(source)?));
-        let float = value as f32;
-        if integral(float) != Some(value) {
-            return Err(BitError::invalid(
-                "integral float",
-                position,
-                format!("{value} is outside the exactly representable range"),
-            ));
-        }
-        float.to_bits()
-    };
-    if !ScalarKind::Q3Float.word_in_range(word) {
-        return Err(BitError::invalid(
-            "float",
-            position,
-            "negative zero is not a wire value",
-        ));
-    }
-    Ok(word)
 }
 
 /// Writes one entity: a continue bit, the number gap, a removed bit and, for

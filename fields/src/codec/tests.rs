@@ -4,7 +4,7 @@ use super::*;
 use crate::bits::{BitReader, BitWriter};
 use crate::kind::{array, boolean, q3_float, quantized, signed, unsigned};
 use crate::net_struct;
-use crate::table::NetFields;
+use crate::table::{Fields, NetFields};
 use proptest::prelude::*;
 
 net_struct! {
@@ -409,4 +409,182 @@ fn table_records_offsets_and_bits() {
     assert_eq!(field.bits(), 10);
     assert_eq!(field.offset, core::mem::offset_of!(Sample, health));
     assert_eq!(Sample::TABLE.field("stats").unwrap().1.kind.elements(), 16);
+}
+
+mod modelled {
+    //! The native codec with a trained model attached through `net_struct!`.
+
+    use super::*;
+    use crate::dynamic::DynamicLayout;
+    use crate::model::{ModelTrainer, NativeModel};
+    use std::sync::{Arc, OnceLock};
+
+    net_struct! {
+        /// `Sample`'s fields, with a model.
+        pub struct Modelled {
+            pub time: i32 = signed(32),
+            pub x: f32 = q3_float(),
+            pub y: f32 = q3_float(),
+            pub frame: u16 = unsigned(16),
+            pub weapon: u8 = unsigned(4),
+            pub health: i16 = signed(10),
+            pub firing: bool = boolean(),
+            pub yaw: f32 = quantized(-180.0, 180.0, 12),
+            pub stats: [i16; 16] = array(signed(16), 16),
+            pub powerups: [i32; 4] = array(signed(32), 4),
+            pub flags: u32 = unsigned(24),
+        }
+        native_model = Some(model());
+    }
+
+    /// A deterministic "game": time ticks by 50, x and y walk, the frame
+    /// counts up, now and then the weapon changes.
+    fn game_states(count: usize) -> Vec<Modelled> {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut random = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut state = Modelled {
+            time: 10_000,
+            x: 100.0,
+            y: -40.5,
+            health: 100,
+            ..Default::default()
+        };
+        let mut states = Vec::with_capacity(count);
+        for _ in 0..count {
+            state.time += 50;
+            state.x += (random() % 17) as f32 - 8.0;
+            state.y += ((random() % 1000) as f32 - 500.0) / 64.0;
+            state.frame = state.frame.wrapping_add(1);
+            if random() % 10 == 0 {
+                state.weapon = (random() % 16) as u8;
+            }
+            if random() % 7 == 0 {
+                state.stats[(random() % 16) as usize] -= 1;
+            }
+            state.firing = random() % 3 == 0;
+            states.push(state);
+        }
+        states
+    }
+
+    fn model() -> &'static Arc<NativeModel> {
+        static MODEL: OnceLock<Arc<NativeModel>> = OnceLock::new();
+        MODEL.get_or_init(|| {
+            let schema = Modelled::TABLE.schema();
+            let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len());
+            let states = game_states(2000);
+            for pair in states.windows(2) {
+                trainer.observe(&pair[0], &pair[1]);
+            }
+            Arc::new(NativeModel::new(trainer.finish()).unwrap())
+        })
+    }
+
+    fn sample_as_modelled(s: &Sample) -> Modelled {
+        let mut out = Modelled::default();
+        for field in 0..Sample::TABLE.fields.len() {
+            for e in 0..Sample::TABLE.fields[field].kind.elements() {
+                out.set_word(field, e, s.word(field, e));
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn modelled_deltas_round_trip(base in sample(), new in sample(), keep in any::<u32>()) {
+            let base = sample_as_modelled(&base.normalized());
+            let new = sample_as_modelled(&mix(&base_as_sample(&base), &new, keep));
+            let mut buf = vec![0u8; 1024];
+            let mut w = BitWriter::new(&mut buf);
+            Codec::Native.write_delta(&mut w, &base, &new).unwrap();
+            let bits = w.bits_written();
+            let mut out = base;
+            Codec::Native.read_delta(&mut BitReader::with_bit_len(&buf, bits), &mut out).unwrap();
+            prop_assert!(!out.wire_differs(&new));
+            for cut in [0, bits / 3, bits.saturating_sub(1)] {
+                if cut < bits {
+                    let mut out = base;
+                    prop_assert!(Codec::Native.read_delta(&mut BitReader::with_bit_len(&buf, cut), &mut out).is_err());
+                }
+            }
+        }
+    }
+
+    fn base_as_sample(m: &Modelled) -> Sample {
+        let mut out = Sample::default();
+        for field in 0..Modelled::TABLE.fields.len() {
+            for e in 0..Modelled::TABLE.fields[field].kind.elements() {
+                out.set_word(field, e, m.word(field, e));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_model_shrinks_deltas_like_its_training_data() {
+        let states = game_states(600);
+        let (mut with_model, mut without) = (0, 0);
+        let mut buf = vec![0u8; 1024];
+        for pair in states[400..].windows(2) {
+            let mut w = BitWriter::new(&mut buf);
+            Codec::Native
+                .write_delta(&mut w, &pair[0], &pair[1])
+                .unwrap();
+            with_model += w.bits_written();
+            let mut w = BitWriter::new(&mut buf);
+            let (a, b) = (base_as_sample(&pair[0]), base_as_sample(&pair[1]));
+            Codec::Native.write_delta(&mut w, &a, &b).unwrap();
+            without += w.bits_written();
+        }
+        assert!(
+            with_model * 10 < without * 8,
+            "model {with_model} bits vs generic {without} bits"
+        );
+    }
+
+    #[test]
+    fn dynamic_states_decode_with_the_model_from_a_schema() {
+        let layout =
+            DynamicLayout::with_model(Modelled::TABLE.schema(), Some(model().data().clone()))
+                .unwrap();
+        let states = game_states(5);
+        let mut buf = vec![0u8; 1024];
+        let mut w = BitWriter::new(&mut buf);
+        Codec::Native
+            .write_delta(&mut w, &Modelled::default(), &states[4])
+            .unwrap();
+        let bits = w.bits_written();
+        let mut dynamic = layout.zeroed();
+        Codec::Native
+            .read_delta(&mut BitReader::with_bit_len(&buf, bits), &mut dynamic)
+            .unwrap();
+        for field in 0..Modelled::TABLE.fields.len() {
+            assert_eq!(dynamic.word(field, 0), states[4].word(field, 0));
+        }
+        // A model trained on another schema is refused.
+        assert!(
+            DynamicLayout::with_model(Plain::TABLE.schema(), Some(model().data().clone())).is_err()
+        );
+    }
+
+    #[test]
+    fn garbage_with_a_model_never_panics() {
+        let mut seed = 7u32;
+        for _ in 0..2000 {
+            let bytes: Vec<u8> = (0..40)
+                .map(|_| {
+                    seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    (seed >> 24) as u8
+                })
+                .collect();
+            let mut out = Modelled::default();
+            let _ = Codec::Native.read_delta(&mut BitReader::new(&bytes), &mut out);
+        }
+    }
 }
