@@ -470,3 +470,81 @@ fn held<'a, E, P>(
     let index = sequence as usize % RING_SIZE;
     (valid[index] && ring[index].sequence == sequence).then(|| &ring[index])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AllInScope, BuildOutcome, ClientSettings, Server, ServerConfig};
+    use fields::{net_struct, q3_float, signed, unsigned};
+
+    net_struct! {
+        struct Thing {
+            a: u16 = unsigned(12),
+            b: f32 = q3_float(),
+        }
+    }
+    net_struct! {
+        struct Me {
+            h: i16 = signed(10),
+        }
+    }
+
+    fn send(server: &mut Server<Thing, Me>, id: crate::ClientId, time: u32) -> Vec<u8> {
+        server.commit_frame(time).unwrap();
+        let mut bytes = Vec::new();
+        let outcome = server
+            .build_snapshot(id, &mut AllInScope, &mut bytes)
+            .unwrap();
+        assert!(matches!(outcome, BuildOutcome::Built(_)));
+        bytes
+    }
+
+    #[test]
+    fn a_desynced_client_detects_it_and_a_full_update_repairs_it() {
+        for codec in [Codec::Q3, Codec::Native] {
+            let config = ServerConfig {
+                checksum_interval: 1,
+                ..ServerConfig::for_codec(codec)
+            };
+            let mut server: Server<Thing, Me> = Server::new(config).unwrap();
+            let id = server.add_client(ClientSettings::unlimited()).unwrap();
+            server.set_entity(3, Thing { a: 7, b: 1.5 }).unwrap();
+            let mut client: Client<Thing, Me> = Client::new();
+            let mut gamestate = Vec::new();
+            server.write_gamestate(&mut gamestate).unwrap();
+            client.read_message(&gamestate).unwrap();
+
+            let Received::Snapshot(report) =
+                client.read_message(&send(&mut server, id, 0)).unwrap()
+            else {
+                panic!()
+            };
+            assert_eq!(report.sync, SyncCheck::Matched);
+            server.acknowledge(id, 0).unwrap();
+
+            // A bug corrupts the client's copy of entity 3; deltas keep
+            // building on it, and the next checksum exposes it.
+            client.ring[0].entities[0].1.a = 999;
+            let Received::Snapshot(report) =
+                client.read_message(&send(&mut server, id, 50)).unwrap()
+            else {
+                panic!()
+            };
+            assert_eq!(report.sync, SyncCheck::Mismatched);
+            assert!(client.needs_full_update());
+            assert_eq!(client.stats().checksum_mismatches, 1);
+
+            server.request_full_update(id).unwrap();
+            let Received::Snapshot(report) =
+                client.read_message(&send(&mut server, id, 100)).unwrap()
+            else {
+                panic!()
+            };
+            assert_eq!(report.base, None);
+            assert_eq!(report.sync, SyncCheck::Matched);
+            assert!(!client.needs_full_update());
+            assert_eq!(client.newest().unwrap().entity(3).unwrap().a, 7);
+            assert_eq!(client.stats().checksums_matched, 2);
+        }
+    }
+}

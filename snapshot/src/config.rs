@@ -183,8 +183,10 @@ mod tests {
 
     #[test]
     fn bounds_are_checked() {
-        let mut config = ServerConfig::default();
-        config.max_entities = 0;
+        let mut config = ServerConfig {
+            max_entities: 0,
+            ..ServerConfig::default()
+        };
         assert_eq!(config.validate(), Err(ConfigError::NoEntities));
         config.max_entities = MAX_ENTITY_LIMIT + 1;
         assert!(matches!(
