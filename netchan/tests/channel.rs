@@ -675,3 +675,41 @@ fn connection_config_defaults_are_consistent() {
     assert!(c.ordered_window as usize <= c.ordered_max_messages);
     assert!(c.max_message_size <= c.max_partial_bytes);
 }
+
+#[test]
+fn rtt_tracks_link_latency() {
+    let link = ConditionerConfig {
+        latency: Duration::from_millis(30),
+        ..ConditionerConfig::default()
+    };
+    let mut sim = Sim::new();
+    let server = sim.add(1, server_config(), link.clone(), 30);
+    let client = sim.add(2, client_config(), link, 31);
+    let (cid, sid) = connect(&mut sim, client, server, opts(1));
+    for tick in 0..40u32 {
+        sim.nodes[server]
+            .endpoint
+            .connection_mut(sid)
+            .unwrap()
+            .send_state(&[1; 600])
+            .unwrap();
+        sim.nodes[client]
+            .endpoint
+            .connection_mut(cid)
+            .unwrap()
+            .send_quickest(&tick.to_le_bytes())
+            .unwrap();
+        let until = sim.now + Duration::from_millis(50);
+        while sim.now < until {
+            sim.step();
+        }
+    }
+    for (node, conn) in [(server, sid), (client, cid)] {
+        let rtt = sim.nodes[node].endpoint.connection(conn).unwrap().rtt();
+        // 60 ms of path plus at most the ack delay.
+        assert!(
+            rtt >= Duration::from_millis(60) && rtt <= Duration::from_millis(70),
+            "{rtt:?}"
+        );
+    }
+}

@@ -395,3 +395,21 @@ fn pending_connections_are_bounded() {
         "never-established peers raise no events"
     );
 }
+
+#[test]
+fn handshake_takes_two_round_trips_plus_one_way() {
+    let link = ConditionerConfig {
+        latency: Duration::from_millis(40),
+        ..ConditionerConfig::default()
+    };
+    let mut sim = Sim::new();
+    let server = sim.add(1, server_config(), link.clone(), 1);
+    let client = sim.add(2, client_config(), link, 2);
+    connect(&mut sim, client, server, opts(1));
+    // Challenge, response, connect, accept, first datagram: five 40 ms legs.
+    let elapsed = sim.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(200) && elapsed < Duration::from_millis(220),
+        "{elapsed:?}"
+    );
+}
