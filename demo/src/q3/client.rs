@@ -6,6 +6,7 @@ use std::sync::Arc;
 use fields::codec::Q3_ENTITY_END;
 use fields::{BitReader, BitSource, Codec, EntityBody, HuffmanCode, HuffmanReader};
 
+use super::commands::ConfigstringCommands;
 use super::error::MessageError;
 use super::message::{
     read_bits, read_string, svc, Command, Download, Gamestate, ParsedCommand, ParsedMessage,
@@ -54,7 +55,7 @@ pub struct Q3Client {
     client_num: Option<i32>,
     checksum_feed: i32,
     gamestates: usize,
-    big_configstring: Option<String>,
+    configstring_commands: ConfigstringCommands,
     download_block: u32,
 }
 
@@ -72,7 +73,7 @@ impl Default for Q3Client {
             client_num: None,
             checksum_feed: 0,
             gamestates: 0,
-            big_configstring: None,
+            configstring_commands: ConfigstringCommands::default(),
             download_block: 0,
         }
     }
@@ -210,7 +211,7 @@ impl Q3Client {
             server_command_sequence,
             reliable_acknowledge: self.reliable_acknowledge,
             gamestates: self.gamestates + 1,
-            big_configstring: self.big_configstring.take(),
+            configstring_commands: std::mem::take(&mut self.configstring_commands),
             download_block: self.download_block,
             ..Q3Client::default()
         };
@@ -277,51 +278,12 @@ impl Q3Client {
         })
     }
 
-    /// Applies the configstring updates that travel as text commands: `cs`,
-    /// and `bcs0`/`bcs1`/`bcs2` for strings too long for one command. Other
-    /// commands are for the game module and change no client state.
-    /// Malformed updates are ignored (they are text, not protocol).
+    /// Applies a new reliable command's configstring update, if it is one.
     fn apply_server_command(&mut self, text: &str) {
-        let mut args = Tokens::new(text);
-        match args.next() {
-            Some("cs") => {
-                let index = args.next().map(atoi);
-                let value = args.rest_joined();
-                self.set_configstring(index, value);
+        if let Some((index, value)) = self.configstring_commands.apply(text) {
+            if let Some(slot) = self.configstrings.get_mut(index) {
+                *slot = value;
             }
-            Some("bcs0") => {
-                let index = args.next().unwrap_or("").to_owned();
-                let part = args.next().unwrap_or("");
-                self.big_configstring = Some(format!("{index} {part}"));
-            }
-            Some(command @ ("bcs1" | "bcs2")) => {
-                let last = command == "bcs2";
-                let _index = args.next();
-                let part = args.next().unwrap_or("");
-                if let Some(big) = &mut self.big_configstring {
-                    if big.len() + part.len() >= BIG_INFO_STRING {
-                        self.big_configstring = None;
-                        return;
-                    }
-                    big.push_str(part);
-                }
-                if last {
-                    if let Some(big) = self.big_configstring.take() {
-                        let (index, value) = big.split_once(' ').unwrap_or((&big, ""));
-                        self.set_configstring(Some(atoi(index)), value.to_owned());
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn set_configstring(&mut self, index: Option<i64>, value: String) {
-        if let Some(slot) = index
-            .and_then(|i| usize::try_from(i).ok())
-            .and_then(|i| self.configstrings.get_mut(i))
-        {
-            *slot = value;
         }
     }
 
@@ -548,78 +510,9 @@ fn read_packet_entities(
     Ok(out)
 }
 
-/// Whitespace-separated words with `"quoted strings"` as single words: the
-/// part of Quake 3's command tokenizer that configstring commands use.
-struct Tokens<'a> {
-    rest: &'a str,
-}
-
-impl<'a> Tokens<'a> {
-    fn new(text: &'a str) -> Self {
-        Tokens { rest: text }
-    }
-
-    /// All remaining words joined by single spaces (`Cmd_ArgsFrom`).
-    fn rest_joined(&mut self) -> String {
-        let words: Vec<&str> = self.by_ref().collect();
-        words.join(" ")
-    }
-}
-
-impl<'a> Iterator for Tokens<'a> {
-    type Item = &'a str;
-
-    fn next(&mut self) -> Option<&'a str> {
-        let text = self.rest.trim_start_matches(|c: char| c <= ' ');
-        if text.is_empty() {
-            self.rest = text;
-            return None;
-        }
-        if let Some(quoted) = text.strip_prefix('"') {
-            let end = quoted.find('"').unwrap_or(quoted.len());
-            self.rest = quoted.get(end + 1..).unwrap_or("");
-            return Some(&quoted[..end]);
-        }
-        let end = text.find(|c: char| c <= ' ').unwrap_or(text.len());
-        self.rest = &text[end..];
-        Some(&text[..end])
-    }
-}
-
-/// C's `atoi`: optional sign and leading digits, 0 when there are none.
-fn atoi(text: &str) -> i64 {
-    let text = text.trim_start();
-    let (sign, digits) = match text.strip_prefix('-') {
-        Some(rest) => (-1, rest),
-        None => (1, text.strip_prefix('+').unwrap_or(text)),
-    };
-    let value = digits
-        .bytes()
-        .take_while(u8::is_ascii_digit)
-        .take(18)
-        .fold(0i64, |acc, d| acc * 10 + i64::from(d - b'0'));
-    sign * value
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tokens_split_words_and_quoted_strings() {
-        let words: Vec<_> = Tokens::new("cs 5 \"a b\\c\"\n").collect();
-        assert_eq!(words, ["cs", "5", "a b\\c"]);
-        let words: Vec<_> = Tokens::new("  print \"unterminated").collect();
-        assert_eq!(words, ["print", "unterminated"]);
-        assert_eq!(Tokens::new("").next(), None);
-    }
-
-    #[test]
-    fn atoi_reads_leading_digits() {
-        assert_eq!(atoi("529"), 529);
-        assert_eq!(atoi("-3x"), -3);
-        assert_eq!(atoi("x"), 0);
-    }
 
     #[test]
     fn cs_commands_update_configstrings() {
@@ -632,6 +525,7 @@ mod tests {
         assert_eq!(client.configstring(20), "abcdefghi");
         client.apply_server_command("cs 5000 \"ignored\"");
         client.apply_server_command("cs -1 \"ignored\"");
+        client.apply_server_command("print \"not a configstring\"");
         assert_eq!(client.configstrings().count(), 2);
     }
 }

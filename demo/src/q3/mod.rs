@@ -21,6 +21,7 @@
 //! and every list a message builds is bounded by its length.
 
 mod client;
+mod commands;
 mod error;
 mod file;
 mod message;
