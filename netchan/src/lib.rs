@@ -1,6 +1,114 @@
 //! # netchan
 //!
-//! A sans-IO network channel for game traffic over UDP.
+//! A sans-IO network channel for game traffic over UDP, in the tradition of
+//! Quake 3's netchan, TRIBES' notify protocol and Torque's connection
+//! classes.
+//!
+//! ## Shape
+//!
+//! The core never touches a socket or a clock. An [`Endpoint`] is handed the
+//! current time and incoming datagrams, and asked for outgoing datagrams,
+//! events and its next deadline:
+//!
+//! | call | what it does |
+//! | --- | --- |
+//! | [`Endpoint::handle`]`(now, from, bytes)` | feed one received datagram |
+//! | [`Endpoint::handle_timeout`]`(now)` | run timers (retries, drop deadlines, idle timeouts) |
+//! | [`Endpoint::poll_transmit`]`(now, &mut buf)` | next datagram to send, as a [`Transmit`] `{ destination, len }` |
+//! | [`Endpoint::poll_event`]`()` | next [`Event`] for the application |
+//! | [`Endpoint::poll_timeout`]`()` | when to call again if nothing arrives |
+//!
+//! Time is a [`std::time::Instant`]; simulations build it from a base plus
+//! offsets, so every test here runs on simulated time with the seeded
+//! [`LinkConditioner`]. Drivers supply real time and real I/O: [`UdpDriver`]
+//! (one non-blocking `mio` socket for any number of connections) and
+//! [`LocalDriver`] (an in-process link with the same API, Torque's
+//! short-circuit connection for a listen server). Both can put the link
+//! conditioner in front of their send path.
+//!
+//! ## Per connection
+//!
+//! Reached with [`Endpoint::connection_mut`], a [`Connection`] carries four
+//! delivery classes at once, filled into each datagram in this priority
+//! order, up to the rate budget (what does not fit waits):
+//!
+//! 1. acks and header (always);
+//! 2. **guaranteed ordered** — [`Connection::send_ordered`]: resent when the
+//!    datagram carrying it is notified dropped, delivered exactly once and in
+//!    order as [`Event::Message`]; the queue is bounded and overflow closes
+//!    the connection with [`DisconnectReason::OrderedOverflow`];
+//! 3. **guaranteed quickest** — [`Connection::send_quickest`]: small items
+//!    (player commands) repeated in every datagram until one carrying them is
+//!    acknowledged, delivered once and in order as [`Event::Quickest`];
+//! 4. **most-recent state** — [`Connection::send_state`]: the snapshot for
+//!    the next datagram(s), fragmented when large, never resent; the sender
+//!    learns its fate as [`Event::StateDelivered`] or [`Event::StateDropped`]
+//!    (exactly once per [`StateId`], in id order) and the receiver gets the
+//!    newest as [`Event::State`];
+//! 5. **unguaranteed events** — [`Connection::send_unguaranteed`]: sent at most
+//!    once, highest priority first, as [`Event::Unguaranteed`].
+//!
+//! ### How a snapshot layer plugs in
+//!
+//! Each tick the server calls `send_state(&encoded_snapshot)` per client and
+//! remembers `StateId → snapshot number`. When `StateDelivered { id }` comes
+//! back, that snapshot is a valid delta base for the client; on
+//! `StateDropped { id }` it is not. Because reports come in id order and a
+//! superseded payload is reported dropped, the layer above only needs a
+//! small ring of outstanding ids.
+//!
+//! ## Wire
+//!
+//! No datagram exceeds [`MAX_DATAGRAM`] (1400) bytes, headers, tag and all.
+//! Every data datagram has a 13-byte header: type and flags, the client id
+//! (Quake 3's qport, so the server follows a NAT port change), a 16-bit
+//! sequence number (extended to 64 bits on receipt, wrap-around safe), and
+//! the newest remote sequence received with a 32-bit field for the ones
+//! before it. From those acks the sender gets exactly one delivered/dropped
+//! notification per datagram, in send order ([`notify`]), and measures RTT
+//! and loss. Messages up to [`ConnectionConfig::max_message_size`] (16 KiB by
+//! default) travel as fragments that may arrive in any order and any number
+//! of times ([`fragment`]).
+//!
+//! Connections start with a stateless cookie handshake ([`handshake`]):
+//! challenge → cookie → connect (version, schema fingerprint, client id,
+//! receive rate) → accept or reject with a reason; no response is larger than
+//! its request, and nothing is allocated before the client proves its address.
+//! Bodies may be Huffman-compressed ([`compress`]) and encrypted with
+//! ChaCha20-Poly1305 under a pre-shared key ([`crypto`]), chosen per
+//! connection.
+//!
+//! ## A driver loop
+//!
+//! ```no_run
+//! use std::net::SocketAddr;
+//! use std::time::{Duration, Instant};
+//! use netchan::{ConnectOptions, Endpoint, EndpointConfig, Event, UdpDriver};
+//!
+//! let now = Instant::now();
+//! let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+//! let mut server = UdpDriver::bind_udp(any, Endpoint::new(EndpointConfig::server(), now))?;
+//! let mut client = UdpDriver::bind_udp(any, Endpoint::new(EndpointConfig::client(), now))?;
+//! let options = ConnectOptions { client_id: 42, encrypt: false, compress: true };
+//! let conn = client.endpoint_mut().connect(now, server.local_addr(), options).unwrap();
+//! client.endpoint_mut().connection_mut(conn).unwrap().send_ordered(b"hello").unwrap();
+//! loop {
+//!     let now = Instant::now();
+//!     server.pump(now);
+//!     client.pump(now);
+//!     while let Some(event) = server.endpoint_mut().poll_event() {
+//!         if let Event::Message { data, .. } = event {
+//!             println!("{}", String::from_utf8_lossy(&data));
+//!             return Ok(());
+//!         }
+//!     }
+//!     server.wait(now, Duration::from_millis(5))?;
+//! }
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! Runnable versions: `examples/udp_client_server.rs` and
+//! `examples/local_listen_server.rs`.
 #![forbid(unsafe_code)]
 
 pub mod compress;

@@ -713,3 +713,122 @@ fn rtt_tracks_link_latency() {
         );
     }
 }
+
+#[test]
+fn server_total_rate_caps_all_connections_together() {
+    let mut sim = Sim::new();
+    sim.sent_log = Some(Vec::new());
+    let mut sc = server_config();
+    sc.server.as_mut().unwrap().total_rate = Some(20_000);
+    let server = sim.add(1, sc, ConditionerConfig::default(), 40);
+    let clients: Vec<usize> = (0..3)
+        .map(|i| {
+            sim.add(
+                10 + i,
+                client_config(),
+                ConditionerConfig::default(),
+                41 + i as u64,
+            )
+        })
+        .collect();
+    let mut sids = Vec::new();
+    for (i, c) in clients.iter().enumerate() {
+        sids.push(connect(&mut sim, *c, server, opts(i as u32)).1);
+    }
+    let start = sim.elapsed();
+    for sid in &sids {
+        let s = sim.nodes[server].endpoint.connection_mut(*sid).unwrap();
+        for _ in 0..100 {
+            s.send_ordered(&[0xAB; 1000]).unwrap();
+        }
+    }
+    sim.run_for(Duration::from_secs(5));
+    let saddr = sim.nodes[server].addr;
+    let sent: Vec<&Sent> = sim
+        .sent_log
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter(|s| s.from == saddr && s.at >= start)
+        .collect();
+    let total: usize = sent.iter().map(|s| s.bytes.len()).sum();
+    // 5 s at 20 kB/s plus one burst allowance (1400 bytes minimum bucket).
+    assert!(total <= 5 * 20_000 + 1400, "{total} bytes");
+    assert!(
+        total >= 5 * 20_000 * 8 / 10,
+        "the cap is used, not starved: {total}"
+    );
+    // Shared fairly: every client got a similar share.
+    let per_client: Vec<usize> = clients
+        .iter()
+        .map(|c| {
+            let a = sim.nodes[*c].addr;
+            sent.iter()
+                .filter(|s| s.to == a)
+                .map(|s| s.bytes.len())
+                .sum()
+        })
+        .collect();
+    let (lo, hi) = (
+        per_client.iter().min().unwrap(),
+        per_client.iter().max().unwrap(),
+    );
+    assert!(*hi as f64 <= *lo as f64 * 1.5, "{per_client:?}");
+}
+
+#[test]
+fn receive_rate_can_change_mid_connection() {
+    let mut sim = Sim::new();
+    sim.sent_log = Some(Vec::new());
+    let server = sim.add(1, server_config(), jittery(0.2), 50);
+    let client = sim.add(2, client_config(), jittery(0.2), 51);
+    let (cid, sid) = connect(&mut sim, client, server, opts(1));
+    let slow = RateAnnounce {
+        bytes_per_sec: 3000,
+        packets_per_sec: 10,
+    };
+    sim.nodes[client]
+        .endpoint
+        .connection_mut(cid)
+        .unwrap()
+        .set_receive_rate(slow);
+    sim.run_for(Duration::from_secs(1));
+    assert_eq!(
+        sim.nodes[server]
+            .endpoint
+            .connection(sid)
+            .unwrap()
+            .peer_rate(),
+        slow
+    );
+    let start = sim.elapsed();
+    for _ in 0..30 {
+        sim.nodes[server]
+            .endpoint
+            .connection_mut(sid)
+            .unwrap()
+            .send_ordered(&[1; 500])
+            .unwrap();
+    }
+    sim.run_for(Duration::from_secs(4));
+    let saddr = sim.nodes[server].addr;
+    let sizes: Vec<usize> = sim
+        .sent_log
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter(|s| s.from == saddr && s.at >= start)
+        .map(|s| s.bytes.len())
+        .collect();
+    assert!(sizes.iter().all(|n| *n <= 300), "{sizes:?}");
+    assert!(sizes.len() <= 4 * 10 + 1);
+    assert_eq!(
+        sim.nodes[server]
+            .endpoint
+            .connection(sid)
+            .unwrap()
+            .metrics()
+            .send_rate,
+        3000
+    );
+}
