@@ -143,7 +143,9 @@ pub enum Event {
         id: StateId,
     },
     /// Notification of one sent datagram (only with
-    /// [`ConnectionConfig::datagram_notify_events`]): exactly one per datagram, in send order.
+    /// [`ConnectionConfig::datagram_notify_events`]): exactly one per datagram,
+    /// in send order, for as long as the connection lives (datagrams still in
+    /// flight when it closes are not reported).
     Notify {
         /// The connection.
         conn: ConnectionId,

@@ -107,6 +107,18 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 //!
+//! ## Security notes
+//!
+//! The handshake proves the client's address before any state exists, and
+//! answers are never larger than requests. Without encryption, though, a
+//! party that can spoof the client's address and knows its client id can
+//! inject datagrams — e.g. push the receive window forward with a forged
+//! sequence number — exactly as in Quake 3. With encryption every datagram is
+//! authenticated (header included), so forged, tampered and replayed
+//! datagrams are dropped and counted. The connect request itself is not
+//! authenticated: a client with a wrong key is accepted, fails to
+//! authenticate anything and times out of its pending slot.
+//!
 //! Runnable versions: `examples/udp_client_server.rs` and
 //! `examples/local_listen_server.rs`.
 #![forbid(unsafe_code)]

@@ -11,9 +11,11 @@ use std::time::{Duration, Instant};
 
 const NANOS: u128 = 1_000_000_000;
 
-/// Smallest per-datagram budget: below this not even a header and a small
-/// chunk fit, so a tiny rate would stall instead of slowing down.
-pub const MIN_BUDGET: usize = 64;
+/// Smallest per-datagram budget (a modem's 200-byte datagram). Below it a
+/// header, tag and one player command would not fit, so a tiny rate would
+/// stall instead of slowing down; the long-run byte rate still holds, since
+/// the bucket refills at the configured rate.
+pub const MIN_BUDGET: usize = 200;
 
 /// The rate a peer says it can receive, sent in the handshake and whenever it changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
