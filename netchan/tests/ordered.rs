@@ -215,3 +215,68 @@ fn sixteen_kib_messages_through_10_percent_loss() {
     assert!(m.fragments_sent >= 40 * 12);
     assert!(m.largest_datagram_sent <= 1400);
 }
+
+#[test]
+fn sequence_numbers_and_message_ids_wrap_around() {
+    // 70,000 datagrams each way: both the 16-bit datagram sequence and the
+    // 16-bit message id wrap, with encryption on (its nonce uses the
+    // extended 64-bit sequence, so a wrong extension would fail to decrypt).
+    let key = netchan::PresharedKey([8; 32]);
+    let mut sim = Sim::new();
+    let mut sc = server_config();
+    sc.psk = Some(key.clone());
+    let mut cc = client_config();
+    cc.psk = Some(key);
+    let link = ConditionerConfig {
+        loss: 0.02,
+        latency: Duration::from_millis(2),
+        ..ConditionerConfig::default()
+    };
+    let server = sim.add(1, sc, link.clone(), 60);
+    let client = sim.add(2, cc, link, 61);
+    let options = netchan::ConnectOptions {
+        client_id: 3,
+        encrypt: true,
+        compress: false,
+    };
+    let (cid, _sid) = connect(&mut sim, client, server, options);
+    sim.collect_events = false;
+    let mut next = 0u32;
+    let total = 70_000u32;
+    for i in 0..total {
+        sim.nodes[client]
+            .endpoint
+            .connection_mut(cid)
+            .unwrap()
+            .send_ordered(&i.to_le_bytes())
+            .unwrap();
+        // One millisecond per message: one datagram each.
+        let until = sim.now + Duration::from_millis(1);
+        while sim.now < until {
+            sim.step();
+        }
+        while let Some(e) = sim.nodes[server].endpoint.poll_event() {
+            if let Event::Message { data, .. } = e {
+                assert_eq!(data, next.to_le_bytes());
+                next += 1;
+            }
+        }
+    }
+    sim.run_until(Duration::from_secs(5), |sim| {
+        while let Some(e) = sim.nodes[server].endpoint.poll_event() {
+            if let Event::Message { data, .. } = e {
+                assert_eq!(data, next.to_le_bytes());
+                next += 1;
+            }
+        }
+        next == total
+    });
+    assert_eq!(next, total);
+    let m = sim.nodes[client]
+        .endpoint
+        .connection(cid)
+        .unwrap()
+        .metrics();
+    assert!(m.datagrams_sent > 65_536, "{}", m.datagrams_sent);
+    assert_eq!(m.auth_failures, 0);
+}
