@@ -20,8 +20,9 @@ use crate::table::Fields;
 
 /// Fields per changed-set group: each group's change pattern is one byte symbol.
 pub const GROUP_FIELDS: usize = 8;
-/// Value symbols per field: 33 integer classes, then 33 float-bits classes.
-pub const VALUE_SYMBOLS: usize = 66;
+/// Value symbols per field: 33 integer classes, 33 float-bits classes, then
+/// 33 grid-step classes.
+pub const VALUE_SYMBOLS: usize = 99;
 /// Most groups a model may have (255 fields / 8, rounded up).
 pub const MAX_GROUPS: usize = crate::table::MAX_FIELDS.div_ceil(GROUP_FIELDS);
 
@@ -47,6 +48,76 @@ pub struct ModelData {
     pub groups: Vec<Vec<u32>>,
     /// Counts of each field's value classes ([`VALUE_SYMBOLS`] entries per field).
     pub values: Vec<Vec<u32>>,
+    /// Per field: the grid its float values were seen on, if any.
+    pub grids: Vec<Option<Grid>>,
+    /// Per field: how to predict its new value, if declared.
+    pub predictors: Vec<Option<Predictor>>,
+}
+
+/// A float grid: every value the field took was `k × step` for an integer
+/// `k`, with `step = odd × 2^exponent` (Quake 3's view angles are multiples
+/// of 45 × 2^-13, i.e. 360/65536). Values on the grid are coded as the
+/// integer difference of their `k`, a handful of bits instead of a float's
+/// 20-odd; values off it take the other paths, so a grid is never wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grid {
+    /// Odd factor of the step.
+    pub odd: u32,
+    /// Power-of-two exponent of the step.
+    pub exponent: i8,
+}
+
+impl Grid {
+    /// Most grid steps from zero a value may be (so `k` is exact in an `f32`).
+    pub const MAX_STEPS: i32 = 1 << 24;
+
+    /// The step as an `f32` (`None` if it is not finite and non-zero).
+    pub fn step(&self) -> Option<f32> {
+        let step = self.odd as f64 * 2f64.powi(self.exponent as i32);
+        let step = step as f32;
+        (step.is_finite()
+            && step != 0.0
+            && step as f64 == self.odd as f64 * 2f64.powi(self.exponent as i32))
+        .then_some(step)
+    }
+
+    /// `value` as a whole number of steps, if it is one exactly.
+    pub fn steps_of(&self, value: f32) -> Option<i32> {
+        let step = self.step()?;
+        let k = (value / step).round();
+        (k.abs() < Self::MAX_STEPS as f32 && k * step == value && value.to_bits() != 0x8000_0000)
+            .then_some(k as i32)
+    }
+
+    /// The value `k` steps from zero.
+    pub fn value_of(&self, k: i32) -> Option<f32> {
+        let step = self.step()?;
+        (k.abs() < Self::MAX_STEPS).then_some(k as f32 * step)
+    }
+}
+
+/// How the native codec predicts a field's new value from the baseline and
+/// the rest of the delta; only the (small) error from the prediction is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Predictor {
+    /// The field is a position that moves at the rate held in field `rate`
+    /// (units per second): `new ≈ base + mean(rate_base, rate_new) × elapsed`.
+    Integrate {
+        /// The velocity field.
+        rate: u16,
+        /// Where the elapsed time comes from.
+        clock: Clock,
+    },
+}
+
+/// The elapsed time of an [`Predictor::Integrate`], in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Clock {
+    /// The change of a time field of the same struct (Quake 3's `commandTime`).
+    Field(u16),
+    /// The elapsed time the caller gives in its
+    /// [`DeltaContext`](crate::codec::DeltaContext) (snapshot time minus base time).
+    Elapsed,
 }
 
 impl ModelData {
@@ -58,6 +129,8 @@ impl ModelData {
             last_group: vec![0; groups + 1],
             groups: vec![vec![0; 256]; groups],
             values: vec![vec![0; VALUE_SYMBOLS]; fields],
+            grids: vec![None; fields],
+            predictors: vec![None; fields],
         }
     }
 
@@ -174,7 +247,21 @@ impl NativeModel {
             && data.groups.len() == groups
             && data.last_group.len() == groups + 1
             && data.groups.iter().all(|g| g.len() == 256)
-            && data.values.iter().all(|v| v.len() == VALUE_SYMBOLS);
+            && data.values.iter().all(|v| v.len() == VALUE_SYMBOLS)
+            && data.grids.len() == fields
+            && data.predictors.len() == fields
+            && data.grids.iter().flatten().all(|g| g.step().is_some())
+            && data.predictors.iter().flatten().all(|p| match *p {
+                // Inputs of a prediction must be decoded before it: they may
+                // not be predicted themselves.
+                Predictor::Integrate { rate, clock } => {
+                    let input_ok =
+                        |f: u16| data.predictors.get(f as usize).is_some_and(Option::is_none);
+                    input_ok(rate)
+                        && (clock == Clock::Elapsed
+                            || matches!(clock, Clock::Field(f) if input_ok(f)))
+                }
+            });
         if !shape_ok {
             return Err(BitError::invalid(
                 "native model",
@@ -208,6 +295,16 @@ impl NativeModel {
         })
     }
 
+    /// The grid of field `field`, if any.
+    pub fn grid(&self, field: usize) -> Option<Grid> {
+        self.data.grids.get(field).copied().flatten()
+    }
+
+    /// The predictor of field `field`, if any.
+    pub fn predictor(&self, field: usize) -> Option<Predictor> {
+        self.data.predictors.get(field).copied().flatten()
+    }
+
     /// The counts the model was built from.
     pub fn data(&self) -> &ModelData {
         &self.data
@@ -228,10 +325,100 @@ impl NativeModel {
     }
 }
 
-/// Counts the symbols the native codec would write for a stream of deltas.
+/// Counts the symbols the native codec would write for a stream of deltas,
+/// and learns each float field's grid.
 #[derive(Debug, Clone)]
 pub struct ModelTrainer {
     data: ModelData,
+    grid_evidence: Vec<GridEvidence>,
+}
+
+/// Primes whose powers a learned grid's odd factor may contain.
+const GRID_PRIMES: [u32; 5] = [3, 5, 7, 11, 13];
+/// Highest power of each prime considered.
+const GRID_POWERS: usize = 4;
+/// Share of a field's values a grid must hold.
+const GRID_COVERAGE: f64 = 0.99;
+/// Finest step kept (2^-14): finer grids are no cheaper than the float bits.
+const GRID_MIN_EXPONENT: i32 = -14;
+
+/// What a field's non-zero float values say about a grid: how many had each
+/// lowest exponent, and how many had odd parts divisible by each small prime
+/// power. A grid is then chosen by majority, so stray values off the grid
+/// (Quake 3 sends a few) do not destroy it.
+#[derive(Debug, Clone)]
+struct GridEvidence {
+    values: u64,
+    /// `exponents[e - MIN_EXPONENT]`: values whose lowest set bit is 2^e.
+    exponents: Vec<u64>,
+    divisible: [[u64; GRID_POWERS]; GRID_PRIMES.len()],
+}
+
+impl GridEvidence {
+    const MIN_EXPONENT: i32 = -149;
+    const MAX_EXPONENT: i32 = 104;
+
+    fn new() -> Self {
+        GridEvidence {
+            values: 0,
+            exponents: vec![0; (Self::MAX_EXPONENT - Self::MIN_EXPONENT + 1) as usize],
+            divisible: [[0; GRID_POWERS]; GRID_PRIMES.len()],
+        }
+    }
+
+    fn add(&mut self, odd: u32, exponent: i32) {
+        self.values += 1;
+        if let Some(slot) = self
+            .exponents
+            .get_mut((exponent - Self::MIN_EXPONENT) as usize)
+        {
+            *slot += 1;
+        }
+        for (counts, prime) in self.divisible.iter_mut().zip(GRID_PRIMES) {
+            let mut power = prime;
+            for count in counts.iter_mut() {
+                if odd % power != 0 {
+                    break;
+                }
+                *count += 1;
+                power *= prime;
+            }
+        }
+    }
+
+    /// The coarsest grid that at least [`GRID_COVERAGE`] of the values lie on.
+    fn grid(&self) -> Option<Grid> {
+        if self.values == 0 {
+            return None;
+        }
+        let allowed_off = ((1.0 - GRID_COVERAGE) * self.values as f64) as u64;
+        // The exponent: values below it are off the grid; at most 1% may be.
+        let mut below = 0;
+        let mut exponent = Self::MIN_EXPONENT;
+        for (i, &count) in self.exponents.iter().enumerate() {
+            if below + count > allowed_off {
+                exponent = Self::MIN_EXPONENT + i as i32;
+                break;
+            }
+            below += count;
+        }
+        let mut odd = 1u32;
+        for (counts, prime) in self.divisible.iter().zip(GRID_PRIMES) {
+            for &count in counts {
+                if count + allowed_off < self.values {
+                    break;
+                }
+                odd *= prime;
+            }
+        }
+        let grid = Grid {
+            odd,
+            exponent: i8::try_from(exponent).ok()?,
+        };
+        (exponent >= GRID_MIN_EXPONENT || odd > 1 && exponent >= GRID_MIN_EXPONENT - 4)
+            .then_some(grid)
+            .filter(|g| g.step().is_some())
+    }
 }
 
 impl ModelTrainer {
@@ -239,18 +426,125 @@ impl ModelTrainer {
     pub fn new(schema_fingerprint: u64, fields: usize) -> Self {
         ModelTrainer {
             data: ModelData::empty(schema_fingerprint, fields),
+            grid_evidence: vec![GridEvidence::new(); fields],
+        }
+    }
+
+    /// Declares a predictor for field `field` (before observing: the
+    /// symbols counted depend on it).
+    pub fn with_predictor(mut self, field: usize, predictor: Predictor) -> Self {
+        if let Some(slot) = self.data.predictors.get_mut(field) {
+            *slot = Some(predictor);
+        }
+        self
+    }
+
+    /// Gathers grid evidence from one value. Grids are learned in a first
+    /// pass over the data, then frozen with [`ModelTrainer::freeze_grids`]
+    /// before [`ModelTrainer::observe`] counts symbols, which depend on them.
+    pub fn learn_grids<T: Fields>(&mut self, value: &T) {
+        for field in 0..value.field_count().min(self.grid_evidence.len()) {
+            let kind = value.field_kind(field);
+            if !kind.element().is_float_bits() || kind.is_array() {
+                continue;
+            }
+            if let Some((odd, exponent)) = odd_and_exponent(f32::from_bits(value.word(field, 0))) {
+                self.grid_evidence[field].add(odd, exponent);
+            }
+        }
+    }
+
+    /// Freezes the learned grids into the model data.
+    pub fn freeze_grids(&mut self) {
+        for (slot, evidence) in self.data.grids.iter_mut().zip(&self.grid_evidence) {
+            *slot = evidence.grid();
         }
     }
 
     /// Counts the symbols of the delta from `base` to `new`.
-    pub fn observe<T: Fields>(&mut self, base: &T, new: &T) {
-        crate::codec::native::visit_symbols(base, new, &mut |context, symbol| {
-            self.data.count(context, symbol)
-        });
+    pub fn observe<T: Fields>(&mut self, base: &T, new: &T, context: &crate::codec::DeltaContext) {
+        let data = &mut self.data;
+        let grids = data.grids.clone();
+        let predictors = data.predictors.clone();
+        crate::codec::native::visit_symbols(
+            base,
+            new,
+            &grids,
+            &predictors,
+            context,
+            &mut |c, symbol| data.count(c, symbol),
+        );
     }
 
-    /// The counts so far.
+    /// The counts and grids so far.
     pub fn finish(self) -> ModelData {
         self.data
+    }
+}
+
+/// A finite float as `odd × 2^exponent`.
+fn odd_and_exponent(value: f32) -> Option<(u32, i32)> {
+    if !value.is_finite() || value == 0.0 {
+        return None;
+    }
+    let bits = value.to_bits();
+    let exponent_bits = ((bits >> 23) & 0xff) as i32;
+    let (mantissa, exponent) = if exponent_bits == 0 {
+        (bits & 0x7f_ffff, -149)
+    } else {
+        ((bits & 0x7f_ffff) | 0x80_0000, exponent_bits - 150)
+    };
+    let shift = mantissa.trailing_zeros();
+    Some((mantissa >> shift, exponent + shift as i32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn view_angles_have_the_short_angle_grid() {
+        let grid = Grid {
+            odd: 45,
+            exponent: -13,
+        };
+        assert_eq!(grid.step(), Some(360.0 / 65536.0));
+        for short in [-32768i32, -1, 1, 300, 16383, 32767] {
+            let angle = short as f32 * (360.0 / 65536.0);
+            assert_eq!(grid.steps_of(angle), Some(short));
+            assert_eq!(grid.value_of(short), Some(angle));
+        }
+        assert_eq!(grid.steps_of(0.001), None);
+    }
+
+    #[test]
+    fn grids_are_learned_by_majority() {
+        let mut evidence = GridEvidence::new();
+        for short in -20_000i32..20_000 {
+            let angle = short as f32 * (360.0 / 65536.0);
+            if let Some((odd, exponent)) = odd_and_exponent(angle) {
+                evidence.add(odd, exponent);
+            }
+        }
+        // A few stray values off the grid do not change it.
+        for stray in [24.994f32, -7.839, 0.1, 1e-6] {
+            let (odd, exponent) = odd_and_exponent(stray).unwrap();
+            evidence.add(odd, exponent);
+        }
+        assert_eq!(
+            evidence.grid(),
+            Some(Grid {
+                odd: 45,
+                exponent: -13
+            })
+        );
+
+        // Continuous values have no useful grid.
+        let mut continuous = GridEvidence::new();
+        for i in 1..5000 {
+            let (odd, exponent) = odd_and_exponent(i as f32 * 0.7093).unwrap();
+            continuous.add(odd, exponent);
+        }
+        assert_eq!(continuous.grid(), None);
     }
 }

@@ -29,6 +29,17 @@ use crate::table::Fields;
 
 pub use q3::{Q3_ENTITY_END, Q3_ENTITY_NUMBER_BITS};
 
+/// What a delta is coded in the context of, beyond its baseline: lets the
+/// native codec's predictors (see [`crate::model::Predictor`]) use the
+/// snapshot's elapsed time. Both ends must pass the same context. The q3
+/// codec ignores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DeltaContext {
+    /// Milliseconds between the baseline's and this snapshot's server time
+    /// (0 when unknown: predictions then fall back to the baseline).
+    pub elapsed_ms: i32,
+}
+
 /// Which wire format to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub enum Codec {
@@ -73,9 +84,20 @@ impl Codec {
         base: &T,
         new: &T,
     ) -> Result<(), BitError> {
+        self.write_delta_in(&DeltaContext::default(), sink, base, new)
+    }
+
+    /// [`Codec::write_delta`] with a [`DeltaContext`].
+    pub fn write_delta_in<T: Fields, S: BitSink + ?Sized>(
+        self,
+        context: &DeltaContext,
+        sink: &mut S,
+        base: &T,
+        new: &T,
+    ) -> Result<(), BitError> {
         match self {
             Codec::Q3 => q3::write_fields(sink, base, new, q3::Style::Player),
-            Codec::Native => native::write_fields(sink, base, new),
+            Codec::Native => native::write_fields(sink, base, new, context),
         }
     }
 
@@ -87,9 +109,19 @@ impl Codec {
         source: &mut S,
         out: &mut T,
     ) -> Result<(), BitError> {
+        self.read_delta_in(&DeltaContext::default(), source, out)
+    }
+
+    /// [`Codec::read_delta`] with a [`DeltaContext`].
+    pub fn read_delta_in<T: Fields, S: BitSource + ?Sized>(
+        self,
+        context: &DeltaContext,
+        source: &mut S,
+        out: &mut T,
+    ) -> Result<(), BitError> {
         match self {
             Codec::Q3 => q3::read_fields(source, out, q3::Style::Player),
-            Codec::Native => native::read_fields(source, out).map(|_| ()),
+            Codec::Native => native::read_fields(source, out, context).map(|_| ()),
         }
     }
 
@@ -100,6 +132,18 @@ impl Codec {
     /// `force` is skipped, and the caller must then not advance `last`.
     pub fn write_entity<T: Fields, S: BitSink + ?Sized>(
         self,
+        sink: &mut S,
+        last: Option<u32>,
+        number: u32,
+        update: EntityUpdate<'_, T>,
+    ) -> Result<bool, BitError> {
+        self.write_entity_in(&DeltaContext::default(), sink, last, number, update)
+    }
+
+    /// [`Codec::write_entity`] with a [`DeltaContext`].
+    pub fn write_entity_in<T: Fields, S: BitSink + ?Sized>(
+        self,
+        context: &DeltaContext,
         sink: &mut S,
         last: Option<u32>,
         number: u32,
@@ -126,7 +170,7 @@ impl Codec {
         }
         match self {
             Codec::Q3 => q3::write_entity(sink, number, update),
-            Codec::Native => native::write_entity(sink, last, number, update),
+            Codec::Native => native::write_entity(sink, last, number, update, context),
         }
     }
 
@@ -182,9 +226,20 @@ impl Codec {
         number: u32,
         out: &mut T,
     ) -> Result<EntityBody, BitError> {
+        self.read_entity_body_in(&DeltaContext::default(), source, number, out)
+    }
+
+    /// [`Codec::read_entity_body`] with a [`DeltaContext`].
+    pub fn read_entity_body_in<T: Fields, S: BitSource + ?Sized>(
+        self,
+        context: &DeltaContext,
+        source: &mut S,
+        number: u32,
+        out: &mut T,
+    ) -> Result<EntityBody, BitError> {
         match self {
             Codec::Q3 => q3::read_entity_body(source, out),
-            Codec::Native => native::read_entity_body(source, number, out),
+            Codec::Native => native::read_entity_body(source, number, out, context),
         }
     }
 }

@@ -27,10 +27,11 @@
 //! with respect to the field words: decoding gives exactly the encoder's state.
 
 use crate::bits::{low_mask, sign_extend, BitSink, BitSource};
+use crate::codec::DeltaContext;
 use crate::codec::{EntityBody, EntityUpdate};
 use crate::error::BitError;
 use crate::kind::ScalarKind;
-use crate::model::{Context, NativeModel, GROUP_FIELDS, VALUE_SYMBOLS};
+use crate::model::{Clock, Context, Grid, NativeModel, Predictor, GROUP_FIELDS, VALUE_SYMBOLS};
 use crate::table::{Fields, MAX_FIELDS};
 use crate::varcode::{get_exp_golomb, put_exp_golomb, unzigzag, zigzag};
 
@@ -40,6 +41,8 @@ const INTEGRAL_FLOAT_LIMIT: f32 = 16_777_216.0;
 
 /// Value symbols from here on are float bit-pattern classes.
 const FLOAT_BITS_SYMBOLS: u8 = 33;
+/// Value symbols from here on are grid-step classes.
+const GRID_SYMBOLS: u8 = 66;
 
 /// One coded value: a class symbol and the bits below the class's leading one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,21 +96,65 @@ fn ordered(bits: u32) -> i32 {
     }
 }
 
+/// What a float value is coded against: the baseline, or a prediction, and
+/// the field's grid.
+#[derive(Debug, Clone, Copy)]
+struct FloatReference {
+    /// The predicted (or baseline) value.
+    value: f32,
+    /// Whether `value` is the baseline itself; then a changed value cannot
+    /// equal it and the bit-pattern distance is at least one.
+    is_base: bool,
+    grid: Option<Grid>,
+}
+
+impl FloatReference {
+    fn steps(&self, grid: &Grid) -> i32 {
+        let step = grid.step().unwrap_or(1.0);
+        let k = (self.value / step).round();
+        if k.is_finite() {
+            k.clamp(-(Grid::MAX_STEPS as f32), Grid::MAX_STEPS as f32) as i32
+        } else {
+            0
+        }
+    }
+}
+
 /// The symbol and extra bits of a changed value (`None` for booleans, whose
-/// change says everything).
-fn value_code(kind: &ScalarKind, base: u32, new: u32) -> Option<ValueCode> {
+/// change says everything). `reference` is used for floats.
+fn value_code(
+    kind: &ScalarKind,
+    base: u32,
+    new: u32,
+    reference: FloatReference,
+) -> Option<ValueCode> {
     match kind {
         ScalarKind::Bool => None,
-        ScalarKind::Q3Float => Some(match integral(f32::from_bits(new)) {
-            Some(value) => {
-                ValueCode::classed(zigzag(value.wrapping_sub(predict(f32::from_bits(base)))), 0)
+        ScalarKind::Q3Float => {
+            let value = f32::from_bits(new);
+            if let Some((grid, k)) = reference
+                .grid
+                .and_then(|g| g.steps_of(value).map(|k| (g, k)))
+            {
+                return Some(ValueCode::classed(
+                    zigzag(k.wrapping_sub(reference.steps(&grid))),
+                    GRID_SYMBOLS,
+                ));
             }
-            // Distinct words are distinct ordered values, so the zigzag is ≥ 1.
-            None => ValueCode::classed(
-                zigzag(ordered(new).wrapping_sub(ordered(base))).wrapping_sub(1),
-                FLOAT_BITS_SYMBOLS,
-            ),
-        }),
+            Some(match integral(value) {
+                Some(integer) => {
+                    ValueCode::classed(zigzag(integer.wrapping_sub(predict(reference.value))), 0)
+                }
+                None => {
+                    let distance =
+                        zigzag(ordered(new).wrapping_sub(ordered(reference.value.to_bits())));
+                    ValueCode::classed(
+                        distance.wrapping_sub(reference.is_base as u32),
+                        FLOAT_BITS_SYMBOLS,
+                    )
+                }
+            })
+        }
         other => {
             let width = other.wire_bits();
             let difference = sign_extend(new.wrapping_sub(base) & low_mask(width), width);
@@ -116,22 +163,24 @@ fn value_code(kind: &ScalarKind, base: u32, new: u32) -> Option<ValueCode> {
     }
 }
 
-/// Inverse of [`value_code`]: the new word from the baseline word, a symbol
-/// and the extra bits still in `source`.
+/// Inverse of [`value_code`]: the new word from the baseline word, the float
+/// reference, a symbol and the extra bits still in `source`.
 fn value_from_code<S: BitSource + ?Sized>(
     source: &mut S,
     kind: &ScalarKind,
     base: u32,
+    reference: FloatReference,
     symbol: u8,
     position: usize,
 ) -> Result<u32, BitError> {
-    let float_bits = symbol >= FLOAT_BITS_SYMBOLS;
-    let class = u32::from(if float_bits {
-        symbol - FLOAT_BITS_SYMBOLS
-    } else {
-        symbol
-    });
-    if class > 32 || (float_bits && !matches!(kind, ScalarKind::Q3Float)) {
+    let (path, class) = match symbol {
+        s if s >= GRID_SYMBOLS => (GRID_SYMBOLS, s - GRID_SYMBOLS),
+        s if s >= FLOAT_BITS_SYMBOLS => (FLOAT_BITS_SYMBOLS, s - FLOAT_BITS_SYMBOLS),
+        s => (0, s),
+    };
+    let class = u32::from(class);
+    let float = matches!(kind, ScalarKind::Q3Float);
+    if class > 32 || (path != 0 && !float) || (path == GRID_SYMBOLS && reference.grid.is_none()) {
         return Err(BitError::invalid(
             "value class",
             position,
@@ -139,16 +188,27 @@ fn value_from_code<S: BitSource + ?Sized>(
         ));
     }
     let value = unclass(source, class)?;
+    let out_of_range = |what: &'static str| BitError::invalid(what, position, "exceeds 32 bits");
     let word = match kind {
         ScalarKind::Bool => base ^ 1,
-        ScalarKind::Q3Float if float_bits => {
-            let zigzagged = value.checked_add(1).ok_or_else(|| {
-                BitError::invalid("float difference", position, "exceeds 32 bits")
-            })?;
-            ordered(ordered(base).wrapping_add(unzigzag(zigzagged)) as u32) as u32
+        ScalarKind::Q3Float if path == GRID_SYMBOLS => {
+            let grid = reference.grid.ok_or_else(|| out_of_range("grid value"))?;
+            let k = reference.steps(&grid).wrapping_add(unzigzag(value));
+            grid.value_of(k)
+                .ok_or_else(|| {
+                    BitError::invalid("grid value", position, format!("{k} steps is off the grid"))
+                })?
+                .to_bits()
+        }
+        ScalarKind::Q3Float if path == FLOAT_BITS_SYMBOLS => {
+            let zigzagged = value
+                .checked_add(reference.is_base as u32)
+                .ok_or_else(|| out_of_range("float difference"))?;
+            ordered(ordered(reference.value.to_bits()).wrapping_add(unzigzag(zigzagged)) as u32)
+                as u32
         }
         ScalarKind::Q3Float => {
-            let integer = predict(f32::from_bits(base)).wrapping_add(unzigzag(value));
+            let integer = predict(reference.value).wrapping_add(unzigzag(value));
             let float = integer as f32;
             if integral(float) != Some(integer) {
                 return Err(BitError::invalid(
@@ -161,9 +221,9 @@ fn value_from_code<S: BitSource + ?Sized>(
         }
         other => {
             let width = other.wire_bits();
-            let zigzagged = value.checked_add(1).ok_or_else(|| {
-                BitError::invalid("field difference", position, "exceeds 32 bits")
-            })?;
+            let zigzagged = value
+                .checked_add(1)
+                .ok_or_else(|| out_of_range("field difference"))?;
             let difference = unzigzag(zigzagged);
             if width < 32 && sign_extend(difference as u32 & low_mask(width), width) != difference {
                 return Err(BitError::invalid(
@@ -183,6 +243,86 @@ fn value_from_code<S: BitSource + ?Sized>(
         ));
     }
     Ok(word)
+}
+
+/// A field's value as a number, for predictions.
+fn numeric(kind: &ScalarKind, word: u32) -> f64 {
+    let raw = kind.from_word(word);
+    match kind {
+        ScalarKind::Q3Float | ScalarKind::Quantized { .. } => f32::from_bits(raw) as f64,
+        ScalarKind::Signed { .. } => raw as i32 as f64,
+        ScalarKind::Unsigned { .. } | ScalarKind::Bool => raw as f64,
+    }
+}
+
+/// The field's predictor, if the model declares one for a scalar float field
+/// (anything else is ignored the same way by encoder and decoder).
+fn predictor_of<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> Option<Predictor> {
+    let kind = value.field_kind(field);
+    (!kind.is_array() && kind.element().is_float_bits())
+        .then(|| model.predictors.get(field).copied().flatten())
+        .flatten()
+}
+
+/// What the float value of `field` is coded against. `new` must already
+/// hold the new values of every field the prediction reads.
+fn float_reference<T: Fields>(
+    model: &Model<'_>,
+    base: &T,
+    new: &T,
+    field: usize,
+    context: &DeltaContext,
+) -> FloatReference {
+    let base_value = f32::from_bits(base.word(field, 0));
+    let grid = model.grids.get(field).copied().flatten();
+    let predicted =
+        predictor_of(model, base, field).and_then(|Predictor::Integrate { rate, clock }| {
+            let rate = usize::from(rate);
+            let rate_kind = *base.field_kind(rate).element();
+            let speed = (numeric(&rate_kind, base.word(rate, 0))
+                + numeric(&rate_kind, new.word(rate, 0)))
+                / 2.0;
+            let elapsed_ms = match clock {
+                Clock::Elapsed => context.elapsed_ms as f64,
+                Clock::Field(time) => {
+                    let time = usize::from(time);
+                    let kind = *base.field_kind(time).element();
+                    numeric(&kind, new.word(time, 0)) - numeric(&kind, base.word(time, 0))
+                }
+            };
+            let value = (base_value as f64 + speed * elapsed_ms / 1000.0) as f32;
+            value.is_finite().then_some(value)
+        });
+    FloatReference {
+        value: predicted.unwrap_or(base_value),
+        is_base: predicted.is_none(),
+        grid,
+    }
+}
+
+/// The parts of a model the value coder needs, also available without
+/// codes (the trainer counts symbols before any code exists).
+struct Model<'a> {
+    codes: Option<&'a NativeModel>,
+    grids: &'a [Option<Grid>],
+    predictors: &'a [Option<Predictor>],
+}
+
+impl<'a> Model<'a> {
+    fn of(model: Option<&'a NativeModel>) -> Self {
+        match model {
+            Some(m) => Model {
+                codes: Some(m),
+                grids: &m.data().grids,
+                predictors: &m.data().predictors,
+            },
+            None => Model {
+                codes: None,
+                grids: &[],
+                predictors: &[],
+            },
+        }
+    }
 }
 
 /// Writes a symbol with the model's code for `context`, or exp-Golomb without one.
@@ -219,16 +359,17 @@ fn get_symbol<S: BitSource + ?Sized>(
 /// Writes a changed value: its symbol, then its extra bits.
 fn put_value<S: BitSink + ?Sized>(
     sink: &mut S,
-    model: Option<&NativeModel>,
+    model: &Model<'_>,
     field: usize,
     kind: &ScalarKind,
     base: u32,
     new: u32,
+    reference: FloatReference,
 ) -> Result<(), BitError> {
-    let Some(code) = value_code(kind, base, new) else {
+    let Some(code) = value_code(kind, base, new, reference) else {
         return Ok(());
     };
-    put_symbol(sink, model, Context::Value(field), code.symbol)?;
+    put_symbol(sink, model.codes, Context::Value(field), code.symbol)?;
     if code.extra_bits > 0 {
         sink.put_bits(code.extra, code.extra_bits)?;
     }
@@ -237,16 +378,17 @@ fn put_value<S: BitSink + ?Sized>(
 
 fn get_value<S: BitSource + ?Sized>(
     source: &mut S,
-    model: Option<&NativeModel>,
+    model: &Model<'_>,
     field: usize,
     kind: &ScalarKind,
     base: u32,
+    reference: FloatReference,
 ) -> Result<u32, BitError> {
     if *kind == ScalarKind::Bool {
         return Ok(base ^ 1);
     }
     let position = source.bits_read();
-    let symbol = get_symbol(source, model, Context::Value(field))?;
+    let symbol = get_symbol(source, model.codes, Context::Value(field))?;
     if usize::from(symbol) >= VALUE_SYMBOLS {
         return Err(BitError::invalid(
             "value class",
@@ -254,7 +396,26 @@ fn get_value<S: BitSource + ?Sized>(
             format!("symbol {symbol} out of range"),
         ));
     }
-    value_from_code(source, kind, base, symbol, position)
+    value_from_code(source, kind, base, reference, symbol, position)
+}
+
+/// The order values are sent in: unpredicted fields first, so every
+/// prediction's inputs are decoded before it, then predicted ones.
+fn value_order<T: Fields>(
+    model: &Model<'_>,
+    value: &T,
+    changed: &[u16],
+    out: &mut [u16; MAX_FIELDS],
+) {
+    let mut n = 0;
+    for predicted in [false, true] {
+        for &field in changed {
+            if predictor_of(model, value, usize::from(field)).is_some() == predicted {
+                out[n] = field;
+                n += 1;
+            }
+        }
+    }
 }
 
 /// The indices of the fields that differ, into `out`; returns how many.
@@ -284,7 +445,19 @@ fn group_patterns(
 
 /// Calls `visit` with every modelled symbol the delta from `base` to `new`
 /// contains, in the encoder's terms; what [`crate::model::ModelTrainer`] counts.
-pub(crate) fn visit_symbols<T: Fields>(base: &T, new: &T, visit: &mut dyn FnMut(Context, u8)) {
+pub(crate) fn visit_symbols<T: Fields>(
+    base: &T,
+    new: &T,
+    grids: &[Option<Grid>],
+    predictors: &[Option<Predictor>],
+    context: &DeltaContext,
+    visit: &mut dyn FnMut(Context, u8),
+) {
+    let model = Model {
+        codes: None,
+        grids,
+        predictors,
+    };
     let mut changed = [0u16; MAX_FIELDS];
     let count = changed_fields(base, new, &mut changed);
     let mut patterns = [0u8; MAX_FIELDS.div_ceil(GROUP_FIELDS)];
@@ -296,10 +469,11 @@ pub(crate) fn visit_symbols<T: Fields>(base: &T, new: &T, visit: &mut dyn FnMut(
     for &field in &changed[..count] {
         let field = usize::from(field);
         let kind = new.field_kind(field);
+        let reference = float_reference(&model, base, new, field, context);
         for element in 0..kind.elements() {
             let (b, n) = (base.word(field, element), new.word(field, element));
             if b != n {
-                if let Some(code) = value_code(kind.element(), b, n) {
+                if let Some(code) = value_code(kind.element(), b, n, reference) {
                     visit(Context::Value(field), code.symbol);
                 }
             }
@@ -312,48 +486,40 @@ pub(super) fn write_fields<T: Fields, S: BitSink + ?Sized>(
     sink: &mut S,
     base: &T,
     new: &T,
+    context: &DeltaContext,
 ) -> Result<(), BitError> {
-    let model = new.native_model();
-    let model = model.as_deref();
+    let codes = new.native_model();
+    let model = Model::of(codes.as_deref());
     let mut changed = [0u16; MAX_FIELDS];
     let count = changed_fields(base, new, &mut changed);
     let changed = &changed[..count];
-    match model {
-        Some(model) => {
+    match model.codes {
+        Some(codes) => {
             let mut patterns = [0u8; MAX_FIELDS.div_ceil(GROUP_FIELDS)];
             let last_group = group_patterns(changed, &mut patterns);
-            put_symbol(sink, Some(model), Context::LastGroup, last_group as u8)?;
+            put_symbol(sink, Some(codes), Context::LastGroup, last_group as u8)?;
             for (group, &pattern) in patterns.iter().enumerate().take(last_group) {
-                put_symbol(sink, Some(model), Context::Group(group), pattern)?;
+                put_symbol(sink, Some(codes), Context::Group(group), pattern)?;
             }
         }
         None => put_set(sink, changed.iter().map(|&i| usize::from(i)))?,
     }
-    for &index in changed {
+    let mut order = [0u16; MAX_FIELDS];
+    value_order(&model, new, changed, &mut order);
+    for &index in &order[..count] {
         let index = usize::from(index);
         let kind = new.field_kind(index);
+        let reference = float_reference(&model, base, new, index, context);
         if kind.is_array() {
             let mask = new.element_changes(base, index);
             put_set(sink, (0..kind.elements()).filter(|e| mask & (1 << e) != 0))?;
             for element in (0..kind.elements()).filter(|e| mask & (1 << e) != 0) {
-                put_value(
-                    sink,
-                    model,
-                    index,
-                    kind.element(),
-                    base.word(index, element),
-                    new.word(index, element),
-                )?;
+                let (b, n) = (base.word(index, element), new.word(index, element));
+                put_value(sink, &model, index, kind.element(), b, n, reference)?;
             }
         } else {
-            put_value(
-                sink,
-                model,
-                index,
-                kind.element(),
-                base.word(index, 0),
-                new.word(index, 0),
-            )?;
+            let (b, n) = (base.word(index, 0), new.word(index, 0));
+            put_value(sink, &model, index, kind.element(), b, n, reference)?;
         }
     }
     Ok(())
@@ -364,19 +530,29 @@ pub(super) fn write_fields<T: Fields, S: BitSink + ?Sized>(
 pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     source: &mut S,
     out: &mut T,
+    context: &DeltaContext,
 ) -> Result<usize, BitError> {
     // An `Arc`, not a borrow of `out`, which the loop below mutates.
-    let model = out.native_model();
-    let model = model.as_deref();
+    let codes = out.native_model();
+    let model = Model::of(codes.as_deref());
     let fields = out.field_count();
     let mut changed = [0u16; MAX_FIELDS];
-    let count = match model {
-        Some(model) => get_grouped_set(source, model, fields, &mut changed)?,
+    let count = match model.codes {
+        Some(codes) => get_grouped_set(source, codes, fields, &mut changed)?,
         None => get_set(source, fields, &mut changed)?,
     };
-    for &index in &changed[..count] {
+    let mut order = [0u16; MAX_FIELDS];
+    value_order(&model, out, &changed[..count], &mut order);
+    // Predictions read the baseline; keep it while `out` fills with new values
+    // (only when something is predicted: cloning costs).
+    let base = order[..count]
+        .iter()
+        .any(|&f| predictor_of(&model, out, usize::from(f)).is_some())
+        .then(|| out.clone());
+    for &index in &order[..count] {
         let index = usize::from(index);
         let kind = out.field_kind(index);
+        let reference = float_reference(&model, base.as_ref().unwrap_or(out), out, index, context);
         if kind.is_array() {
             let mut elements = [0u16; 32];
             let changed_elements = get_set(source, kind.elements(), &mut elements)?;
@@ -384,15 +560,23 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
                 let element = usize::from(element);
                 let word = get_value(
                     source,
-                    model,
+                    &model,
                     index,
                     kind.element(),
                     out.word(index, element),
+                    reference,
                 )?;
                 out.set_word(index, element, word);
             }
         } else {
-            let word = get_value(source, model, index, kind.element(), out.word(index, 0))?;
+            let word = get_value(
+                source,
+                &model,
+                index,
+                kind.element(),
+                out.word(index, 0),
+                reference,
+            )?;
             out.set_word(index, 0, word);
         }
     }
@@ -491,6 +675,7 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
     last: Option<u32>,
     number: u32,
     update: EntityUpdate<'_, T>,
+    context: &DeltaContext,
 ) -> Result<bool, BitError> {
     if let EntityUpdate::Delta {
         base,
@@ -509,7 +694,7 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
         EntityUpdate::Removed => sink.put_bit(true)?,
         EntityUpdate::Delta { base, new, .. } => {
             sink.put_bit(false)?;
-            write_fields(sink, base, new)?;
+            write_fields(sink, base, new, context)?;
         }
     }
     sink.put_check_key(number as u16)?;
@@ -538,11 +723,12 @@ pub(super) fn read_entity_body<T: Fields, S: BitSource + ?Sized>(
     source: &mut S,
     number: u32,
     out: &mut T,
+    context: &DeltaContext,
 ) -> Result<EntityBody, BitError> {
     let body = if source.get_bit()? {
         EntityBody::Removed
     } else {
-        match read_fields(source, out)? {
+        match read_fields(source, out, context)? {
             0 => EntityBody::Unchanged,
             _ => EntityBody::Changed,
         }

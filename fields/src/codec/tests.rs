@@ -479,7 +479,7 @@ mod modelled {
             let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len());
             let states = game_states(2000);
             for pair in states.windows(2) {
-                trainer.observe(&pair[0], &pair[1]);
+                trainer.observe(&pair[0], &pair[1], &DeltaContext::default());
             }
             Arc::new(NativeModel::new(trainer.finish()).unwrap())
         })
@@ -586,5 +586,188 @@ mod modelled {
             let mut out = Modelled::default();
             let _ = Codec::Native.read_delta(&mut BitReader::new(&bytes), &mut out);
         }
+    }
+}
+
+mod predicted {
+    //! Grids and predictors: a moving body whose position follows its velocity.
+
+    use super::*;
+    use crate::model::{Clock, ModelTrainer, NativeModel, Predictor};
+    use std::sync::{Arc, OnceLock};
+
+    net_struct! {
+        /// A body moving in one dimension, with a heading on a 1/64 grid.
+        pub struct Body {
+            pub time: i32 = signed(32),
+            pub position: f32 = q3_float(),
+            pub velocity: f32 = q3_float(),
+            pub heading: f32 = q3_float(),
+        }
+        native_model = Some(model());
+    }
+
+    fn trajectory(count: usize, seed: u64) -> Vec<(Body, i32)> {
+        let mut seed = seed | 1;
+        let mut random = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut body = Body {
+            time: 5_000,
+            position: 13.25,
+            velocity: 300.0,
+            heading: 1.5,
+        };
+        let mut out = Vec::with_capacity(count);
+        for _ in 0..count {
+            let step = 20 + (random() % 40) as i32;
+            body.time += step;
+            body.velocity += (random() % 21) as f32 - 10.0;
+            body.position += body.velocity * step as f32 / 1000.0;
+            body.heading = ((random() % 4096) as f32 - 2048.0) / 64.0;
+            out.push((body, step));
+        }
+        out
+    }
+
+    fn trained(predict: bool) -> NativeModel {
+        let schema = Body::TABLE.schema();
+        let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len());
+        if predict {
+            trainer = trainer.with_predictor(
+                1,
+                Predictor::Integrate {
+                    rate: 2,
+                    clock: Clock::Field(0),
+                },
+            );
+        }
+        let states = trajectory(3000, 99);
+        for (state, _) in &states {
+            trainer.learn_grids(state);
+        }
+        trainer.freeze_grids();
+        for pair in states.windows(2) {
+            trainer.observe(
+                &pair[0].0,
+                &pair[1].0,
+                &DeltaContext {
+                    elapsed_ms: pair[1].1,
+                },
+            );
+        }
+        NativeModel::new(trainer.finish()).unwrap()
+    }
+
+    fn model() -> &'static Arc<NativeModel> {
+        static MODEL: OnceLock<Arc<NativeModel>> = OnceLock::new();
+        MODEL.get_or_init(|| Arc::new(trained(true)))
+    }
+
+    #[test]
+    fn the_heading_grid_is_learned() {
+        let grid = model().grid(3).expect("heading grid");
+        assert_eq!(grid.step(), Some(1.0 / 64.0));
+    }
+
+    #[test]
+    fn prediction_saves_bits_on_positions() {
+        let states = trajectory(500, 7);
+        let mut buf = vec![0u8; 256];
+        let mut with_prediction = 0;
+        for pair in states.windows(2) {
+            let mut w = BitWriter::new(&mut buf);
+            Codec::Native
+                .write_delta(&mut w, &pair[0].0, &pair[1].0)
+                .unwrap();
+            with_prediction += w.bits_written();
+        }
+        // The same data under a model without the predictor.
+        let schema = crate::dynamic::DynamicLayout::with_model(
+            Body::TABLE.schema(),
+            Some(trained(false).data().clone()),
+        )
+        .unwrap();
+        let to_dynamic = |body: &Body| {
+            let mut d = schema.zeroed();
+            for f in 0..4 {
+                d.set_word(f, 0, body.word(f, 0));
+            }
+            d
+        };
+        let mut without = 0;
+        for pair in states.windows(2) {
+            let mut w = BitWriter::new(&mut buf);
+            Codec::Native
+                .write_delta(&mut w, &to_dynamic(&pair[0].0), &to_dynamic(&pair[1].0))
+                .unwrap();
+            without += w.bits_written();
+        }
+        assert!(
+            with_prediction * 10 < without * 9,
+            "predicted {with_prediction} bits vs {without}"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn predicted_deltas_round_trip(base in (any::<i32>(), float(), float(), float()),
+                                       new in (any::<i32>(), float(), float(), float()),
+                                       keep in 0u32..16, elapsed in any::<i32>()) {
+            let base = Body { time: base.0, position: base.1, velocity: base.2, heading: base.3 }.normalized();
+            let mut new = Body { time: new.0, position: new.1, velocity: new.2, heading: new.3 }.normalized();
+            for field in 0..4 {
+                if keep & (1 << field) != 0 {
+                    new.set_word(field, 0, base.word(field, 0));
+                }
+            }
+            let context = DeltaContext { elapsed_ms: elapsed };
+            let mut buf = vec![0u8; 256];
+            let mut w = BitWriter::new(&mut buf);
+            Codec::Native.write_delta_in(&context, &mut w, &base, &new).unwrap();
+            let bits = w.bits_written();
+            let mut out = base;
+            Codec::Native.read_delta_in(&context, &mut BitReader::with_bit_len(&buf, bits), &mut out).unwrap();
+            prop_assert!(!out.wire_differs(&new), "{out:?} != {new:?}");
+            // Entities carry the context too.
+            let mut w = BitWriter::new(&mut buf);
+            Codec::Native.write_entity_in(&context, &mut w, None, 3, EntityUpdate::Delta { base: &base, new: &new, force: true }).unwrap();
+            let bits = w.bits_written();
+            let mut r = BitReader::with_bit_len(&buf, bits);
+            let number = Codec::Native.read_entity_number(&mut r, None, 1023).unwrap().unwrap();
+            let mut out = base;
+            Codec::Native.read_entity_body_in(&context, &mut r, number, &mut out).unwrap();
+            prop_assert!(!out.wire_differs(&new));
+        }
+
+        #[test]
+        fn predicted_garbage_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..64), elapsed in any::<i32>()) {
+            let mut out = Body { time: 1, position: 2.5, velocity: -3.0, heading: 0.25 };
+            let _ = Codec::Native.read_delta_in(&DeltaContext { elapsed_ms: elapsed }, &mut BitReader::new(&bytes), &mut out);
+        }
+    }
+
+    #[test]
+    fn models_with_cyclic_predictions_are_refused() {
+        let schema = Body::TABLE.schema();
+        let trainer = ModelTrainer::new(schema.fingerprint(), 4)
+            .with_predictor(
+                1,
+                Predictor::Integrate {
+                    rate: 2,
+                    clock: Clock::Field(0),
+                },
+            )
+            .with_predictor(
+                2,
+                Predictor::Integrate {
+                    rate: 1,
+                    clock: Clock::Elapsed,
+                },
+            );
+        assert!(NativeModel::new(trainer.finish()).is_err());
     }
 }
