@@ -162,3 +162,7 @@ pub use packet::MAX_DATAGRAM;
 pub use rate::RateAnnounce;
 pub use state::StateId;
 pub use udp::{UdpDriver, UdpTransport};
+
+/// The `mio` version the UDP driver is built on, for callers that share one
+/// `mio::Poll` across several sockets ([`UdpTransport::bind_registered`]).
+pub use mio;

@@ -308,6 +308,19 @@ impl OrderedSender {
                 self.spare.push(done.pieces);
             }
         }
+        // Drop resend entries that no longer need anything (a message dropped
+        // twice is queued twice), so `has_sendable` does not wake the
+        // connection for nothing.
+        while let Some(&Reverse(id)) = self.resend.peek() {
+            let stale = match id.checked_sub(self.base_id) {
+                None => true,
+                Some(i) => self.queue.get(i as usize).is_none_or(|m| m.unsent == 0),
+            };
+            if !stale {
+                break;
+            }
+            self.resend.pop();
+        }
     }
 }
 

@@ -1,6 +1,11 @@
 //! The UDP driver: one non-blocking `mio` socket, drained on every pump,
 //! carrying any number of connections; [`UdpTransport::wait`] sleeps until
 //! the socket is readable or the endpoint's next deadline.
+//!
+//! A process that runs several endpoints on one thread (a server and bots)
+//! registers all their sockets with one `mio::Poll` of its own
+//! ([`UdpTransport::bind_registered`]) and sleeps on that until the earliest
+//! [`Driver::next_wakeup`] of them all.
 
 use std::io;
 use std::net::SocketAddr;
@@ -14,11 +19,12 @@ use crate::endpoint::Endpoint;
 
 const SOCKET: Token = Token(0);
 
-/// A non-blocking UDP socket registered with its own `mio` poll.
+/// A non-blocking UDP socket registered with its own `mio` poll, or with
+/// the caller's.
 #[derive(Debug)]
 pub struct UdpTransport {
     socket: UdpSocket,
-    poll: Poll,
+    poll: Option<Poll>,
     events: Events,
     local: SocketAddr,
 }
@@ -33,16 +39,41 @@ impl UdpTransport {
         let local = socket.local_addr()?;
         Ok(Self {
             socket,
-            poll,
+            poll: Some(poll),
             events: Events::with_capacity(16),
             local,
         })
     }
 
+    /// Binds a socket at `addr` and registers it for reading with the
+    /// caller's `registry` under `token`; the caller polls. [`Self::wait`]
+    /// then only sleeps for the timeout.
+    pub fn bind_registered(
+        addr: SocketAddr,
+        registry: &mio::Registry,
+        token: Token,
+    ) -> io::Result<Self> {
+        let mut socket = UdpSocket::bind(addr)?;
+        registry.register(&mut socket, token, Interest::READABLE)?;
+        let local = socket.local_addr()?;
+        Ok(Self {
+            socket,
+            poll: None,
+            events: Events::with_capacity(1),
+            local,
+        })
+    }
+
     /// Blocks until the socket may be readable or `timeout` passes
-    /// (`None`: indefinitely). Spurious wake-ups are possible and harmless.
+    /// (`None`: indefinitely, only with an own poll). Spurious wake-ups are
+    /// possible and harmless.
     pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        match self.poll.poll(&mut self.events, timeout) {
+        let Some(poll) = self.poll.as_mut() else {
+            // Registered with the caller's poll: nothing to wait on here.
+            std::thread::sleep(timeout.unwrap_or(Duration::from_millis(1)));
+            return Ok(());
+        };
+        match poll.poll(&mut self.events, timeout) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
             other => other,
         }

@@ -118,3 +118,57 @@ fn udp_round_trip_through_the_conditioner() {
         30,
     );
 }
+
+#[test]
+fn many_endpoints_on_one_thread_share_one_poll() {
+    use mio::{Events, Poll, Token};
+    use netchan::udp::UdpTransport;
+    use netchan::Driver;
+
+    let mut poll = Poll::new().unwrap();
+    let mut events = Events::with_capacity(64);
+    let now = Instant::now();
+    let bind = |i: usize, config: EndpointConfig| {
+        let t = UdpTransport::bind_registered(loopback(), poll.registry(), Token(i)).unwrap();
+        Driver::new(Endpoint::new(config, now), t)
+    };
+    let mut server = bind(0, EndpointConfig::server());
+    let server_addr = server.local_addr();
+    let mut bots: Vec<UdpDriver> = (1..=4).map(|i| bind(i, EndpointConfig::client())).collect();
+    for (i, bot) in bots.iter_mut().enumerate() {
+        let options = ConnectOptions {
+            client_id: i as u32,
+            encrypt: false,
+            compress: false,
+        };
+        bot.endpoint_mut()
+            .connect(now, server_addr, options)
+            .unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut connected = 0;
+    while connected < 4 && Instant::now() < deadline {
+        let now = Instant::now();
+        server.pump(now);
+        for bot in &mut bots {
+            bot.pump(now);
+        }
+        while let Some(e) = server.endpoint_mut().poll_event() {
+            if matches!(e, Event::Connected { .. }) {
+                connected += 1;
+            }
+        }
+        // One sleep for all sockets: until any is readable or the earliest deadline.
+        let wake = bots
+            .iter()
+            .filter_map(|b| b.next_wakeup())
+            .chain(server.next_wakeup())
+            .min();
+        let timeout = wake.map_or(Duration::from_millis(10), |t| {
+            t.saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(10))
+        });
+        poll.poll(&mut events, Some(timeout)).unwrap();
+    }
+    assert_eq!(connected, 4);
+}
