@@ -12,12 +12,12 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::compress::Compressor;
+pub use crate::config::ConnectionConfig;
 use crate::crypto::{Direction, PresharedKey, SessionCipher, TAG_LEN};
 use crate::error::{DecodeError, SendError};
+pub use crate::event::{codes, DisconnectReason, Event};
 use crate::fragment::ReassemblyLimits;
-use crate::handshake::{
-    ConnectRequest, Cookie, Handshake, RejectReason, OPT_COMPRESS, OPT_ENCRYPT,
-};
+use crate::handshake::{ConnectRequest, Cookie, Handshake, OPT_COMPRESS, OPT_ENCRYPT};
 use crate::metrics::Metrics;
 use crate::notify::{RttEstimator, SentTracker};
 use crate::packet::{
@@ -49,191 +49,6 @@ const DISCONNECT_REPEATS: u8 = 3;
 pub struct ConnectionId {
     pub(crate) index: u32,
     pub(crate) generation: u32,
-}
-
-/// Disconnect codes carried by the disconnect message.
-pub mod codes {
-    /// An orderly close.
-    pub const NORMAL: u8 = 0;
-    /// The sender's guaranteed-ordered queue overflowed.
-    pub const ORDERED_OVERFLOW: u8 = 1;
-    /// The server is shutting down.
-    pub const SHUTDOWN: u8 = 2;
-    /// The server removed the client (kick).
-    pub const KICKED: u8 = 3;
-}
-
-/// Why a connection ended (or never started).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DisconnectReason {
-    /// This side closed it with [`crate::Endpoint::disconnect`] and this code.
-    Local(u8),
-    /// The peer sent a disconnect with this code (see [`codes`]).
-    Peer(u8),
-    /// Nothing was received for the idle timeout.
-    TimedOut,
-    /// This side's guaranteed-ordered queue overflowed (Quake 3's "command overflow").
-    OrderedOverflow,
-    /// The server rejected the connect request.
-    Rejected(RejectReason),
-    /// The handshake did not complete within the connect timeout.
-    HandshakeTimedOut,
-}
-
-/// Something the application should know about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
-    /// The connection is established (client: accepted; server: the client's
-    /// first datagram arrived after the accept).
-    Connected {
-        /// The connection.
-        conn: ConnectionId,
-        /// The peer's address.
-        addr: SocketAddr,
-    },
-    /// The connection ended; its id is no longer valid.
-    Disconnected {
-        /// The connection.
-        conn: ConnectionId,
-        /// Why.
-        reason: DisconnectReason,
-    },
-    /// A guaranteed-ordered message, delivered exactly once and in order.
-    Message {
-        /// The connection.
-        conn: ConnectionId,
-        /// The message; give it back with [`crate::Endpoint::recycle`] to avoid allocations.
-        data: Vec<u8>,
-    },
-    /// An unguaranteed event.
-    Unguaranteed {
-        /// The connection.
-        conn: ConnectionId,
-        /// The event.
-        data: Vec<u8>,
-    },
-    /// A guaranteed-quickest item, delivered once and in order.
-    Quickest {
-        /// The connection.
-        conn: ConnectionId,
-        /// The item.
-        data: Vec<u8>,
-    },
-    /// A most-recent-state payload from the peer (newer than any before it).
-    State {
-        /// The connection.
-        conn: ConnectionId,
-        /// The peer's id for the payload.
-        id: StateId,
-        /// The payload.
-        data: Vec<u8>,
-    },
-    /// Every datagram carrying this state payload arrived.
-    StateDelivered {
-        /// The connection.
-        conn: ConnectionId,
-        /// The id returned by [`Connection::send_state`].
-        id: StateId,
-    },
-    /// This state payload did not (all) arrive, or was superseded before it was sent.
-    StateDropped {
-        /// The connection.
-        conn: ConnectionId,
-        /// The id returned by [`Connection::send_state`].
-        id: StateId,
-    },
-    /// Notification of one sent datagram (only with
-    /// [`ConnectionConfig::datagram_notify_events`]): exactly one per datagram,
-    /// in send order, for as long as the connection lives (datagrams still in
-    /// flight when it closes are not reported).
-    Notify {
-        /// The connection.
-        conn: ConnectionId,
-        /// The datagram's full sequence number.
-        seq: u64,
-        /// Delivered or dropped.
-        delivered: bool,
-    },
-}
-
-/// Settings of every connection an endpoint makes or accepts.
-///
-/// Both peers should use the same limits: the ordered window and receive
-/// bounds are what keep each side's memory bounded.
-#[derive(Debug, Clone)]
-pub struct ConnectionConfig {
-    /// Largest guaranteed-ordered message or state payload (default 16 KiB).
-    pub max_message_size: usize,
-    /// Most guaranteed-ordered messages queued or in flight before the
-    /// connection is closed with [`DisconnectReason::OrderedOverflow`].
-    pub ordered_max_messages: usize,
-    /// Most guaranteed-ordered bytes queued or in flight before overflow.
-    pub ordered_max_bytes: usize,
-    /// Most messages between the oldest unacknowledged and the newest sent.
-    pub ordered_window: u64,
-    /// Most bytes of complete out-of-order messages the receiver holds.
-    pub ordered_receive_bytes: usize,
-    /// Most partial (fragmented) messages held, per delivery class.
-    pub max_partials: usize,
-    /// Most bytes held by partial messages, per delivery class.
-    pub max_partial_bytes: usize,
-    /// Most bytes of unacknowledged guaranteed-quickest items.
-    pub quickest_max_bytes: usize,
-    /// Most unguaranteed events waiting; beyond it new events are discarded (and counted).
-    pub unguaranteed_max_queue: usize,
-    /// Our own cap on what we send.
-    pub send_rate: RateAnnounce,
-    /// What we can receive, announced to the peer.
-    pub receive_rate: RateAnnounce,
-    /// Send a datagram at least this often, so the peer gets acks and knows we are alive.
-    pub keepalive_interval: Duration,
-    /// How long an ack may wait for other data to ride along.
-    pub ack_delay: Duration,
-    /// Close the connection when nothing arrives for this long.
-    pub idle_timeout: Duration,
-    /// Declare a datagram dropped once this many newer ones were acked without it.
-    pub reorder_threshold: u64,
-    /// RTT assumed before the first sample.
-    pub initial_rtt: Duration,
-    /// Lower bound of the RTT variation term in the drop timeout.
-    pub timer_granularity: Duration,
-    /// Emit [`Event::Notify`] for every sent datagram (tests, diagnostics).
-    pub datagram_notify_events: bool,
-}
-
-impl Default for ConnectionConfig {
-    fn default() -> Self {
-        Self {
-            max_message_size: 16 * 1024,
-            ordered_max_messages: 4096,
-            ordered_max_bytes: 1 << 20,
-            ordered_window: 1024,
-            ordered_receive_bytes: 1 << 20,
-            max_partials: 64,
-            max_partial_bytes: 1 << 20,
-            quickest_max_bytes: 1024,
-            unguaranteed_max_queue: 256,
-            send_rate: RateAnnounce::UNLIMITED,
-            receive_rate: RateAnnounce::UNLIMITED,
-            keepalive_interval: Duration::from_millis(100),
-            ack_delay: Duration::from_millis(5),
-            idle_timeout: Duration::from_secs(10),
-            reorder_threshold: 3,
-            initial_rtt: Duration::from_millis(200),
-            timer_granularity: Duration::from_millis(10),
-            datagram_notify_events: false,
-        }
-    }
-}
-
-impl ConnectionConfig {
-    fn reassembly(&self) -> ReassemblyLimits {
-        ReassemblyLimits {
-            max_message: self.max_message_size.min(u32::MAX as usize) as u32,
-            max_partials: self.max_partials,
-            max_bytes: self.max_partial_bytes,
-        }
-    }
 }
 
 /// Which side of the handshake a connection is on.
@@ -493,11 +308,12 @@ impl Connection {
         self.peer_rate
     }
 
+    /// Data may be queued from the moment a connection exists (it waits for
+    /// the handshake) until it starts closing.
     fn check_sendable(&self) -> Result<(), SendError> {
         match self.phase {
-            Phase::Established | Phase::Pending => Ok(()),
-            Phase::Challenging | Phase::Connecting => Ok(()),
             Phase::Closing | Phase::Closed => Err(SendError::NotConnected),
+            _ => Ok(()),
         }
     }
 

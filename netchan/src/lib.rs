@@ -125,11 +125,13 @@
 
 pub mod compress;
 pub mod conditioner;
+pub mod config;
 pub mod connection;
 pub mod crypto;
 pub mod driver;
 pub mod endpoint;
 pub mod error;
+pub mod event;
 pub mod fragment;
 pub mod handshake;
 pub mod local;
