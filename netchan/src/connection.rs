@@ -40,6 +40,9 @@ pub const MAX_QUICKEST_ITEM: usize = MIN_BUDGET - HEADER_LEN - TAG_LEN - WHOLE_C
 /// Largest unguaranteed event: events are never fragmented.
 pub const MAX_EVENT: usize = MAX_DATAGRAM - HEADER_LEN - TAG_LEN - EVENT_CHUNK_OVERHEAD;
 
+/// Connect requests sent with one cookie before asking for a fresh one.
+const CONNECT_ATTEMPTS_PER_COOKIE: u32 = 4;
+
 /// Number of datagrams that carry a disconnect notice, for some chance of one arriving.
 const DISCONNECT_REPEATS: u8 = 3;
 
@@ -84,6 +87,8 @@ pub(crate) struct ClientHandshake {
     pub next_send: Instant,
     pub interval: Duration,
     pub max_interval: Duration,
+    /// Connect requests sent with the current cookie.
+    pub connect_attempts: u32,
     pub deadline: Instant,
     pub version: u32,
     pub schema: u64,
@@ -523,6 +528,7 @@ impl Connection {
                 if client_id == self.client_id && self.phase == Phase::Challenging =>
             {
                 hs.cookie = Some(cookie);
+                hs.connect_attempts = 0;
                 hs.next_send = now;
                 hs.interval = self.config.initial_rtt.max(Duration::from_millis(50));
                 self.phase = Phase::Connecting;
@@ -920,6 +926,17 @@ impl Connection {
         }
         hs.next_send = now + hs.interval;
         hs.interval = (hs.interval * 2).min(hs.max_interval);
+        if self.phase == Phase::Connecting {
+            hs.connect_attempts += 1;
+            if hs.connect_attempts > CONNECT_ATTEMPTS_PER_COOKIE {
+                // The accept keeps getting lost; by now the server may have
+                // dropped the pending slot and would refuse the used cookie.
+                // Start over with a fresh one.
+                hs.cookie = None;
+                hs.connect_attempts = 0;
+                self.phase = Phase::Challenging;
+            }
+        }
         let packet = match (self.phase, hs.cookie) {
             (Phase::Challenging, _) => Handshake::ChallengeRequest {
                 client_id: self.client_id,

@@ -158,7 +158,8 @@ impl EndpointConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectOptions {
     /// The client id (Quake 3's qport): pick it at random once per client
-    /// process so the server can follow a NAT port change.
+    /// process so the server can follow a NAT port change. It must differ
+    /// between clients behind one IP address (a random `u32` does).
     pub client_id: u32,
     /// Ask for encryption with the endpoint's pre-shared key.
     pub encrypt: bool,
@@ -341,6 +342,7 @@ impl Endpoint {
             next_send: now,
             interval: self.config.handshake_retry,
             max_interval: self.config.handshake_retry_max,
+            connect_attempts: 0,
             deadline: now + self.config.connect_timeout,
             version: self.config.protocol_version,
             schema: self.config.schema_fingerprint,

@@ -413,3 +413,51 @@ fn handshake_takes_two_round_trips_plus_one_way() {
         "{elapsed:?}"
     );
 }
+
+#[test]
+fn lost_accepts_fall_back_to_a_fresh_cookie() {
+    // Everything the server sends is lost for a while: the client's connect
+    // retries go unanswered, the server's pending slot expires, and the
+    // client must start over with a new cookie to get in.
+    let slow = ConditionerConfig {
+        latency: Duration::from_millis(50),
+        ..ConditionerConfig::default()
+    };
+    let mut sim = Sim::new();
+    let server = sim.add(1, server_config(), slow.clone(), 1);
+    let mut cc = client_config();
+    cc.connect_timeout = Duration::from_secs(30);
+    let client = sim.add(2, cc, slow.clone(), 2);
+    let (now, saddr) = (sim.now, sim.nodes[server].addr);
+    sim.nodes[client]
+        .endpoint
+        .connect(now, saddr, opts(5))
+        .unwrap();
+    // Let the challenge exchange happen, then cut the server's outgoing link.
+    sim.run_until(Duration::from_secs(1), |sim| {
+        sim.nodes[client]
+            .endpoint
+            .connections()
+            .next()
+            .and_then(|id| sim.nodes[client].endpoint.connection(id))
+            .is_some_and(|c| c.phase() == netchan::Phase::Connecting)
+    });
+    sim.nodes[server].link = netchan::LinkConditioner::new(
+        ConditionerConfig {
+            loss: 1.0,
+            ..ConditionerConfig::default()
+        },
+        0,
+    );
+    sim.run_for(Duration::from_secs(8));
+    assert_eq!(sim.nodes[server].endpoint.connections().count(), 0, "pending slot expired");
+    sim.nodes[server].link = netchan::LinkConditioner::new(slow, 0);
+    let ok = sim.run_until(Duration::from_secs(15), |sim| {
+        sim.nodes[server]
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Connected { .. }))
+    });
+    assert!(ok, "client never got back in");
+    assert!(sim.nodes[server].endpoint.metrics().accepted >= 2);
+}
