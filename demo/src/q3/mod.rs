@@ -25,6 +25,7 @@ mod commands;
 mod error;
 mod file;
 mod message;
+pub mod model;
 pub mod reencode;
 mod snapshot;
 mod tables;

@@ -138,6 +138,7 @@ net_struct! {
         /// `frame`: model animation frame.
         pub frame: i32 = unsigned(16),
     }
+    native_model = super::model::entity_model();
 }
 
 net_struct! {
@@ -251,6 +252,7 @@ net_struct! {
         /// `powerups[16]`: powerup expiry times (longs).
         pub powerups: [i32; PS_ARRAY_LEN] = array(signed(32), PS_ARRAY_LEN as u8),
     }
+    native_model = super::model::player_model();
 }
 
 /// The C names of [`EntityState`]'s fields, index for index.
