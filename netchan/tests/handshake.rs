@@ -450,7 +450,11 @@ fn lost_accepts_fall_back_to_a_fresh_cookie() {
         0,
     );
     sim.run_for(Duration::from_secs(8));
-    assert_eq!(sim.nodes[server].endpoint.connections().count(), 0, "pending slot expired");
+    assert_eq!(
+        sim.nodes[server].endpoint.connections().count(),
+        0,
+        "pending slot expired"
+    );
     sim.nodes[server].link = netchan::LinkConditioner::new(slow, 0);
     let ok = sim.run_until(Duration::from_secs(15), |sim| {
         sim.nodes[server]
