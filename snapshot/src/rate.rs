@@ -34,8 +34,10 @@ pub(crate) enum RateDecision {
 /// Rate bookkeeping of one client.
 #[derive(Debug, Clone)]
 pub(crate) struct RateState {
-    /// Next due time × `snapshot_rate` (ms·Hz), exact for any rate.
-    due_scaled: u64,
+    /// Next due time × `snapshot_rate` (ms·Hz), exact for any rate; `None`
+    /// until the first snapshot, so each client's cadence starts when it
+    /// joins (clients are staggered, not all due on the same frame).
+    due_scaled: Option<u64>,
     tokens: i64,
     refilled_at: Option<u32>,
     /// A due snapshot was held back since the last one sent.
@@ -46,7 +48,7 @@ impl RateState {
     /// A client with a full bucket, due at once.
     pub fn new(settings: &ClientSettings) -> Self {
         RateState {
-            due_scaled: 0,
+            due_scaled: None,
             tokens: settings.burst_bytes as i64 * MILLI,
             refilled_at: None,
             delayed: false,
@@ -64,9 +66,8 @@ impl RateState {
 
     /// Whether a snapshot may be sent at `now`, and its budget.
     pub fn check(&mut self, settings: &ClientSettings, now: u32) -> RateDecision {
-        if settings.snapshot_rate > 0
-            && (now as u64 * settings.snapshot_rate as u64) < self.due_scaled
-        {
+        let now_scaled = now as u64 * settings.snapshot_rate as u64;
+        if settings.snapshot_rate > 0 && self.due_scaled.is_some_and(|due| now_scaled < due) {
             return RateDecision::NotDue;
         }
         if settings.byte_rate == 0 {
@@ -91,11 +92,10 @@ impl RateState {
             let now_scaled = now as u64 * settings.snapshot_rate as u64;
             // Keep the cadence when less than one interval late; a client
             // that fell further behind restarts it from now.
-            self.due_scaled = if now_scaled < self.due_scaled + 1000 {
-                self.due_scaled + 1000
-            } else {
-                now_scaled + 1000
-            };
+            self.due_scaled = Some(match self.due_scaled {
+                Some(due) if now_scaled < due + 1000 => due + 1000,
+                _ => now_scaled + 1000,
+            });
         }
         if settings.byte_rate > 0 {
             self.refill(settings, now);
@@ -131,6 +131,22 @@ mod tests {
             }
         }
         assert_eq!(sent.len(), 30, "{sent:?}");
+    }
+
+    #[test]
+    fn each_client_keeps_its_own_phase() {
+        let s = settings(20, 0, 0);
+        let mut rate = RateState::new(&s);
+        let mut sent = Vec::new();
+        // Joins at 16 ms on a 60 Hz clock: due every 50 ms from then on.
+        for frame in 1..13u32 {
+            let now = frame * 50 / 3;
+            if let RateDecision::Send { .. } = rate.check(&s, now) {
+                rate.sent(&s, now, 10);
+                sent.push(now);
+            }
+        }
+        assert_eq!(sent, vec![16, 66, 116, 166]);
     }
 
     #[test]

@@ -28,9 +28,11 @@ fn server_with_world(config: ServerConfig) -> Server<Ent, Player> {
     server
 }
 
-/// A client that holds snapshot 0 (full) of `server`, and the bytes of
-/// snapshot 1 (a delta from 0).
-fn setup(codec: Codec) -> (Server<Ent, Player>, Client<Ent, Player>, Vec<u8>, Vec<u8>) {
+/// A server, a client holding its snapshot 0, and the bytes of snapshot 0
+/// (full) and snapshot 1 (a delta from 0).
+type Fixture = (Server<Ent, Player>, Client<Ent, Player>, Vec<u8>, Vec<u8>);
+
+fn setup(codec: Codec) -> Fixture {
     let mut server = server_with_world(ServerConfig::for_codec(codec));
     let id = server.add_client(ClientSettings::unlimited()).unwrap();
     let mut client = Client::new();

@@ -188,7 +188,7 @@ fn run(seed: u64, codec: Codec) {
         if frame % 2500 == 1000 {
             // Acks stop for longer than the ring: the next deltas must fall
             // back to full updates.
-            blackout_until = frame + 300;
+            blackout_until = frame + 500;
         }
         if frame == 6000 {
             server.set_configstring(1, "sudden death").unwrap();
