@@ -27,7 +27,7 @@ use crate::gamestate::Gamestate;
 use crate::message::SnapshotHeader;
 use crate::rate::RateDecision;
 use crate::scope::{sanitize, Scope};
-use crate::server::{normalize, ClientId, Sent, Server};
+use crate::server::{normalize, ClientId, Server};
 
 /// Priority of always-in-scope entities: ahead of every scoped one.
 const ALWAYS: f32 = f32::INFINITY;
@@ -100,28 +100,26 @@ pub(crate) struct Work<P> {
     priority: Vec<f32>,
     ops: Vec<Op>,
     order: Vec<u32>,
-    /// The record displaced from a ring slot, kept for the next snapshot.
-    spare: Sent<P>,
     pub cache: EntityCache,
+    _player: std::marker::PhantomData<P>,
 }
 
-impl<P: Clone> Work<P> {
-    pub(crate) fn new(limit: u32, zero: &P) -> Self {
+impl<P> Work<P> {
+    pub(crate) fn new(limit: u32) -> Self {
         Work {
             buf: Vec::new(),
             measure: Vec::new(),
             want: Bitset::new(limit),
             skipped: Bitset::new(limit),
             priority: vec![0.0; limit as usize],
-            ops: Vec::new(),
-            order: Vec::new(),
-            spare: Sent::blank(limit, zero),
+            // At most one update per entity number: sized once.
+            ops: Vec::with_capacity(limit as usize),
+            order: Vec::with_capacity(limit as usize),
             cache: EntityCache::new(limit),
+            _player: std::marker::PhantomData,
         }
     }
-}
 
-impl<P> Work<P> {
     /// Grows the message buffers to hold `max_bytes`.
     pub(crate) fn ensure_buffer(&mut self, max_bytes: u32) {
         let max_bytes = max_bytes as usize;
@@ -139,8 +137,6 @@ impl<P> Work<P> {
             + self.priority.capacity() * std::mem::size_of::<f32>()
             + self.ops.capacity() * std::mem::size_of::<Op>()
             + self.order.capacity() * std::mem::size_of::<u32>()
-            + std::mem::size_of::<Sent<P>>()
-            + self.spare.visible.memory_bytes()
             + self.cache.memory_bytes()
     }
 }
@@ -431,7 +427,6 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             ops,
             order,
             cache,
-            spare,
             ..
         } = work;
         let buf = &mut buf[..max_bytes as usize];
@@ -494,7 +489,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
 
         // 6. What the client will hold: the view, less left-out additions,
         // with left-out changes held at their old state.
-        let record = spare;
+        let record = &mut slot.spare;
         record.visible.copy_from(&work.want);
         record.overrides.clear();
         for op in ops.iter().filter(|op| !op.include) {
@@ -554,15 +549,15 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         }
 
         // References: the new record holds its frame and its old states.
-        for &(_, state) in &work.spare.overrides {
+        for &(_, state) in &slot.spare.overrides {
             store.slab.retain(state);
         }
         store.acquire(frame_number);
         std::mem::swap(
             &mut slot.ring[sequence as usize % RING_SIZE],
-            &mut work.spare,
+            &mut slot.spare,
         );
-        work.spare.release(store);
+        slot.spare.release(store);
 
         slot.rate.sent(&slot.settings, now, len);
         slot.next_sequence = sequence.wrapping_add(1);

@@ -120,6 +120,10 @@ pub(crate) struct ClientSlot<P> {
     pub view: Option<ClientId>,
     pub player: P,
     pub ring: Vec<Sent<P>>,
+    /// The record a new snapshot is built in, swapped with the ring slot it
+    /// replaces. Per client, so the buffers a client needs (its overrides)
+    /// stay with it instead of migrating to clients that never need them.
+    pub spare: Sent<P>,
     pub next_sequence: u32,
     pub last_acked: Option<u32>,
     /// Acks below this are ignored: a full update was requested after them.
@@ -135,8 +139,9 @@ pub(crate) struct ClientSlot<P> {
 
 impl<P> ClientSlot<P> {
     fn memory_bytes(&self) -> usize {
-        self.ring.capacity() * std::mem::size_of::<Sent<P>>()
+        (self.ring.capacity() + 1) * std::mem::size_of::<Sent<P>>()
             + self.ring.iter().map(Sent::memory_bytes).sum::<usize>()
+            + self.spare.memory_bytes()
             + self.accum.capacity() * std::mem::size_of::<f32>()
             + self.pending.memory_bytes()
     }
@@ -256,7 +261,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             sealed: false,
             next_frame: 0,
             fingerprint,
-            work: Work::new(limit, &zero_player),
+            work: Work::new(limit),
             zero_entity,
             zero_player,
         })
@@ -499,6 +504,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             ring: (0..RING_SIZE)
                 .map(|_| Sent::blank(limit, &self.zero_player))
                 .collect(),
+            spare: Sent::blank(limit, &self.zero_player),
             next_sequence: 0,
             last_acked: None,
             ack_floor: 0,

@@ -53,9 +53,11 @@ fn three_frames_carry_exactly_the_fields_the_client_is_missing() {
         assert_eq!(trace.entities.len(), 1);
         assert_eq!(trace.entities[0].number, 5);
         assert_eq!(trace.entities[0].kind, UpdateKind::Added);
+        // Every field whose word is not zero: the four set, and the angle,
+        // whose 0.0 is the middle step (word 2048) of its quantized range.
         assert_eq!(
             trace.entities[0].fields,
-            fields(&["x", "y", "health", "model"])
+            fields(&["x", "y", "health", "model", "angle"])
         );
         assert!(trace.player_fields.is_empty());
         assert!(server.acknowledge(id, client.ack().unwrap()).unwrap());
