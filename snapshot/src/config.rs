@@ -145,11 +145,17 @@ impl ClientSettings {
         }
     }
 
-    /// Checks the message bound.
+    /// Checks the message bound, and that a byte rate has a bucket deep
+    /// enough for one minimal snapshot (a shallower one never fills).
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.max_snapshot_bytes < MIN_SNAPSHOT_BYTES {
             return Err(ConfigError::SnapshotBytesTooSmall {
                 bytes: self.max_snapshot_bytes,
+            });
+        }
+        if self.byte_rate > 0 && self.burst_bytes < MIN_SNAPSHOT_BYTES {
+            return Err(ConfigError::BurstTooSmall {
+                bytes: self.burst_bytes,
             });
         }
         Ok(())
@@ -198,5 +204,18 @@ mod tests {
             ..ClientSettings::default()
         };
         assert!(settings.validate().is_err());
+        let settings = ClientSettings {
+            burst_bytes: 0,
+            ..ClientSettings::default()
+        };
+        assert_eq!(
+            settings.validate(),
+            Err(ConfigError::BurstTooSmall { bytes: 0 })
+        );
+        let unlimited = ClientSettings {
+            burst_bytes: 0,
+            ..ClientSettings::unlimited()
+        };
+        assert!(unlimited.validate().is_ok());
     }
 }

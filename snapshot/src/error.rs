@@ -44,6 +44,17 @@ pub enum ConfigError {
         /// The configured value.
         bytes: u32,
     },
+    /// A byte rate with `burst_bytes` below
+    /// [`MIN_SNAPSHOT_BYTES`](crate::config::MIN_SNAPSHOT_BYTES): the bucket
+    /// could never hold a snapshot, so the client would wait forever.
+    #[error(
+        "burst_bytes {bytes} is below the minimum of {} for a client with a byte rate",
+        crate::config::MIN_SNAPSHOT_BYTES
+    )]
+    BurstTooSmall {
+        /// The configured value.
+        bytes: u32,
+    },
 }
 
 /// A server call that could not be carried out. The server is unchanged.

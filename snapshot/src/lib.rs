@@ -69,6 +69,49 @@
 //! assert_eq!(newest.base(), Some(0)); // the second snapshot was a delta
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! ## With the netchan
+//!
+//! * On connect, send [`Server::write_gamestate`]'s bytes on the reliable
+//!   ordered channel; after a [`Server::set_configstring`], send
+//!   [`Server::write_configstring`]'s bytes the same way.
+//! * Each frame, [`Server::commit_frame`], then for each client
+//!   [`Server::build_snapshot`] (or [`Server::build_snapshots`]) and submit the
+//!   bytes as the most-recent-state payload. Remember which payload id
+//!   carried which [`SnapshotInfo::sequence`].
+//! * When the netchan reports that payload delivered, call
+//!   [`Server::acknowledge`] with its sequence; a dropped one needs nothing
+//!   (the next delta covers it). Acks the client reports itself
+//!   ([`Client::ack`], e.g. in its command packets) go to the same call.
+//! * On the client, hand every received message to [`Client::read_message`].
+//!   If [`Client::needs_full_update`] turns true, tell the server, which
+//!   calls [`Server::request_full_update`].
+//!
+//! ## Recording and playing back
+//!
+//! [`Server::add_recorder`] adds a stream that shows another client's view
+//! (its scope and player state) and acknowledges itself, since a file loses
+//! nothing. [`Server::request_full_update`] on it writes a keyframe. A
+//! recording is then just the gamestate, configstring and snapshot messages
+//! in order; a [`Client`] — typed, or over
+//! [`DynamicState`](fields::dynamic::DynamicState) from the recorded schema —
+//! replays it with [`Client::read_message`]. To seek, feed the gamestate (and
+//! configstrings) and then everything from a keyframe on to a fresh client,
+//! or [`Client::clear_snapshots`] a clone. [`Client::set_trace`] reports
+//! which fields each message carried, for dumps.
+//!
+//! ## Design notes
+//!
+//! * Ring slots are indexed by a per-client snapshot *sequence* (Quake 3's
+//!   message number), not the server frame: a client on a lower snapshot
+//!   rate than the frame rate still has 32 usable bases.
+//! * The dummy baseline is every field word zero (Quake 3's `memset`), not
+//!   the Rust `Default`, so typed and schema-driven ends agree on it.
+//! * History is shared ([`MemoryReport`]): each changed entity state is
+//!   stored once per frame and clients refer to it, and a per-frame cache
+//!   lets clients that need the same delta share one encoding.
+//! * Sequence numbers and frame numbers are `u32`; at 60 snapshots a second
+//!   they last over two years of one session.
 #![forbid(unsafe_code)]
 
 mod bitset;
