@@ -1,0 +1,164 @@
+//! The encodings the report compares, behind one trait.
+
+use fields::Fields;
+use serde::Serialize;
+
+use crate::message::{Breakdown, MessageFormat};
+use crate::state::{merge, Change, Step, Zeros};
+use crate::Error;
+
+/// Largest message any encoder here writes: room for a full snapshot of the
+/// stress workload's 1023 entities in any format.
+pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
+
+/// Turns steps into messages and accounts for their bits.
+pub trait Encoder<E, P> {
+    /// The encoding's name in the report (`q3`, `native`, `naive`, …).
+    fn name(&self) -> &str;
+
+    /// Encodes one step and returns the message size in bits, with
+    /// `breakdown` filled (at least its updates and counts).
+    fn encode(
+        &mut self,
+        step: &Step<'_, E, P>,
+        zeros: &Zeros<E, P>,
+        breakdown: &mut Breakdown,
+    ) -> Result<usize, Error>;
+
+    /// Whether [`Encoder::encode`] accounts for every section of the
+    /// message in the breakdown (header, player state, removals, end), not
+    /// only the entity updates.
+    fn accounts_sections(&self) -> bool {
+        true
+    }
+}
+
+/// A [`MessageFormat`] as an [`Encoder`].
+#[derive(Debug, Clone)]
+pub struct FormatEncoder {
+    name: String,
+    format: MessageFormat,
+    buf: Vec<u8>,
+}
+
+impl FormatEncoder {
+    /// An encoder named `name` writing `format`.
+    pub fn new(name: &str, format: MessageFormat) -> Self {
+        FormatEncoder {
+            name: name.to_owned(),
+            format,
+            buf: vec![0; MAX_MESSAGE_BYTES],
+        }
+    }
+
+    /// Quake 3's `svc_snapshot`, Huffman-coded: `q3`.
+    pub fn q3() -> Self {
+        Self::new("q3", MessageFormat::Q3)
+    }
+
+    /// The native codec with the compact header: `native`.
+    pub fn native() -> Self {
+        Self::new("native", MessageFormat::NATIVE)
+    }
+
+    /// The last message written (its first `bits.div_ceil(8)` bytes).
+    pub fn buffer(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl<E: Fields, P: Fields> Encoder<E, P> for FormatEncoder {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn encode(
+        &mut self,
+        step: &Step<'_, E, P>,
+        zeros: &Zeros<E, P>,
+        breakdown: &mut Breakdown,
+    ) -> Result<usize, Error> {
+        Ok(self.format.encode(&mut self.buf, step, zeros, breakdown)?)
+    }
+}
+
+/// What a user without a delta scheme sends: the whole state, every
+/// snapshot, serialized with postcard.
+#[derive(Debug, Serialize)]
+pub struct NaiveMessage<'a, E, P> {
+    /// Server time.
+    pub server_time: i32,
+    /// Snapshot flags.
+    pub flags: u8,
+    /// Area mask.
+    pub areamask: &'a [u8],
+    /// The player state.
+    pub player: &'a P,
+    /// Every entity in view, with its number.
+    pub entities: &'a [(u32, E)],
+}
+
+/// The naive baseline: [`NaiveMessage`] with postcard.
+#[derive(Debug, Clone)]
+pub struct NaiveEncoder {
+    buf: Vec<u8>,
+}
+
+impl Default for NaiveEncoder {
+    fn default() -> Self {
+        NaiveEncoder {
+            buf: vec![0; MAX_MESSAGE_BYTES],
+        }
+    }
+}
+
+impl<E: Fields + Serialize, P: Serialize> Encoder<E, P> for NaiveEncoder {
+    fn name(&self) -> &str {
+        "naive"
+    }
+
+    fn accounts_sections(&self) -> bool {
+        false
+    }
+
+    fn encode(
+        &mut self,
+        step: &Step<'_, E, P>,
+        _zeros: &Zeros<E, P>,
+        breakdown: &mut Breakdown,
+    ) -> Result<usize, Error> {
+        breakdown.clear();
+        let snapshot = &**step.snapshot;
+        let message = NaiveMessage {
+            server_time: snapshot.server_time,
+            flags: snapshot.flags,
+            areamask: &snapshot.areamask,
+            player: &snapshot.player,
+            entities: &snapshot.entities,
+        };
+        let bytes = postcard::to_slice(&message, &mut self.buf)?.len();
+        // Postcard concatenates fields, so each entity's share of the
+        // message is its own serialized size.
+        let old = step.base.map_or(&[][..], |b| &b.entities[..]);
+        for change in merge(old, &snapshot.entities) {
+            let (number, state) = match change {
+                Change::Changed { number, new, .. } => {
+                    breakdown.changed += 1;
+                    (number, new)
+                }
+                Change::Added { number, new } => {
+                    breakdown.added += 1;
+                    (number, new)
+                }
+                Change::Removed { .. } => {
+                    breakdown.removed += 1;
+                    continue;
+                }
+                Change::Unchanged { .. } => continue,
+            };
+            let size = postcard::to_slice(&(number, state), &mut self.buf)?.len();
+            breakdown.updates.push(size as u32 * 8);
+        }
+        Ok(bytes * 8)
+    }
+}

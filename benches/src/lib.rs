@@ -1,0 +1,103 @@
+//! # benches
+//!
+//! What the library costs, measured side by side with Quake 3 on Quake 3's
+//! own data: bytes per snapshot (the `delta-size` report), CPU (criterion
+//! benchmarks under `benches/`) and memory (the `history-memory` binary).
+//! See `benches/README.md` for how to reproduce every number.
+//!
+//! The pieces, bottom up:
+//!
+//! * [`state`] — a snapshot as the client holds it ([`State`]) and a step of
+//!   a stream ([`Step`]: a snapshot and the base it deltas from), the same
+//!   for every workload;
+//! * [`message`] — one snapshot message in Quake 3's exact `svc_snapshot`
+//!   format or the native one, written and read back, with where its bits
+//!   went ([`Breakdown`]);
+//! * [`encode`] — the encodings the report compares ([`Encoder`]): `q3`,
+//!   `native`, the `naive` postcard baseline, and in [`loo`] the native
+//!   codec with models trained without the demo being measured;
+//! * [`workload`] — what is measured: real Quake 3 demos, the synthetic
+//!   stress case, and the arena (a named gap until that crate exists);
+//! * [`report`] — runs encoders over workloads and summarises;
+//! * [`world`], [`frame`], [`netpair`], [`corpus`] — shared setup of the
+//!   criterion benchmarks and the memory binary.
+#![forbid(unsafe_code)]
+
+pub mod corpus;
+pub mod encode;
+pub mod frame;
+pub mod loo;
+pub mod message;
+pub mod netpair;
+pub mod report;
+pub mod state;
+pub mod stats;
+pub mod workload;
+pub mod world;
+
+use std::path::PathBuf;
+
+pub use encode::{Encoder, FormatEncoder, NaiveEncoder};
+pub use message::{Breakdown, MessageFormat};
+pub use state::{State, Step, Zeros};
+
+/// Anything that can go wrong while measuring.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Encoding or decoding bits.
+    #[error("bits: {0}")]
+    Bits(#[from] fields::BitError),
+    /// Serializing the naive baseline.
+    #[error("postcard: {0}")]
+    Postcard(#[from] postcard::Error),
+    /// Reading a Quake 3 demo.
+    #[error("{0}")]
+    Demo(#[from] demo::q3::Q3Error),
+    /// Reading a file.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// The snapshot server refused something.
+    #[error("snapshot server: {0}")]
+    Server(#[from] snapshot::ServerError),
+    /// A trained model could not be used.
+    #[error("native model: {0}")]
+    Model(String),
+}
+
+/// Where the real Quake 3 demos are: `../shared/q3demos` beside the checkout.
+pub fn default_demo_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/q3demos")
+}
+
+/// The real demo every benchmark uses as its main workload: a full OSP duel.
+pub const DUEL_DEMO: &str = "dm_68_osp_duel_2.dm_68";
+
+/// Every `.dm_68` file in `dir`, sorted by name.
+pub fn demo_files(dir: &std::path::Path) -> Result<Vec<PathBuf>, Error> {
+    let io = |source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut paths = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        if path.extension().is_some_and(|e| e == "dm_68") {
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    Ok(paths)
+}
+
+/// Reads a whole file, naming it in the error.
+pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>, Error> {
+    std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}

@@ -1,0 +1,471 @@
+//! One snapshot message, written and read in either wire format, with an
+//! account of where its bits went.
+//!
+//! A message is a header, the player-state delta, the entity list (the
+//! sorted merge of base and snapshot: changed entities as deltas from the
+//! client's copy, new ones from their spawn baseline, removals, unchanged
+//! ones skipped) and the list's end marker. Two formats:
+//!
+//! * [`MessageFormat::Q3`] — Quake 3's `svc_snapshot` command exactly: the
+//!   command byte, 32-bit server time, delta byte, flags byte, area-mask
+//!   length byte and bytes, then the q3 codec, all through Quake 3's Huffman
+//!   code in bitstream mode. On a real demo this is bit for bit what
+//!   [`demo::q3::reencode::write_snapshot`] writes (a test checks it, and
+//!   the report checks it on every snapshot).
+//! * [`MessageFormat::NATIVE`] — the native codec as raw bits (it codes
+//!   its symbols with trained Huffman codes already, so a second entropy
+//!   coder would only cost time), behind the compact header described at
+//!   [`write_compact_header`]. It carries the same information as Quake 3's.
+
+use fields::varcode::{get_exp_golomb, put_exp_golomb, unzigzag, zigzag};
+use fields::{
+    BitError, BitReader, BitSink, BitSource, BitWriter, Codec, DeltaContext, EntityBody,
+    EntityUpdate, Fields, HuffmanCode, HuffmanReader, HuffmanWriter,
+};
+
+use crate::state::{merge, Baselines, Change, State, Step, Zeros};
+
+/// Quake 3's `svc_snapshot` command byte.
+pub const SVC_SNAPSHOT: u8 = 7;
+
+/// Bits of the compact header's message-kind tag (as in the snapshot crate's messages).
+pub const COMPACT_KIND_BITS: u32 = 2;
+
+/// Exp-Golomb order of the compact header's elapsed time (50 ms snapshots
+/// then cost 10 bits).
+const ELAPSED_ORDER: u32 = 5;
+
+/// Bits of the compact header's area-mask length (0 to 32 bytes).
+const AREAMASK_LEN_BITS: u32 = 6;
+
+/// Longest area mask, in bytes (Quake 3's `MAX_MAP_AREA_BYTES`).
+pub const MAX_AREAMASK: usize = 32;
+
+/// How a message's header is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderStyle {
+    /// Quake 3's `svc_snapshot` header.
+    Quake3,
+    /// The compact header of [`write_compact_header`].
+    Compact,
+}
+
+/// A complete wire format for snapshot messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageFormat {
+    /// The field codec of the player state and the entities.
+    pub codec: Codec,
+    /// The header.
+    pub header: HeaderStyle,
+    /// Whether the whole message goes through Quake 3's Huffman code in
+    /// bitstream mode.
+    pub huffman: bool,
+}
+
+impl MessageFormat {
+    /// Quake 3's `svc_snapshot`, Huffman-coded.
+    pub const Q3: MessageFormat = MessageFormat {
+        codec: Codec::Q3,
+        header: HeaderStyle::Quake3,
+        huffman: true,
+    };
+
+    /// The native codec behind the compact header, raw bits.
+    pub const NATIVE: MessageFormat = MessageFormat {
+        codec: Codec::Native,
+        header: HeaderStyle::Compact,
+        huffman: false,
+    };
+
+    /// Largest entity number (exclusive) the format can carry.
+    pub fn entity_limit(&self) -> u32 {
+        self.codec
+            .entity_number_limit()
+            .unwrap_or(snapshot::config::MAX_ENTITY_LIMIT)
+    }
+
+    /// Writes a step's message into `buf` from its start and returns its
+    /// size in bits, filling `breakdown`.
+    pub fn encode<E: Fields, P: Fields>(
+        &self,
+        buf: &mut [u8],
+        step: &Step<'_, E, P>,
+        zeros: &Zeros<E, P>,
+        breakdown: &mut Breakdown,
+    ) -> Result<usize, BitError> {
+        let mut writer = BitWriter::new(buf);
+        if self.huffman {
+            let mut sink = HuffmanWriter::new(&mut writer, HuffmanCode::quake3());
+            write_message(self, &mut sink, step, zeros, breakdown)?;
+            Ok(sink.bits_written())
+        } else {
+            write_message(self, &mut writer, step, zeros, breakdown)?;
+            Ok(writer.bits_written())
+        }
+    }
+
+    /// Reads a message of `bits` bits written by [`MessageFormat::encode`]
+    /// against the same base and baselines.
+    pub fn decode<E: Fields, P: Fields>(
+        &self,
+        buf: &[u8],
+        bits: usize,
+        base: Option<&State<E, P>>,
+        baselines: &dyn Baselines<E>,
+        zeros: &Zeros<E, P>,
+    ) -> Result<State<E, P>, BitError> {
+        let reader = BitReader::with_bit_len(buf, bits);
+        if self.huffman {
+            let mut source = HuffmanReader::new(reader, HuffmanCode::quake3());
+            read_message(self, &mut source, base, baselines, zeros)
+        } else {
+            let mut source = reader;
+            read_message(self, &mut source, base, baselines, zeros)
+        }
+    }
+}
+
+/// Where the bits of one message went.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Breakdown {
+    /// Header bits.
+    pub header_bits: usize,
+    /// Player-state delta bits.
+    pub player_bits: usize,
+    /// Bits of each entity update that carries a state (changed or added),
+    /// entity header included, in list order.
+    pub updates: Vec<u32>,
+    /// Entities changed from the client's copy.
+    pub changed: u32,
+    /// Entities new to the client.
+    pub added: u32,
+    /// Entities removed.
+    pub removed: u32,
+    /// Bits of the removals.
+    pub removal_bits: usize,
+    /// Bits of the end marker.
+    pub end_bits: usize,
+}
+
+impl Breakdown {
+    /// Clears the account for the next message.
+    pub fn clear(&mut self) {
+        self.header_bits = 0;
+        self.player_bits = 0;
+        self.updates.clear();
+        self.changed = 0;
+        self.added = 0;
+        self.removed = 0;
+        self.removal_bits = 0;
+        self.end_bits = 0;
+    }
+
+    /// Bits of all state-carrying entity updates.
+    pub fn update_bits(&self) -> u64 {
+        self.updates.iter().map(|&b| u64::from(b)).sum()
+    }
+}
+
+/// The elapsed server time from `base` to `snapshot`: the context the native
+/// codec's position predictors use (as `demo::q3::model::delta_context`).
+pub fn delta_context<E, P>(snapshot: &State<E, P>, base: Option<&State<E, P>>) -> DeltaContext {
+    DeltaContext {
+        elapsed_ms: base.map_or(0, |b| snapshot.server_time.wrapping_sub(b.server_time)),
+    }
+}
+
+/// Writes a whole message through `sink`, filling `breakdown`.
+pub fn write_message<E: Fields, P: Fields, S: BitSink + ?Sized>(
+    format: &MessageFormat,
+    sink: &mut S,
+    step: &Step<'_, E, P>,
+    zeros: &Zeros<E, P>,
+    breakdown: &mut Breakdown,
+) -> Result<(), BitError> {
+    breakdown.clear();
+    let snapshot = &**step.snapshot;
+    let base = step.base.map(|b| &**b);
+    let context = delta_context(snapshot, base);
+    let start = sink.bits_written();
+    match format.header {
+        HeaderStyle::Quake3 => write_quake3_header(sink, snapshot, step.delta_num)?,
+        HeaderStyle::Compact => write_compact_header(sink, snapshot, base, step.delta_num)?,
+    }
+    let mark = sink.bits_written();
+    breakdown.header_bits = mark - start;
+    let base_player = base.map_or(&zeros.player, |b| &b.player);
+    format
+        .codec
+        .write_delta_in(&context, sink, base_player, &snapshot.player)?;
+    breakdown.player_bits = sink.bits_written() - mark;
+
+    let old = base.map_or(&[][..], |b| &b.entities[..]);
+    let mut last = None;
+    for change in merge(old, &snapshot.entities) {
+        let number = change.number();
+        let update = match change {
+            Change::Unchanged { .. } => continue,
+            Change::Removed { .. } => EntityUpdate::Removed,
+            Change::Changed { old, new, .. } => EntityUpdate::Delta {
+                base: old,
+                new,
+                force: false,
+            },
+            Change::Added { number, new } => EntityUpdate::Delta {
+                base: step.baselines.baseline(number).unwrap_or(&zeros.entity),
+                new,
+                force: true,
+            },
+        };
+        let before = sink.bits_written();
+        let written = format
+            .codec
+            .write_entity_in(&context, sink, last, number, update)?;
+        let bits = sink.bits_written() - before;
+        if written {
+            last = Some(number);
+        }
+        match change {
+            Change::Changed { .. } => {
+                breakdown.changed += 1;
+                breakdown.updates.push(bits as u32);
+            }
+            Change::Added { .. } => {
+                breakdown.added += 1;
+                breakdown.updates.push(bits as u32);
+            }
+            Change::Removed { .. } => {
+                breakdown.removed += 1;
+                breakdown.removal_bits += bits;
+            }
+            Change::Unchanged { .. } => {}
+        }
+    }
+    let before = sink.bits_written();
+    format.codec.write_entities_end(sink)?;
+    breakdown.end_bits = sink.bits_written() - before;
+    Ok(())
+}
+
+/// Quake 3's `svc_snapshot` header, as `SV_WriteSnapshotToClient` writes it.
+fn write_quake3_header<E, P, S: BitSink + ?Sized>(
+    sink: &mut S,
+    snapshot: &State<E, P>,
+    delta_num: u8,
+) -> Result<(), BitError> {
+    let areamask_len = areamask_len(sink, snapshot)?;
+    sink.put_u8(SVC_SNAPSHOT)?;
+    sink.put_bits(snapshot.server_time as u32, 32)?;
+    sink.put_u8(delta_num)?;
+    sink.put_u8(snapshot.flags)?;
+    sink.put_u8(areamask_len as u8)?;
+    sink.put_bytes(&snapshot.areamask)
+}
+
+fn areamask_len<E, P, S: BitSink + ?Sized>(
+    sink: &S,
+    snapshot: &State<E, P>,
+) -> Result<usize, BitError> {
+    let len = snapshot.areamask.len();
+    if len > MAX_AREAMASK {
+        return Err(BitError::invalid(
+            "area mask",
+            sink.bits_written(),
+            format!("{len} bytes exceed {MAX_AREAMASK}"),
+        ));
+    }
+    Ok(len)
+}
+
+/// The compact header: the same facts as Quake 3's, each coded against what
+/// the client already holds in the base (and only the base, so a lost
+/// message never breaks it):
+///
+/// | part | bits |
+/// | --- | --- |
+/// | message kind (as the snapshot crate's messages) | 2 |
+/// | delta distance, 0 = full snapshot | exp-Golomb order 0 (3 bits for 1) |
+/// | server time: full → 32 bits; delta → zigzag(time − base time) | exp-Golomb order 5 (10 bits for 50 ms) |
+/// | flags: changed from the base's (0 for full)? then 8 bits | 1 (+8) |
+/// | area mask: changed from the base's (empty for full)? then length and bytes | 1 (+6 + 8 × length) |
+pub fn write_compact_header<E, P, S: BitSink + ?Sized>(
+    sink: &mut S,
+    snapshot: &State<E, P>,
+    base: Option<&State<E, P>>,
+    delta_num: u8,
+) -> Result<(), BitError> {
+    let areamask_len = areamask_len(sink, snapshot)?;
+    // Without a base the snapshot is full whatever distance the source
+    // named (Quake 3 deltas from an empty ring slot's zeros the same way).
+    let distance = match base {
+        None => 0,
+        Some(_) if delta_num == 0 => {
+            return Err(BitError::invalid(
+                "delta distance",
+                sink.bits_written(),
+                "a delta with a base needs a distance of at least 1",
+            ))
+        }
+        Some(_) => u32::from(delta_num),
+    };
+    sink.put_bits(0, COMPACT_KIND_BITS)?;
+    put_exp_golomb(sink, distance, 0)?;
+    match base {
+        None => sink.put_bits(snapshot.server_time as u32, 32)?,
+        Some(base) => put_exp_golomb(
+            sink,
+            zigzag(snapshot.server_time.wrapping_sub(base.server_time)),
+            ELAPSED_ORDER,
+        )?,
+    }
+    let base_flags = base.map_or(0, |b| b.flags);
+    sink.put_bit(snapshot.flags != base_flags)?;
+    if snapshot.flags != base_flags {
+        sink.put_u8(snapshot.flags)?;
+    }
+    let base_mask = base.map_or(&[][..], |b| &b.areamask[..]);
+    let mask_changed = snapshot.areamask != base_mask;
+    sink.put_bit(mask_changed)?;
+    if mask_changed {
+        sink.put_bits(areamask_len as u32, AREAMASK_LEN_BITS)?;
+        sink.put_bytes(&snapshot.areamask)?;
+    }
+    Ok(())
+}
+
+/// Reads a message written by [`write_message`].
+pub fn read_message<E: Fields, P: Fields, S: BitSource + ?Sized>(
+    format: &MessageFormat,
+    source: &mut S,
+    base: Option<&State<E, P>>,
+    baselines: &dyn Baselines<E>,
+    zeros: &Zeros<E, P>,
+) -> Result<State<E, P>, BitError> {
+    let (server_time, flags, areamask) = match format.header {
+        HeaderStyle::Quake3 => read_quake3_header(source)?,
+        HeaderStyle::Compact => read_compact_header(source, base)?,
+    };
+    let mut player = base.map_or(&zeros.player, |b| &b.player).clone();
+    let context = DeltaContext {
+        elapsed_ms: base.map_or(0, |b| server_time.wrapping_sub(b.server_time)),
+    };
+    format.codec.read_delta_in(&context, source, &mut player)?;
+
+    let old = base.map_or(&[][..], |b| &b.entities[..]);
+    let mut entities = Vec::with_capacity(old.len() + 8);
+    let mut next_old = 0;
+    let mut last = None;
+    let limit = format.entity_limit();
+    while let Some(number) = format.codec.read_entity_number(source, last, limit)? {
+        // Entities the message skips are unchanged: keep the client's copy.
+        while next_old < old.len() && old[next_old].0 < number {
+            entities.push(old[next_old].clone());
+            next_old += 1;
+        }
+        let held = old.get(next_old).filter(|(n, _)| *n == number);
+        let mut state = match held {
+            Some((_, state)) => state.clone(),
+            None => baselines.baseline(number).unwrap_or(&zeros.entity).clone(),
+        };
+        let position = source.bits_read();
+        let body = format
+            .codec
+            .read_entity_body_in(&context, source, number, &mut state)?;
+        if held.is_some() {
+            next_old += 1;
+        }
+        match (body, held) {
+            (EntityBody::Removed, None) => {
+                return Err(BitError::invalid(
+                    "entity",
+                    position,
+                    format!("removal of {number}, which the client does not hold"),
+                ))
+            }
+            (EntityBody::Removed, Some(_)) => {}
+            _ => entities.push((number, state)),
+        }
+        last = Some(number);
+    }
+    entities.extend(old[next_old..].iter().cloned());
+    Ok(State {
+        server_time,
+        flags,
+        areamask,
+        player,
+        entities,
+    })
+}
+
+fn read_quake3_header<S: BitSource + ?Sized>(
+    source: &mut S,
+) -> Result<(i32, u8, Vec<u8>), BitError> {
+    let position = source.bits_read();
+    let command = source.get_u8()?;
+    if command != SVC_SNAPSHOT {
+        return Err(BitError::invalid(
+            "command byte",
+            position,
+            format!("{command} is not svc_snapshot"),
+        ));
+    }
+    let server_time = source.get_bits(32)? as i32;
+    let _delta_num = source.get_u8()?;
+    let flags = source.get_u8()?;
+    let len = usize::from(source.get_u8()?);
+    read_areamask(source, len).map(|areamask| (server_time, flags, areamask))
+}
+
+fn read_areamask<S: BitSource + ?Sized>(source: &mut S, len: usize) -> Result<Vec<u8>, BitError> {
+    if len > MAX_AREAMASK {
+        return Err(BitError::invalid(
+            "area mask",
+            source.bits_read(),
+            format!("{len} bytes exceed {MAX_AREAMASK}"),
+        ));
+    }
+    let mut areamask = vec![0; len];
+    source.get_bytes(&mut areamask)?;
+    Ok(areamask)
+}
+
+fn read_compact_header<E, P, S: BitSource + ?Sized>(
+    source: &mut S,
+    base: Option<&State<E, P>>,
+) -> Result<(i32, u8, Vec<u8>), BitError> {
+    let position = source.bits_read();
+    let kind = source.get_bits(COMPACT_KIND_BITS)?;
+    if kind != 0 {
+        return Err(BitError::invalid(
+            "message kind",
+            position,
+            format!("{kind} is not a snapshot"),
+        ));
+    }
+    let distance = get_exp_golomb(source, 0)?;
+    if (distance == 0) != base.is_none() {
+        return Err(BitError::invalid(
+            "delta distance",
+            position,
+            format!("distance {distance} does not match the base given"),
+        ));
+    }
+    let server_time = match base {
+        None => source.get_bits(32)? as i32,
+        Some(base) => base
+            .server_time
+            .wrapping_add(unzigzag(get_exp_golomb(source, ELAPSED_ORDER)?)),
+    };
+    let flags = if source.get_bit()? {
+        source.get_u8()?
+    } else {
+        base.map_or(0, |b| b.flags)
+    };
+    let areamask = if source.get_bit()? {
+        let len = source.get_bits(AREAMASK_LEN_BITS)? as usize;
+        read_areamask(source, len)?
+    } else {
+        base.map_or_else(Vec::new, |b| b.areamask.clone())
+    };
+    Ok((server_time, flags, areamask))
+}

@@ -1,0 +1,206 @@
+//! A real Quake 3 demo as a workload: every `svc_snapshot` it recorded,
+//! reconstructed by the demo reader, with the base the recorded stream
+//! deltaed it from and the spawn baselines in force.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use demo::q3::reencode::write_snapshot;
+use demo::q3::{Command, Dm68Decoder, EntityState, PlayerState, Snapshot, MAX_MSGLEN};
+use fields::{BitSink, BitWriter, HuffmanCode, HuffmanWriter};
+
+use super::{ExtraEncoders, RunEnd, TargetSet, Workload};
+use crate::loo::{train_without, ModelEncoder};
+use crate::state::{Reference, State, Step, Zeros};
+use crate::Error;
+
+/// A snapshot of a Quake 3 demo in the report's terms.
+pub type Q3State = State<EntityState, PlayerState>;
+
+/// A step with owned references: what [`Q3Demo::decode`] hands out.
+#[derive(Debug, Clone)]
+pub struct OwnedStep {
+    /// The snapshot.
+    pub snapshot: Arc<Q3State>,
+    /// Its base (`None`: full).
+    pub base: Option<Arc<Q3State>>,
+    /// The delta byte as recorded.
+    pub delta_num: u8,
+    /// The spawn baselines in force.
+    pub baselines: Arc<demo::q3::Baselines>,
+    /// The recorded and re-encoded sizes.
+    pub reference: Reference,
+}
+
+impl OwnedStep {
+    /// The step, borrowed.
+    pub fn step(&self) -> Step<'_, EntityState, PlayerState> {
+        Step {
+            snapshot: &self.snapshot,
+            base: self.base.as_ref(),
+            delta_num: self.delta_num,
+            baselines: &*self.baselines,
+            reference: Some(self.reference),
+        }
+    }
+}
+
+/// The report's view of a demo snapshot.
+pub fn state_of(snapshot: &Snapshot) -> Q3State {
+    State {
+        server_time: snapshot.server_time,
+        flags: snapshot.snap_flags,
+        areamask: snapshot.areamask.clone(),
+        player: snapshot.ps,
+        entities: snapshot.entities.clone(),
+    }
+}
+
+/// Snapshots remembered for base look-ups: twice Quake 3's ring.
+const RECENT: usize = 2 * demo::q3::PACKET_BACKUP;
+
+/// A `.dm_68` file.
+#[derive(Debug, Clone)]
+pub struct Q3Demo {
+    path: PathBuf,
+    data: Vec<u8>,
+    /// Where the training demos are, for the leave-one-out encoder
+    /// (`None`: no leave-one-out).
+    loo_dir: Option<PathBuf>,
+}
+
+impl Q3Demo {
+    /// Reads a demo file.
+    pub fn open(path: &Path) -> Result<Self, Error> {
+        Ok(Q3Demo {
+            data: crate::read_file(path)?,
+            path: path.to_path_buf(),
+            loo_dir: None,
+        })
+    }
+
+    /// Also measures `native_loo`: models trained on the training demos in
+    /// `dir` other than this one.
+    pub fn with_leave_one_out(mut self, dir: &Path) -> Self {
+        self.loo_dir = Some(dir.to_path_buf());
+        self
+    }
+
+    /// The file name.
+    pub fn file_name(&self) -> String {
+        self.path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    }
+
+    /// Decodes the demo and hands every snapshot to `f` as an [`OwnedStep`].
+    pub fn decode(
+        &self,
+        mut f: impl FnMut(OwnedStep) -> Result<(), Error>,
+    ) -> Result<RunEnd, Error> {
+        let mut recent: VecDeque<(Arc<Snapshot>, Arc<Q3State>)> = VecDeque::with_capacity(RECENT);
+        let mut buf = vec![0u8; 2 * MAX_MSGLEN];
+        for item in Dm68Decoder::new(&self.data)? {
+            let record = match item {
+                Ok(record) => record,
+                Err(error) => return Ok(RunEnd::Stopped(error.to_string())),
+            };
+            for command in &record.message.commands {
+                let Command::Snapshot(snap) = &command.command else {
+                    continue;
+                };
+                let base = snap.base.as_ref().map(|base| {
+                    recent
+                        .iter()
+                        .find(|(s, _)| Arc::ptr_eq(s, base))
+                        .map_or_else(|| Arc::new(state_of(base)), |(_, state)| Arc::clone(state))
+                });
+                let mut writer = BitWriter::new(&mut buf);
+                let mut sink = HuffmanWriter::new(&mut writer, HuffmanCode::quake3());
+                write_snapshot(
+                    &mut sink,
+                    &snap.snapshot,
+                    snap.base.as_deref(),
+                    &snap.baselines,
+                )?;
+                let reference = Reference {
+                    original_bits: command.bits.len(),
+                    reencoded_bits: sink.bits_written(),
+                };
+                let state = Arc::new(state_of(&snap.snapshot));
+                if recent.len() == RECENT {
+                    recent.pop_front();
+                }
+                recent.push_back((Arc::clone(&snap.snapshot), Arc::clone(&state)));
+                f(OwnedStep {
+                    snapshot: state,
+                    base,
+                    delta_num: snap.snapshot.delta_num,
+                    baselines: Arc::clone(&snap.baselines),
+                    reference,
+                })?;
+            }
+        }
+        Ok(RunEnd::Complete)
+    }
+
+    /// Every step, in memory (for benchmarks). A demo that stops early
+    /// yields the steps before the fault.
+    pub fn collect(&self) -> Result<Vec<OwnedStep>, Error> {
+        let mut steps = Vec::new();
+        self.decode(|step| {
+            steps.push(step);
+            Ok(())
+        })?;
+        Ok(steps)
+    }
+}
+
+impl Workload for Q3Demo {
+    type Entity = EntityState;
+    type Player = PlayerState;
+
+    fn name(&self) -> String {
+        self.file_name()
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "real Quake 3 demo {} ({} bytes), recorded delta bases",
+            self.file_name(),
+            self.data.len()
+        )
+    }
+
+    fn zeros(&self) -> Zeros<EntityState, PlayerState> {
+        Zeros::default()
+    }
+
+    fn targets(&self) -> TargetSet {
+        TargetSet::SizeAndBits
+    }
+
+    fn extra_encoders(&self) -> Result<ExtraEncoders<EntityState, PlayerState>, Error> {
+        let Some(dir) = &self.loo_dir else {
+            return Ok(ExtraEncoders::default());
+        };
+        let models = train_without(dir, &self.path)?;
+        let note = format!(
+            "native_loo: models trained on {} other demos ({}), not on this one",
+            models.trained_on.len(),
+            models.trained_on.join(", ")
+        );
+        Ok(ExtraEncoders {
+            encoders: vec![Box::new(ModelEncoder::new("native_loo", models)?)],
+            notes: vec![note],
+        })
+    }
+
+    fn run(
+        &mut self,
+        visit: &mut dyn FnMut(Step<'_, EntityState, PlayerState>) -> Result<(), Error>,
+    ) -> Result<RunEnd, Error> {
+        self.decode(|owned| visit(owned.step()))
+    }
+}

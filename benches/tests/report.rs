@@ -1,0 +1,137 @@
+//! Fast checks of the delta-size report on a small real demo and a short
+//! stress run: the q3 encoding reproduces Quake 3's sizes, both formats
+//! decode back to the snapshot, and the JSON has the documented shape.
+//! Nothing here measures time.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use benches::encode::Encoder;
+use benches::loo::{ModelEncoder, TrainedModels};
+use benches::message::{Breakdown, MessageFormat};
+use benches::report::{measure, unavailable, Report};
+use benches::state::{NoBaselines, Step, Zeros};
+use benches::workload::q3demo::Q3Demo;
+use benches::workload::stress::Stress;
+use benches::workload::{RunEnd, Workload};
+use benches::FormatEncoder;
+
+/// The smallest real demo: 72 records of CPMA.
+const SMALL_DEMO: &str = "dm_68_cpma_core_gameplay_dev.dm_68";
+
+fn small_demo() -> Q3Demo {
+    let path: PathBuf = benches::default_demo_dir().join(SMALL_DEMO);
+    Q3Demo::open(&path).expect("the shared demos are beside the checkout")
+}
+
+#[test]
+fn q3_reproduces_the_original_size_of_a_real_demo() {
+    let report = measure(&mut small_demo()).unwrap();
+    assert_eq!(report.status, "complete");
+    assert!(report.snapshots > 0);
+    let check = report.q3_check.expect("a recording is checked");
+    assert_eq!(check.snapshots, report.snapshots);
+    assert_eq!(format!("{:.3}", check.ratio_to_original), "1.000");
+    assert_eq!(check.same_as_reencode, check.snapshots);
+    assert_eq!(report.encodings["q3"].ratio_to_q3, 1.0);
+}
+
+#[test]
+fn both_formats_decode_back_to_every_snapshot() {
+    let zeros = Zeros::default();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut breakdown = Breakdown::default();
+    let steps = small_demo().collect().unwrap();
+    assert!(!steps.is_empty());
+    for owned in &steps {
+        let step = owned.step();
+        for format in [MessageFormat::Q3, MessageFormat::NATIVE] {
+            let bits = format
+                .encode(&mut buf, &step, &zeros, &mut breakdown)
+                .unwrap();
+            let sections = breakdown.header_bits
+                + breakdown.player_bits
+                + breakdown.update_bits() as usize
+                + breakdown.removal_bits
+                + breakdown.end_bits;
+            assert_eq!(sections, bits, "every bit is accounted for");
+            let decoded = format
+                .decode(&buf, bits, step.base.map(|b| &**b), step.baselines, &zeros)
+                .unwrap();
+            assert_eq!(&decoded, &**step.snapshot);
+        }
+        // The q3 format is the demo crate's re-encoder, bit for bit.
+        let bits = MessageFormat::Q3
+            .encode(&mut buf, &step, &zeros, &mut breakdown)
+            .unwrap();
+        assert_eq!(bits, owned.reference.reencoded_bits);
+    }
+
+    // The stress case, whose numbers need more than the q3 range's
+    // patience: every message decodes too.
+    let mut stress = Stress::new(4);
+    let zeros = stress.zeros();
+    let end = stress
+        .run(&mut |step| {
+            for format in [MessageFormat::Q3, MessageFormat::NATIVE] {
+                let bits = format.encode(&mut buf, &step, &zeros, &mut breakdown)?;
+                let decoded =
+                    format.decode(&buf, bits, step.base.map(|b| &**b), &NoBaselines, &zeros)?;
+                assert_eq!(&decoded, &**step.snapshot);
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(end, RunEnd::Complete);
+}
+
+#[test]
+fn the_retrained_wrapper_codes_like_the_type_with_the_same_model() {
+    let committed = TrainedModels {
+        entity: Arc::clone(demo::q3::model::entity_model().unwrap()),
+        player: Arc::clone(demo::q3::model::player_model().unwrap()),
+        trained_on: Vec::new(),
+    };
+    let mut wrapped = ModelEncoder::new("committed", committed).unwrap();
+    let mut native = FormatEncoder::native();
+    let zeros = Zeros::default();
+    let mut breakdown = Breakdown::default();
+    for owned in small_demo().collect().unwrap() {
+        let step: Step<'_, _, _> = owned.step();
+        let a = native.encode(&step, &zeros, &mut breakdown).unwrap();
+        let b = wrapped.encode(&step, &zeros, &mut breakdown).unwrap();
+        assert_eq!(a, b);
+    }
+}
+
+#[test]
+fn the_json_has_the_documented_keys() {
+    let mut report = Report::default();
+    report.workloads.push(measure(&mut small_demo()).unwrap());
+    report.workloads.push(unavailable("arena-8", "arena"));
+    report.workloads.push(measure(&mut Stress::new(3)).unwrap());
+    let json: serde_json::Value = serde_json::to_value(&report).unwrap();
+    let workloads = json["workloads"].as_array().unwrap();
+    assert_eq!(workloads.len(), 3);
+    for workload in [&workloads[0], &workloads[2]] {
+        assert!(workload["name"].is_string());
+        assert!(workload["snapshots"].as_u64().unwrap() > 0);
+        let encodings = workload["encodings"].as_object().unwrap();
+        for name in ["q3", "native", "naive"] {
+            let encoding = &encodings[name];
+            for key in [
+                "mean_bytes",
+                "p50_bytes",
+                "p99_bytes",
+                "bits_per_changed_entity",
+                "kbps",
+                "ratio_to_q3",
+            ] {
+                assert!(encoding[key].is_number(), "{name}.{key}");
+            }
+        }
+    }
+    assert_eq!(workloads[1]["status"], "not yet available");
+    assert_eq!(workloads[1]["snapshots"], 0);
+    assert_eq!(workloads[2]["snapshots"], 3);
+}
