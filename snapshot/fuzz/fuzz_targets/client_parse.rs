@@ -49,7 +49,13 @@ fn fixture(codec: Codec) -> Client<Ent, Player> {
     let mut server: Server<Ent, Player> = Server::new(config).expect("valid config");
     server.set_configstring(0, "fuzz").expect("short");
     server
-        .set_baseline(2, Some(Ent { model: 9, ..Ent::default() }))
+        .set_baseline(
+            2,
+            Some(Ent {
+                model: 9,
+                ..Ent::default()
+            }),
+        )
         .expect("in range");
     for number in [1, 2, 5, 40] {
         let ent = Ent {
@@ -59,7 +65,9 @@ fn fixture(codec: Codec) -> Client<Ent, Player> {
         };
         server.set_entity(number, ent).expect("in range");
     }
-    let id = server.add_client(ClientSettings::unlimited()).expect("client");
+    let id = server
+        .add_client(ClientSettings::unlimited())
+        .expect("client");
     let mut client = Client::new();
     let mut bytes = Vec::new();
     server.write_gamestate(&mut bytes).expect("encodes");
