@@ -15,7 +15,7 @@
 //! 6. Record exactly what the client will hold — the frame, the held set,
 //!    and the old state of every left-out change — in the ring slot.
 
-use fields::{BitError, BitSink, BitWriter, Codec, EntityUpdate, Fields};
+use fields::{BitError, BitSink, BitWriter, Codec, DeltaContext, EntityUpdate, Fields};
 
 use crate::bitset::{Bitset, Ones};
 use crate::checksum::{state_hash, SyncChecksum};
@@ -144,6 +144,8 @@ impl<P> Work<P> {
 /// Everything an entity update is encoded from.
 struct Emitter<'a, E> {
     codec: Codec,
+    /// The snapshot's elapsed time since its base, for the codec's predictors.
+    context: DeltaContext,
     slab: &'a StateSlab<E>,
     gamestate: &'a Gamestate<E>,
     zero: &'a E,
@@ -160,15 +162,20 @@ impl<E: Fields> Emitter<'_, E> {
         op: &Op,
     ) -> Result<bool, BitError> {
         if op.kind == OpKind::Removed {
-            return self
-                .codec
-                .write_entity::<E, _>(sink, last, op.number, EntityUpdate::Removed);
+            return self.codec.write_entity_in::<E, _>(
+                &self.context,
+                sink,
+                last,
+                op.number,
+                EntityUpdate::Removed,
+            );
         }
         let base_key = match op.kind {
             OpKind::Added => SPAWN_BASE,
             _ => op.base,
         };
-        if let Some(hit) = cache.lookup(op.number, base_key, op.new, last) {
+        let elapsed = self.context.elapsed_ms;
+        if let Some(hit) = cache.lookup(op.number, elapsed, base_key, op.new, last) {
             cache.copy_to(hit, sink)?;
             return Ok(hit.written);
         }
@@ -185,9 +192,12 @@ impl<E: Fields> Emitter<'_, E> {
             force,
         };
         let from = sink.bits_written();
-        let written = self.codec.write_entity(sink, last, op.number, update)?;
+        let written = self
+            .codec
+            .write_entity_in(&self.context, sink, last, op.number, update)?;
         cache.store(
             op.number,
+            elapsed,
             base_key,
             op.new,
             last,
@@ -415,8 +425,12 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         let hard_bits = max_bytes as usize * 8;
         let budget_bits = (budget as usize * 8).min(hard_bits);
         let tail_bits = end_marker_bits(codec) + if has_checksum { 32 } else { 0 };
+        let context = DeltaContext {
+            elapsed_ms: base.map_or(0, |sent| now.wrapping_sub(sent.time) as i32),
+        };
         let emitter = Emitter {
             codec,
+            context,
             slab,
             gamestate,
             zero: zero_entity,
@@ -434,7 +448,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         let mut writer = BitWriter::new(buf);
         let prefix = header
             .write(&mut writer)
-            .and_then(|()| codec.write_delta(&mut writer, base_player, &player));
+            .and_then(|()| codec.write_delta_in(&context, &mut writer, base_player, &player));
         match prefix {
             Ok(()) => {}
             Err(BitError::Overflow { .. }) => {
@@ -483,7 +497,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             }
             writer = BitWriter::new(&mut buf[..]);
             header.write(&mut writer)?;
-            codec.write_delta(&mut writer, base_player, &player)?;
+            codec.write_delta_in(&context, &mut writer, base_player, &player)?;
             emitter.write_ops(cache, &mut writer, ops, None)?;
         }
 

@@ -12,7 +12,7 @@
 //! nor make it allocate beyond those bounds. A rejected message leaves the
 //! client as it was and is counted in [`ClientStats`].
 
-use fields::{BitReader, BitSource, Codec, EntityBody, Fields};
+use fields::{BitReader, BitSource, Codec, DeltaContext, EntityBody, Fields};
 
 use crate::checksum::{layout_fingerprint, state_hash, SyncChecksum};
 use crate::config::RING_SIZE;
@@ -223,10 +223,13 @@ impl<E: Fields, P: Fields> Client<E, P> {
             trace.entities.clear();
         }
 
+        let context = DeltaContext {
+            elapsed_ms: base.map_or(0, |b| header.server_time.wrapping_sub(b.server_time) as i32),
+        };
         let out = &mut self.scratch;
         let base_player = base.map_or(&self.zero_player, |b| &b.player);
         out.player.clone_from(base_player);
-        codec.read_delta(reader, &mut out.player)?;
+        codec.read_delta_in(&context, reader, &mut out.player)?;
         if let Some(trace) = trace.as_deref_mut() {
             trace.player_fields = FieldMask::diff(base_player, &out.player);
         }
@@ -256,7 +259,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
                 None => self.gamestate.baseline(number).unwrap_or(&self.zero_entity),
             };
             let mut state = start.clone();
-            let body = codec.read_entity_body(reader, number, &mut state)?;
+            let body = codec.read_entity_body_in(&context, reader, number, &mut state)?;
             let kind = match (body, previous.is_some()) {
                 (EntityBody::Removed, false) => {
                     return Err(ClientError::RemovedUnknownEntity { number })

@@ -25,6 +25,7 @@ const WAYS: usize = 2;
 #[derive(Debug, Clone, Copy, Default)]
 struct Entry {
     stamp: u32,
+    elapsed: i32,
     base: u32,
     new: u32,
     last: u32,
@@ -75,18 +76,30 @@ impl EntityCache {
         }
     }
 
-    /// The cached encoding of entity `number` from `base` to `new` after `last`.
+    /// The cached encoding of entity `number` from `base` to `new` after
+    /// `last`, in a delta context of `elapsed` milliseconds (the native
+    /// codec's predictors make the encoding depend on it).
     #[inline]
-    pub fn lookup(&self, number: u32, base: u32, new: u32, last: Option<u32>) -> Option<Hit> {
+    pub fn lookup(
+        &self,
+        number: u32,
+        elapsed: i32,
+        base: u32,
+        new: u32,
+        last: Option<u32>,
+    ) -> Option<Hit> {
         let last = last.unwrap_or(NO_LAST);
         self.entries.get(number as usize)?.iter().find_map(|e| {
-            (e.stamp == self.stamp && e.base == base && e.new == new && e.last == last).then_some(
-                Hit {
+            (e.stamp == self.stamp
+                && e.elapsed == elapsed
+                && e.base == base
+                && e.new == new
+                && e.last == last)
+                .then_some(Hit {
                     start: e.start,
                     bits: e.bits,
                     written: e.written,
-                },
-            )
+                })
         })
     }
 
@@ -95,6 +108,7 @@ impl EntityCache {
     pub fn store(
         &mut self,
         number: u32,
+        elapsed: i32,
         base: u32,
         new: u32,
         last: Option<u32>,
@@ -119,6 +133,7 @@ impl EntityCache {
         let way = &mut self.next_way[number as usize];
         ways[*way as usize] = Entry {
             stamp: self.stamp,
+            elapsed,
             base,
             new,
             last: last.unwrap_or(NO_LAST),
@@ -173,10 +188,12 @@ mod tests {
         w.put_bits(0x1F, 5).unwrap();
         let mut cache = EntityCache::new(8);
         cache
-            .store(3, 7, 9, None, true, w.written(), 3, 40)
+            .store(3, 50, 7, 9, None, true, w.written(), 3, 40)
             .unwrap();
-        assert!(cache.lookup(3, 7, 9, Some(1)).is_none());
-        let hit = cache.lookup(3, 7, 9, None).unwrap();
+        assert!(cache.lookup(3, 50, 7, 9, Some(1)).is_none());
+        // Another elapsed time may predict differently: no hit.
+        assert!(cache.lookup(3, 33, 7, 9, None).is_none());
+        let hit = cache.lookup(3, 50, 7, 9, None).unwrap();
         let mut out = [0u8; 16];
         let mut o = BitWriter::new(&mut out);
         o.put_bit(true).unwrap();
@@ -186,6 +203,6 @@ mod tests {
         assert_eq!(r.get_bits(32).unwrap(), 0xDEAD_BEEF);
         assert_eq!(r.get_bits(5).unwrap(), 0x1F);
         cache.invalidate();
-        assert!(cache.lookup(3, 7, 9, None).is_none());
+        assert!(cache.lookup(3, 50, 7, 9, None).is_none());
     }
 }
