@@ -1,1 +1,201 @@
-//! Placeholder.
+//! Real data for the CPU benchmarks: the duel demo's state sequence, its
+//! messages pre-encoded for the decoders, its entity updates one by one,
+//! and the bytes Quake 3's Huffman coder sees.
+
+use demo::q3::{EntityState, PlayerState};
+use fields::{
+    BitReader, BitSink, BitSource, BitWriter, Codec, DeltaContext, EntityBody, EntityUpdate,
+    HuffmanCode, HuffmanReader, HuffmanWriter,
+};
+
+use crate::message::{delta_context, write_message, Breakdown, MessageFormat};
+use crate::state::{merge, Change, Zeros};
+use crate::workload::q3demo::{OwnedStep, Q3Demo};
+use crate::Error;
+
+/// Every snapshot of the duel demo (`../shared/q3demos/dm_68_osp_duel_2.dm_68`).
+pub fn duel_steps() -> Result<Vec<OwnedStep>, Error> {
+    Q3Demo::open(&crate::default_demo_dir().join(crate::DUEL_DEMO))?.collect()
+}
+
+/// One message, encoded: its bytes and length in bits.
+#[derive(Debug, Clone)]
+pub struct Encoded {
+    /// The bytes.
+    pub bytes: Vec<u8>,
+    /// Length in bits.
+    pub bits: usize,
+}
+
+/// Every step's message in `format`.
+pub fn encode_all(format: MessageFormat, steps: &[OwnedStep]) -> Result<Vec<Encoded>, Error> {
+    let zeros = Zeros::default();
+    let mut buf = vec![0u8; crate::encode::MAX_MESSAGE_BYTES];
+    let mut breakdown = Breakdown::default();
+    steps
+        .iter()
+        .map(|owned| {
+            let bits = format.encode(&mut buf, &owned.step(), &zeros, &mut breakdown)?;
+            Ok(Encoded {
+                bytes: buf[..bits.div_ceil(8)].to_vec(),
+                bits,
+            })
+        })
+        .collect()
+}
+
+/// One entity update as a snapshot sends it.
+#[derive(Debug, Clone, Copy)]
+pub struct EntityCase {
+    /// Entity number.
+    pub number: u32,
+    /// The client's copy (or spawn baseline, for an entity new to it).
+    pub base: EntityState,
+    /// The state sent.
+    pub new: EntityState,
+    /// Whether it is written even if equal to the base (new entities).
+    pub force: bool,
+    /// The snapshot's delta context.
+    pub context: DeltaContext,
+}
+
+/// Every state-carrying entity update of the steps (changed and added).
+pub fn entity_cases(steps: &[OwnedStep]) -> Vec<EntityCase> {
+    let mut cases = Vec::new();
+    for owned in steps {
+        let snapshot = &owned.snapshot;
+        let context = delta_context(snapshot, owned.base.as_deref());
+        let old = owned.base.as_ref().map_or(&[][..], |b| &b.entities[..]);
+        for change in merge(old, &snapshot.entities) {
+            let (number, base, new, force) = match change {
+                Change::Changed { number, old, new } => (number, *old, *new, false),
+                Change::Added { number, new } => (
+                    number,
+                    owned.baselines.get(number).copied().unwrap_or_default(),
+                    *new,
+                    true,
+                ),
+                Change::Removed { .. } | Change::Unchanged { .. } => continue,
+            };
+            cases.push(EntityCase {
+                number,
+                base,
+                new,
+                force,
+                context,
+            });
+        }
+    }
+    cases
+}
+
+/// Writes one entity update on its own (as the first of a list) in `codec`,
+/// through Quake 3's Huffman code when `huffman`; returns its bits.
+pub fn encode_entity(
+    codec: Codec,
+    huffman: bool,
+    case: &EntityCase,
+    buf: &mut [u8],
+) -> Result<usize, Error> {
+    let update = EntityUpdate::Delta {
+        base: &case.base,
+        new: &case.new,
+        force: case.force,
+    };
+    let mut writer = BitWriter::new(buf);
+    if huffman {
+        let mut sink = HuffmanWriter::new(&mut writer, HuffmanCode::quake3());
+        codec.write_entity_in(&case.context, &mut sink, None, case.number, update)?;
+        Ok(sink.bits_written())
+    } else {
+        codec.write_entity_in(&case.context, &mut writer, None, case.number, update)?;
+        Ok(writer.bits_written())
+    }
+}
+
+/// Reads back an update written by [`encode_entity`]; returns the state.
+pub fn decode_entity(
+    codec: Codec,
+    huffman: bool,
+    case: &EntityCase,
+    encoded: &Encoded,
+) -> Result<EntityState, Error> {
+    let reader = BitReader::with_bit_len(&encoded.bytes, encoded.bits);
+    if huffman {
+        read_entity(
+            codec,
+            case,
+            &mut HuffmanReader::new(reader, HuffmanCode::quake3()),
+        )
+    } else {
+        read_entity(codec, case, &mut { reader })
+    }
+}
+
+fn read_entity<S: BitSource>(
+    codec: Codec,
+    case: &EntityCase,
+    source: &mut S,
+) -> Result<EntityState, Error> {
+    let limit = codec.entity_number_limit().unwrap_or(u32::MAX);
+    let number = codec.read_entity_number(source, None, limit)?;
+    let mut state = case.base;
+    if number == Some(case.number) {
+        let body = codec.read_entity_body_in(&case.context, source, case.number, &mut state)?;
+        debug_assert_ne!(body, EntityBody::Removed);
+    }
+    Ok(state)
+}
+
+/// Records the byte symbols a Huffman coder in Quake 3's bitstream mode is
+/// handed: for every `n`-bit write, its `n / 8` whole bytes above the
+/// `n % 8` raw bits, low byte first (see `fields::huffman`).
+#[derive(Debug, Default)]
+pub struct CodedBytes {
+    /// The symbols, in order.
+    pub bytes: Vec<u8>,
+    bits: usize,
+}
+
+impl BitSink for CodedBytes {
+    fn put_bits(&mut self, value: u32, count: u32) -> Result<(), fields::BitError> {
+        let raw = count % 8;
+        for i in 0..count / 8 {
+            self.bytes.push((value >> (raw + 8 * i)) as u8);
+        }
+        self.bits += count as usize;
+        Ok(())
+    }
+
+    fn bits_written(&self) -> usize {
+        self.bits
+    }
+}
+
+/// The bytes Quake 3's Huffman coder is fed when it sends the duel's
+/// snapshots: every byte symbol of their `svc_snapshot` commands in
+/// bitstream mode, up to `max_len` bytes.
+pub fn huffman_input(steps: &[OwnedStep], max_len: usize) -> Result<Vec<u8>, Error> {
+    let zeros = Zeros::default();
+    let mut tap = CodedBytes::default();
+    let mut breakdown = Breakdown::default();
+    for owned in steps {
+        if tap.bytes.len() >= max_len {
+            break;
+        }
+        write_message(
+            &MessageFormat::Q3,
+            &mut tap,
+            &owned.step(),
+            &zeros,
+            &mut breakdown,
+        )?;
+    }
+    tap.bytes.truncate(max_len);
+    Ok(tap.bytes)
+}
+
+/// The zeroed dummies of Quake 3's structs.
+pub fn q3_zeros() -> Zeros<EntityState, PlayerState> {
+    Zeros::default()
+}

@@ -135,3 +135,33 @@ fn the_json_has_the_documented_keys() {
     assert_eq!(workloads[1]["snapshots"], 0);
     assert_eq!(workloads[2]["snapshots"], 3);
 }
+
+#[test]
+fn the_netchan_pair_delivers_one_state_per_tick() {
+    use benches::netpair::Pair;
+    use std::time::Duration;
+    for compress in [false, true] {
+        let mut pair = Pair::connect(compress).expect("handshake");
+        let (mut datagrams, mut states, mut delivered, mut dropped) = (0, 0, 0, 0);
+        for i in 0..40u8 {
+            let payload = vec![i; 60 + usize::from(i)];
+            pair.server_connection()
+                .unwrap()
+                .send_state(&payload)
+                .unwrap();
+            pair.client_connection()
+                .unwrap()
+                .send_quickest(&[i; 20])
+                .unwrap();
+            let moved = pair.tick(Duration::from_millis(50));
+            datagrams += moved.datagrams;
+            states += moved.states;
+            delivered += moved.delivered;
+            dropped += moved.dropped;
+        }
+        eprintln!("compress {compress}: {datagrams} datagrams, {states} states, {delivered} delivered, {dropped} dropped");
+        assert_eq!(states, 40);
+        assert!(delivered >= 38, "{delivered} delivered");
+        assert_eq!(datagrams, 80, "a state datagram and an ack per tick");
+    }
+}

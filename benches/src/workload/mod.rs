@@ -49,11 +49,11 @@ pub trait Workload {
     /// Visits every step in order. A source that ends early (a truncated or
     /// corrupt demo) reports it in the returned [`RunEnd`] after visiting
     /// the steps before the fault.
-    fn run(
-        &mut self,
-        visit: &mut dyn FnMut(Step<'_, Self::Entity, Self::Player>) -> Result<(), Error>,
-    ) -> Result<RunEnd, Error>;
+    fn run(&mut self, visit: &mut Visit<'_, Self::Entity, Self::Player>) -> Result<RunEnd, Error>;
 }
+
+/// What [`Workload::run`] calls for every step.
+pub type Visit<'v, E, P> = dyn FnMut(Step<'_, E, P>) -> Result<(), Error> + 'v;
 
 /// Extra encoders of a workload, with notes for the report.
 pub struct ExtraEncoders<E, P> {

@@ -10,7 +10,7 @@ use demo::q3::reencode::write_snapshot;
 use demo::q3::{Command, Dm68Decoder, EntityState, PlayerState, Snapshot, MAX_MSGLEN};
 use fields::{BitSink, BitWriter, HuffmanCode, HuffmanWriter};
 
-use super::{ExtraEncoders, RunEnd, TargetSet, Workload};
+use super::{ExtraEncoders, RunEnd, TargetSet, Visit, Workload};
 use crate::loo::{train_without, ModelEncoder};
 use crate::state::{Reference, State, Step, Zeros};
 use crate::Error;
@@ -197,10 +197,7 @@ impl Workload for Q3Demo {
         })
     }
 
-    fn run(
-        &mut self,
-        visit: &mut dyn FnMut(Step<'_, EntityState, PlayerState>) -> Result<(), Error>,
-    ) -> Result<RunEnd, Error> {
+    fn run(&mut self, visit: &mut Visit<'_, EntityState, PlayerState>) -> Result<RunEnd, Error> {
         self.decode(|owned| visit(owned.step()))
     }
 }

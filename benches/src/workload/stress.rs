@@ -16,7 +16,7 @@ use std::sync::Arc;
 use fields::{array, net_struct, q3_float, signed, unsigned};
 use serde::Serialize;
 
-use super::{RunEnd, Workload};
+use super::{RunEnd, Visit, Workload};
 use crate::state::{NoBaselines, State, Step, Zeros};
 use crate::world::{integrate, short_angle, Rng, SimEntity, SimPlayer, World};
 use crate::Error;
@@ -192,10 +192,7 @@ impl Workload for Stress {
         Zeros::default()
     }
 
-    fn run(
-        &mut self,
-        visit: &mut dyn FnMut(Step<'_, StressEntity, StressPlayer>) -> Result<(), Error>,
-    ) -> Result<RunEnd, Error> {
+    fn run(&mut self, visit: &mut Visit<'_, StressEntity, StressPlayer>) -> Result<RunEnd, Error> {
         let mut world: World<StressEntity, StressPlayer> = World::new(
             self.seed,
             STRESS_ENTITIES,
