@@ -437,6 +437,11 @@ impl<E: Fields, P: Fields> Client<E, P> {
         self.setup.map(|s| s.entity_limit)
     }
 
+    /// The zeroed prototypes and layout fingerprint (for re-encoding).
+    pub(crate) fn zero_and_fingerprint(&self) -> (&E, &P, u32) {
+        (&self.zero_entity, &self.zero_player, self.fingerprint)
+    }
+
     /// Counters of what was received and rejected.
     pub fn stats(&self) -> &ClientStats {
         &self.stats

@@ -98,7 +98,9 @@
 //! replays it with [`Client::read_message`]. To seek, feed the gamestate (and
 //! configstrings) and then everything from a keyframe on to a fresh client,
 //! or [`Client::clear_snapshots`] a clone. [`Client::set_trace`] reports
-//! which fields each message carried, for dumps.
+//! which fields each message carried, for dumps. [`encode_snapshot`] and
+//! [`Client::encode_held`] write a snapshot held as states (a keyframe for a
+//! client-side recording, the start of a cut) as a message.
 //!
 //! ## Design notes
 //!
@@ -119,6 +121,7 @@ mod build;
 pub mod checksum;
 pub mod client;
 pub mod config;
+pub mod encode;
 mod entity_cache;
 pub mod error;
 mod frame_store;
@@ -134,6 +137,7 @@ pub mod trace;
 pub use build::{BuildOutcome, SnapshotInfo};
 pub use client::{Client, Received, SnapshotReport, SyncCheck};
 pub use config::{ClientSettings, ServerConfig};
+pub use encode::{encode_snapshot, EncodeError, EncodeOptions, SnapshotState};
 pub use error::{ClientError, ConfigError, ServerError};
 pub use gamestate::Gamestate;
 pub use received::Snapshot;
