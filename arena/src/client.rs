@@ -1,0 +1,548 @@
+//! A bot's client: its own netchan endpoint and socket, the snapshot
+//! client, prediction, interpolation and the bot brain.
+//!
+//! Each client frame it reads what arrived, renders (interpolates) the
+//! others, lets the bot decide, sends the command as guaranteed-quickest
+//! data and predicts its effect. Every guaranteed-ordered message from the
+//! server carries a sequence number the client checks, so loss or
+//! reordering on the guaranteed channel would show up in its counters.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use netchan::{codes, ConnectOptions, ConnectionId, DisconnectReason, Event, SendError};
+use snapshot::{Received, SyncCheck};
+
+use crate::bot::{Bot, SelfView};
+use crate::interp::{interpolate, RenderEntity, ServerClock};
+use crate::physics::Map;
+use crate::predict::Predictor;
+use crate::protocol::{buttons, ClientMessage, Command, EntityState, PlayerState, ServerMessage};
+use crate::transport::{Meter, Net};
+
+/// How a bot client is set up.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Its name.
+    pub name: String,
+    /// Its netchan client id (qport).
+    pub client_id: u32,
+    /// Snapshots per second it asks for.
+    pub snaps: u32,
+    /// Bytes per second it can receive.
+    pub rate: u32,
+    /// Client frames (commands) per second.
+    pub fps: u32,
+    /// Seed of its bot's decisions.
+    pub seed: u64,
+}
+
+/// Where a client is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientPhase {
+    /// Not started.
+    Idle,
+    /// Handshake under way, or waiting for the gamestate.
+    Connecting,
+    /// Has the gamestate; playing.
+    Playing,
+    /// Disconnecting cleanly.
+    Leaving,
+    /// Stopped sending and receiving (to be timed out by the server).
+    Silent,
+    /// The connection is gone.
+    Closed,
+}
+
+/// What one client saw and did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClientStats {
+    /// Size of every snapshot message received.
+    pub snapshot_bytes: Vec<u32>,
+    /// Snapshots decoded.
+    pub snapshots: u64,
+    /// Of which full updates.
+    pub full_snapshots: u64,
+    /// Of which deltas.
+    pub delta_snapshots: u64,
+    /// Snapshot messages the snapshot client rejected (e.g. missing base).
+    pub snapshot_errors: u64,
+    /// Sync checksums that matched.
+    pub checksums_matched: u64,
+    /// Sync checksums that did not (must stay 0).
+    pub checksum_mismatches: u64,
+    /// Guaranteed-ordered messages received.
+    pub reliable_delivered: u64,
+    /// Of which out of sequence (must stay 0).
+    pub reliable_out_of_order: u64,
+    /// Ordered messages that failed to decode (must stay 0).
+    pub reliable_malformed: u64,
+    /// Ordered messages sent (hello, begin, chat, full-update requests).
+    pub reliable_sent: u64,
+    /// Commands sent.
+    pub commands: u64,
+    /// Commands not sent because the quickest queue was full.
+    pub commands_dropped: u64,
+    /// Full updates requested.
+    pub full_requests: u64,
+    /// Chat lines received.
+    pub chat_received: u64,
+    /// Kill-feed lines received.
+    pub kills_seen: u64,
+    /// Join and leave notices received.
+    pub joins_seen: u64,
+    /// Leave notices received.
+    pub leaves_seen: u64,
+    /// Frames whose render time was past the newest snapshot.
+    pub interp_stalls: u64,
+    /// Frames rendered.
+    pub frames: u64,
+}
+
+/// One bot, playing over its own endpoint.
+pub struct GameClient {
+    options: ClientOptions,
+    net: Option<Net>,
+    server: SocketAddr,
+    conn: Option<ConnectionId>,
+    phase: ClientPhase,
+    disconnect: Option<DisconnectReason>,
+    snap: snapshot::Client<EntityState, PlayerState>,
+    predictor: Predictor,
+    clock: ServerClock,
+    bot: Bot,
+    map: Map,
+    view: Vec<RenderEntity>,
+    epoch: Instant,
+    next_frame: Instant,
+    last_command_ms: u64,
+    command_seq: u32,
+    send_seq: u32,
+    expect_seq: u32,
+    full_requested: bool,
+    message: Vec<u8>,
+    stats: ClientStats,
+    connected_at: Option<Instant>,
+    ended_at: Option<Instant>,
+    final_meter: Option<Meter>,
+    final_rtt: Option<Duration>,
+}
+
+impl std::fmt::Debug for GameClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GameClient")
+            .field("name", &self.options.name)
+            .field("phase", &self.phase)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GameClient {
+    /// A client on `net` that will connect to `server`; `epoch` is time zero
+    /// of its local clock.
+    pub fn new(options: ClientOptions, net: Net, server: SocketAddr, epoch: Instant) -> Self {
+        GameClient {
+            bot: Bot::new(options.seed),
+            options,
+            net: Some(net),
+            server,
+            conn: None,
+            phase: ClientPhase::Idle,
+            disconnect: None,
+            snap: snapshot::Client::new(),
+            predictor: Predictor::new(),
+            clock: ServerClock::new(),
+            map: Map::arena(),
+            view: Vec::new(),
+            epoch,
+            next_frame: epoch,
+            last_command_ms: 0,
+            command_seq: 0,
+            send_seq: 0,
+            expect_seq: 0,
+            full_requested: false,
+            message: Vec::new(),
+            stats: ClientStats::default(),
+            connected_at: None,
+            ended_at: None,
+            final_meter: None,
+            final_rtt: None,
+        }
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.options.name
+    }
+
+    /// Its netchan client id.
+    pub fn client_id(&self) -> u32 {
+        self.options.client_id
+    }
+
+    /// Where it is in its life.
+    pub fn phase(&self) -> ClientPhase {
+        self.phase
+    }
+
+    /// Why its connection ended, if it did.
+    pub fn disconnect_reason(&self) -> Option<DisconnectReason> {
+        self.disconnect
+    }
+
+    /// What it saw and did.
+    pub fn stats(&self) -> &ClientStats {
+        &self.stats
+    }
+
+    /// The snapshot client.
+    pub fn snapshots(&self) -> &snapshot::Client<EntityState, PlayerState> {
+        &self.snap
+    }
+
+    /// The predictor.
+    pub fn predictor(&self) -> &Predictor {
+        &self.predictor
+    }
+
+    /// The others as rendered in the last frame.
+    pub fn view(&self) -> &[RenderEntity] {
+        &self.view
+    }
+
+    /// Its endpoint, while it has one.
+    pub fn net(&self) -> Option<&Net> {
+        self.net.as_ref()
+    }
+
+    /// When it connected.
+    pub fn connected_at(&self) -> Option<Instant> {
+        self.connected_at
+    }
+
+    /// When its session ended (left, went silent, or the match ended).
+    pub fn ended_at(&self) -> Option<Instant> {
+        self.ended_at
+    }
+
+    /// Socket counters, frozen when the session ended.
+    pub fn meter(&self) -> Meter {
+        self.final_meter
+            .or_else(|| self.net.as_ref().map(Net::meter))
+            .unwrap_or_default()
+    }
+
+    /// Smoothed RTT, frozen when the session ended.
+    pub fn rtt(&self) -> Duration {
+        self.final_rtt
+            .or_else(|| self.live_rtt())
+            .unwrap_or_default()
+    }
+
+    fn live_rtt(&self) -> Option<Duration> {
+        let conn = self.conn?;
+        Some(self.net.as_ref()?.endpoint().connection(conn)?.rtt())
+    }
+
+    /// Whether its guaranteed queues (ordered and quickest) are empty.
+    pub fn queues_idle(&self) -> bool {
+        let Some(conn) = self.conn else {
+            return true;
+        };
+        self.net
+            .as_ref()
+            .and_then(|n| n.endpoint().connection(conn))
+            .is_none_or(|c| {
+                c.metrics().ordered_queue_len == 0 && c.metrics().quickest_queue_len == 0
+            })
+    }
+
+    fn local_ms(&self, now: Instant) -> u64 {
+        now.saturating_duration_since(self.epoch).as_millis() as u64
+    }
+
+    /// Starts connecting and queues the hello.
+    pub fn connect(&mut self, now: Instant) {
+        let Some(net) = self.net.as_mut() else {
+            return;
+        };
+        let options = ConnectOptions {
+            client_id: self.options.client_id,
+            encrypt: false,
+            compress: true,
+        };
+        let Ok(conn) = net.endpoint_mut().connect(now, self.server, options) else {
+            self.phase = ClientPhase::Closed;
+            return;
+        };
+        self.conn = Some(conn);
+        self.phase = ClientPhase::Connecting;
+        self.next_frame = now;
+        self.last_command_ms = self.local_ms(now);
+        self.send(ClientMessage::Hello {
+            snaps: self.options.snaps.min(u16::MAX as u32) as u16,
+            rate: self.options.rate,
+            name: &self.options.name.clone(),
+        });
+    }
+
+    fn send(&mut self, message: ClientMessage<'_>) {
+        let (Some(net), Some(conn)) = (self.net.as_mut(), self.conn) else {
+            return;
+        };
+        message.encode(self.send_seq, &mut self.message);
+        let Some(c) = net.endpoint_mut().connection_mut(conn) else {
+            return;
+        };
+        if c.send_ordered(&self.message).is_ok() {
+            self.send_seq = self.send_seq.wrapping_add(1);
+            self.stats.reliable_sent += 1;
+        }
+    }
+
+    /// Starts a clean disconnect.
+    pub fn leave(&mut self, now: Instant) {
+        self.freeze(now);
+        if let (Some(net), Some(conn)) = (self.net.as_mut(), self.conn) {
+            net.endpoint_mut().disconnect(conn, codes::NORMAL);
+            self.phase = ClientPhase::Leaving;
+        }
+    }
+
+    /// Stops sending and receiving, keeping the socket: the server must
+    /// time the client out.
+    pub fn go_silent(&mut self, now: Instant) {
+        self.freeze(now);
+        self.phase = ClientPhase::Silent;
+    }
+
+    /// Records the end of the session's measurements.
+    pub fn freeze(&mut self, now: Instant) {
+        if self.ended_at.is_none() {
+            self.ended_at = Some(now);
+            self.final_meter = self.net.as_ref().map(Net::meter);
+            self.final_rtt = self.live_rtt();
+        }
+    }
+
+    /// Whether the match loop should pump this client's endpoint.
+    pub fn is_active(&self) -> bool {
+        self.net.is_some()
+            && matches!(
+                self.phase,
+                ClientPhase::Connecting | ClientPhase::Playing | ClientPhase::Leaving
+            )
+    }
+
+    /// Receives, sends and handles events at `now`.
+    pub fn pump(&mut self, now: Instant) -> usize {
+        if !self.is_active() {
+            return 0;
+        }
+        let Some(net) = self.net.as_mut() else {
+            return 0;
+        };
+        let moved = net.pump(now);
+        while let Some(event) = self
+            .net
+            .as_mut()
+            .and_then(|n| n.endpoint_mut().poll_event())
+        {
+            self.handle(now, event);
+        }
+        if self.phase == ClientPhase::Leaving
+            && self.conn.is_some_and(|c| {
+                self.net.as_ref().is_none_or(|n| {
+                    n.endpoint().connection(c).is_none() && n.next_wakeup().is_none()
+                })
+            })
+        {
+            // The disconnect went out (through the conditioner, which may
+            // hold it for the link's latency); close the socket.
+            self.phase = ClientPhase::Closed;
+            self.net = None;
+        }
+        moved
+    }
+
+    fn handle(&mut self, now: Instant, event: Event) {
+        match event {
+            Event::Connected { .. } => {
+                self.connected_at.get_or_insert(now);
+            }
+            Event::Disconnected { reason, .. } => {
+                self.freeze(now);
+                self.disconnect = Some(reason);
+                if self.phase != ClientPhase::Leaving {
+                    self.phase = ClientPhase::Closed;
+                }
+            }
+            Event::Message { data, .. } => {
+                self.server_message(&data);
+                self.recycle(data);
+            }
+            Event::State { data, .. } => {
+                self.snapshot(now, &data);
+                self.recycle(data);
+            }
+            Event::Quickest { data, .. } | Event::Unguaranteed { data, .. } => self.recycle(data),
+            Event::StateDelivered { .. } | Event::StateDropped { .. } | Event::Notify { .. } => {}
+        }
+    }
+
+    fn recycle(&mut self, data: Vec<u8>) {
+        if let Some(net) = self.net.as_mut() {
+            net.endpoint_mut().recycle(data);
+        }
+    }
+
+    fn server_message(&mut self, data: &[u8]) {
+        let Ok((seq, message)) = ServerMessage::decode(data) else {
+            self.stats.reliable_malformed += 1;
+            return;
+        };
+        self.stats.reliable_delivered += 1;
+        if seq != self.expect_seq {
+            self.stats.reliable_out_of_order += 1;
+        }
+        self.expect_seq = seq.wrapping_add(1);
+        match message {
+            ServerMessage::Gamestate(bytes) => {
+                if self.snap.read_message(bytes).is_ok() && self.phase == ClientPhase::Connecting {
+                    self.phase = ClientPhase::Playing;
+                    self.send(ClientMessage::Begin);
+                }
+            }
+            ServerMessage::Configstring(bytes) => {
+                // Errors are counted in the snapshot client's stats.
+                let _ = self.snap.read_message(bytes);
+            }
+            ServerMessage::Chat { .. } => self.stats.chat_received += 1,
+            ServerMessage::Kill { .. } => self.stats.kills_seen += 1,
+            ServerMessage::Join { .. } => self.stats.joins_seen += 1,
+            ServerMessage::Leave { .. } => self.stats.leaves_seen += 1,
+        }
+    }
+
+    fn snapshot(&mut self, now: Instant, data: &[u8]) {
+        self.stats.snapshot_bytes.push(data.len() as u32);
+        match self.snap.read_message(data) {
+            Ok(Received::Snapshot(report)) => {
+                self.stats.snapshots += 1;
+                if report.base.is_none() {
+                    self.stats.full_snapshots += 1;
+                    self.full_requested = false;
+                } else {
+                    self.stats.delta_snapshots += 1;
+                }
+                match report.sync {
+                    SyncCheck::Matched => self.stats.checksums_matched += 1,
+                    SyncCheck::Mismatched => self.stats.checksum_mismatches += 1,
+                    SyncCheck::Absent => {}
+                }
+                if let Some(newest) = self.snap.newest() {
+                    let local = self.local_ms(now) as f64;
+                    self.clock.observe(newest.server_time(), local);
+                    let ps = *newest.player();
+                    self.predictor.reconcile(&ps, &self.map);
+                }
+            }
+            Ok(_) => {}
+            Err(_) => self.stats.snapshot_errors += 1,
+        }
+        if self.snap.needs_full_update() && !self.full_requested {
+            self.full_requested = true;
+            self.stats.full_requests += 1;
+            self.send(ClientMessage::FullUpdate);
+        }
+    }
+
+    /// When the next client frame is due.
+    pub fn next_frame(&self) -> Instant {
+        self.next_frame
+    }
+
+    /// Runs a client frame if one is due: render, think, command, predict.
+    pub fn frame(&mut self, now: Instant, allow_chat: bool) {
+        if self.phase != ClientPhase::Playing || now < self.next_frame {
+            return;
+        }
+        let interval = Duration::from_secs_f64(1.0 / self.options.fps.max(1) as f64);
+        while self.next_frame <= now {
+            self.next_frame += interval;
+        }
+        let local = self.local_ms(now);
+        let msec = local.saturating_sub(self.last_command_ms);
+        if msec == 0 {
+            return;
+        }
+        self.stats.frames += 1;
+        self.render(local as f64);
+        let Some(newest) = self.snap.newest() else {
+            // No snapshot yet: nothing to predict from.
+            self.last_command_ms = local;
+            return;
+        };
+        let ps = *newest.player();
+        let me = SelfView {
+            client: ps.client,
+            motion: self.predictor.current(),
+            alive: self.predictor.alive(),
+            health: ps.health,
+            now_ms: local,
+        };
+        let intent = self.bot.think(me, &self.view, &self.map);
+        // Commands cover the time since the last one (at most the cap; a
+        // longer gap is the client's own stall and is not made up).
+        let msec = msec.min(crate::protocol::MAX_COMMAND_MSEC as u64) as u8;
+        self.last_command_ms = local;
+        let command = Command {
+            seq: self.command_seq + 1,
+            msec,
+            buttons: if intent.fire { buttons::FIRE } else { 0 }
+                | if intent.jump { buttons::JUMP } else { 0 },
+            forward: intent.forward,
+            right: intent.right,
+            yaw: intent.yaw,
+            pitch: intent.pitch,
+            ack: self.snap.ack(),
+        };
+        let sent = match (self.net.as_mut(), self.conn) {
+            (Some(net), Some(conn)) => net
+                .endpoint_mut()
+                .connection_mut(conn)
+                .map(|c| c.send_quickest(&command.encode())),
+            _ => None,
+        };
+        match sent {
+            Some(Ok(())) => {
+                self.command_seq += 1;
+                self.stats.commands += 1;
+                self.predictor.predict(command, &self.map);
+            }
+            Some(Err(SendError::QuickestFull)) => self.stats.commands_dropped += 1,
+            _ => {}
+        }
+        if let (Some(text), true) = (intent.say, allow_chat) {
+            self.send(ClientMessage::Say { text });
+        }
+    }
+
+    /// Interpolates the others for local time `local_ms`.
+    fn render(&mut self, local_ms: f64) {
+        let (Some(newest), Some(server_now)) =
+            (self.snap.newest(), self.clock.server_time(local_ms))
+        else {
+            return;
+        };
+        // One snapshot interval behind the estimated server time.
+        let delay = 1000.0 / self.options.snaps.max(1) as f64;
+        let result = interpolate(
+            self.snap.previous(),
+            newest,
+            server_now - delay,
+            &mut self.view,
+        );
+        self.stats.interp_stalls += result.stalled as u64;
+    }
+}

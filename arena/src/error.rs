@@ -1,0 +1,50 @@
+//! The arena's error type: what can stop a match.
+
+use std::fmt;
+use std::io;
+
+/// Why a match could not run.
+#[derive(Debug)]
+pub enum Error {
+    /// A socket or file failed.
+    Io(io::Error),
+    /// The snapshot layer refused something the arena asked (a bug here).
+    Snapshot(snapshot::ServerError),
+    /// The configuration is unusable.
+    Config(String),
+    /// Recording the demo failed.
+    Demo(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io(e) => write!(f, "i/o: {e}"),
+            Error::Snapshot(e) => write!(f, "snapshot server: {e}"),
+            Error::Config(e) => write!(f, "configuration: {e}"),
+            Error::Demo(e) => write!(f, "demo recording: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io(e) => Some(e),
+            Error::Snapshot(e) => Some(e),
+            Error::Config(_) | Error::Demo(_) => None,
+        }
+    }
+}
+
+impl From<io::Error> for Error {
+    fn from(e: io::Error) -> Self {
+        Error::Io(e)
+    }
+}
+
+impl From<snapshot::ServerError> for Error {
+    fn from(e: snapshot::ServerError) -> Self {
+        Error::Snapshot(e)
+    }
+}

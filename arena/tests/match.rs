@@ -1,0 +1,251 @@
+//! Short matches on simulated time over both transports, with loss,
+//! latency and jitter, checking the invariants the arena promises; the
+//! server's robustness against garbage; determinism.
+
+use std::time::{Duration, Instant};
+
+use arena::config::MatchConfig;
+use arena::protocol::{schema_fingerprint, ClientMessage, Command, PROTOCOL_VERSION};
+use arena::server::{GameServer, PeerStatus, ServerOptions};
+use arena::transport::{Network, TransportKind};
+use arena::Summary;
+use fields::Codec;
+use netchan::{ConnectOptions, DisconnectReason, Endpoint, EndpointConfig, Event, RejectReason};
+
+/// Checks everything a healthy short match must show.
+fn assert_healthy(summary: &Summary) {
+    let table = summary.table();
+    println!("{table}");
+    assert!(summary.ok(), "invariants broken:\n{table}");
+    assert!(summary.server.drain_complete, "{table}");
+    assert_eq!(summary.per_client.len(), 4, "{table}");
+    // The silent bot (1) was timed out, the last one left cleanly, the rest
+    // stayed to the end.
+    assert_eq!(
+        summary.per_client[1].status,
+        PeerStatus::TimedOut,
+        "{table}"
+    );
+    assert_eq!(summary.per_client[3].status, PeerStatus::Left, "{table}");
+    assert!(summary.server.timeouts >= 1, "{table}");
+    for c in &summary.per_client {
+        assert!(c.snapshots > 5, "{}: too few snapshots\n{table}", c.name);
+        assert!(c.max_datagram_bytes <= netchan::MAX_DATAGRAM, "{table}");
+        assert_eq!(c.checksum_mismatches, 0, "{table}");
+        assert_eq!(c.reliable_out_of_order, 0, "{table}");
+        assert_eq!(c.reliable_lost, 0, "{table}");
+        assert!(c.reliable_delivered >= 2, "gamestate and more: {table}");
+        assert!(
+            c.rtt_ms > 100.0 && c.rtt_ms < 400.0,
+            "two 60 ms legs: {table}"
+        );
+        // Movement is exact; only knockback the client could not foresee
+        // makes an error, and hits are rare in a few seconds.
+        assert!(c.prediction_error_mean < 5.0, "{table}");
+        assert!(c.prediction_samples > 0, "{table}");
+    }
+    let checked: u64 = summary.per_client.iter().map(|c| c.checksums_matched).sum();
+    assert!(checked > 0, "sync checks ran: {table}");
+    assert!(
+        summary.delta_share() > 0.8,
+        "most snapshots are deltas: {table}"
+    );
+    assert!(summary.server.max_datagram_bytes <= netchan::MAX_DATAGRAM);
+}
+
+#[test]
+fn local_match_with_loss_holds_every_invariant() {
+    let config = MatchConfig::short(TransportKind::Local, 4.0, 11);
+    assert_eq!(config.link.loss, 0.1);
+    let summary = arena::play(config).expect("match runs");
+    assert_healthy(&summary);
+    assert_eq!(summary.transport, "local");
+}
+
+#[test]
+fn udp_match_with_loss_holds_every_invariant() {
+    let config = MatchConfig::short(TransportKind::Udp, 4.0, 12);
+    let summary = arena::play(config).expect("match runs");
+    assert_healthy(&summary);
+    assert_eq!(summary.transport, "udp");
+}
+
+#[test]
+fn q3_codec_match_with_duplicates_and_reordering() {
+    let mut config = MatchConfig::short(TransportKind::Local, 4.0, 13);
+    config.codec = Codec::Q3;
+    config.link.duplicate = 0.05;
+    config.link.reorder = 0.05;
+    let summary = arena::play(config).expect("match runs");
+    assert_healthy(&summary);
+    assert_eq!(summary.codec, "q3");
+}
+
+#[test]
+fn same_seed_same_game() {
+    let run = |seed| {
+        let summary = arena::play(MatchConfig::short(TransportKind::Local, 2.5, seed)).unwrap();
+        assert!(summary.ok(), "{}", summary.table());
+        summary.server.world_checksum
+    };
+    let first = run(21);
+    assert_eq!(first, run(21));
+    assert_ne!(first, run(22));
+}
+
+/// A server and a hand-driven netchan client on one in-process link.
+struct Rig {
+    network: Network,
+    server: GameServer,
+    now: Instant,
+}
+
+impl Rig {
+    fn new() -> Rig {
+        let now = Instant::now();
+        let mut network = Network::new(TransportKind::Local).unwrap();
+        let mut config = EndpointConfig::server();
+        config.protocol_version = PROTOCOL_VERSION;
+        config.schema_fingerprint = schema_fingerprint(Codec::Native);
+        let net = network.bind(Endpoint::new(config, now)).unwrap();
+        let options = ServerOptions {
+            codec: Codec::Native,
+            tick_hz: 20,
+            checksum_interval: 8,
+            seed: 3,
+            keyframe_ms: 5000,
+        };
+        let server = GameServer::new(net, options, None).unwrap();
+        Rig {
+            network,
+            server,
+            now,
+        }
+    }
+
+    /// A raw client announcing `fingerprint`, connecting to the server.
+    fn client(&mut self, fingerprint: u64) -> (arena::transport::Net, netchan::ConnectionId) {
+        let mut config = EndpointConfig::client();
+        config.protocol_version = PROTOCOL_VERSION;
+        config.schema_fingerprint = fingerprint;
+        let mut net = self.network.bind(Endpoint::new(config, self.now)).unwrap();
+        let options = ConnectOptions {
+            client_id: 99,
+            encrypt: false,
+            compress: true,
+        };
+        let server = self.server.net().local_addr();
+        let conn = net
+            .endpoint_mut()
+            .connect(self.now, server, options)
+            .unwrap();
+        (net, conn)
+    }
+
+    /// Advances 10 ms, pumping both ends; returns the client's events.
+    fn step(&mut self, client: &mut arena::transport::Net) -> Vec<Event> {
+        self.now += Duration::from_millis(10);
+        let mut events = Vec::new();
+        for _ in 0..4 {
+            self.server.pump(self.now).unwrap();
+            client.pump(self.now);
+            while let Some(e) = client.endpoint_mut().poll_event() {
+                events.push(e);
+            }
+        }
+        events
+    }
+}
+
+#[test]
+fn the_server_survives_garbage_from_a_connected_client() {
+    let mut rig = Rig::new();
+    let (mut net, conn) = rig.client(schema_fingerprint(Codec::Native));
+    let mut hello = Vec::new();
+    ClientMessage::Hello {
+        snaps: 20,
+        rate: 25_000,
+        name: "rogue\\\0",
+    }
+    .encode(0, &mut hello);
+    let mut begin = Vec::new();
+    ClientMessage::Begin.encode(1, &mut begin);
+    {
+        let c = net.endpoint_mut().connection_mut(conn).unwrap();
+        c.send_ordered(&hello).unwrap();
+        c.send_ordered(&begin).unwrap();
+        // Garbage on the ordered channel: unknown tag, truncated, bad UTF-8.
+        c.send_ordered(&[2, 0, 0, 0, 99]).unwrap();
+        c.send_ordered(&[1]).unwrap();
+        c.send_ordered(&[4, 0, 0, 0, 17, 0xff, 0xfe]).unwrap();
+    }
+    let mut got_snapshot = false;
+    for step in 0..100u32 {
+        if let Some(c) = net.endpoint_mut().connection_mut(conn) {
+            if c.is_established() {
+                // Commands of the wrong size, impossible values, and a valid one.
+                let _ = c.send_quickest(&[0xab; 7]);
+                let mut bad = Command {
+                    seq: step + 1,
+                    msec: 16,
+                    ..Command::default()
+                }
+                .encode();
+                bad[5] = 0xff;
+                let _ = c.send_quickest(&bad);
+                let good = Command {
+                    seq: step + 1,
+                    msec: 255,
+                    forward: 127,
+                    ..Command::default()
+                };
+                let _ = c.send_quickest(&good.encode());
+            }
+        }
+        // Raw junk straight at the server's socket, too.
+        let server_addr = rig.server.net().local_addr();
+        if let arena::transport::Net::Local(driver) = &mut net {
+            use netchan::Transport;
+            let _ = driver
+                .transport_mut()
+                .send_to(server_addr, &[0xde, 0xad, 0xbe, 0xef]);
+        }
+        if step % 5 == 0 {
+            rig.server.tick().unwrap();
+        }
+        for event in rig.step(&mut net) {
+            got_snapshot |= matches!(event, Event::State { .. });
+        }
+    }
+    let report = rig.server.reports().get(&99).expect("the rogue connected");
+    assert!(report.bad_commands > 0, "{report:?}");
+    assert!(report.bad_messages >= 3, "{report:?}");
+    assert!(report.commands > 0, "{report:?}");
+    assert_eq!(report.name, "rogue", "the name was sanitized");
+    assert!(got_snapshot, "the server kept serving the rogue");
+    let player = rig.server.world().player(report.slot).expect("spawned");
+    assert!(player.command > 0, "valid commands were applied");
+    assert!(rig.server.net().endpoint().metrics().malformed > 0);
+}
+
+#[test]
+fn a_client_with_another_schema_is_rejected() {
+    let mut rig = Rig::new();
+    let (mut net, _) = rig.client(schema_fingerprint(Codec::Q3));
+    let mut rejected = None;
+    for _ in 0..100 {
+        for event in rig.step(&mut net) {
+            if let Event::Disconnected { reason, .. } = event {
+                rejected = Some(reason);
+            }
+        }
+        if rejected.is_some() {
+            break;
+        }
+    }
+    assert_eq!(
+        rejected,
+        Some(DisconnectReason::Rejected(RejectReason::SchemaMismatch))
+    );
+    assert!(rig.server.reports().is_empty());
+}

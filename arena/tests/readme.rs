@@ -1,0 +1,35 @@
+//! The README's promises about itself: its first lines are the two
+//! commands, and its embedding example is the code of `examples/embed.rs`
+//! (which `cargo test` compiles).
+
+const README: &str = include_str!("../../README.md");
+const EMBED: &str = include_str!("../examples/embed.rs");
+
+#[test]
+fn the_readme_starts_with_the_two_commands() {
+    let first: Vec<&str> = README.lines().take(4).collect();
+    assert_eq!(
+        first,
+        [
+            "```sh",
+            "cargo run --release",
+            "cargo test --workspace",
+            "```"
+        ]
+    );
+}
+
+#[test]
+fn the_readme_example_is_the_compiled_one() {
+    let excerpt = EMBED
+        .split("// README:begin\n")
+        .nth(1)
+        .and_then(|rest| rest.split("// README:end").next())
+        .expect("markers in examples/embed.rs");
+    assert!(excerpt.lines().count() >= 15, "an excerpt worth showing");
+    assert!(
+        README.contains(excerpt.trim_end()),
+        "README.md must show examples/embed.rs between its README markers verbatim"
+    );
+    assert!(README.contains("## Benchmarks"));
+}
