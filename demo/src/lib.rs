@@ -1,6 +1,42 @@
 //! # demo
 //!
 //! Recording, replay and inspection of snapshot streams, native and Quake 3.
+//!
+//! * [`Recorder`] writes a native demo ([`format`]) from the messages a
+//!   `snapshot::Client` receives — server-side, from a recorder stream of
+//!   `snapshot::Server::add_recorder`, or client-side through
+//!   [`ClientRecorder`] — starting with a gamestate and a full snapshot.
+//! * [`DemoReader`] reads one back, record by record, with its keyframe
+//!   index; a truncated file yields every complete record, then the
+//!   truncation; a damaged record is an error naming its offset.
+//! * [`Player`] plays it through the same `snapshot::Client` as live play,
+//!   over [`DynamicState`](fields::dynamic::DynamicState) values built from
+//!   the file's schemas, verifies sync checksums and seeks by keyframe.
+//! * [`cut`], [`convert`] (Quake 3 `.dm_68` to native), [`stats`], [`dump`]
+//!   and [`plot`] are the `demo` command-line tool's building blocks; they
+//!   work on both formats ([`Format::detect`] tells them apart by content).
+//! * [`q3`] reads Quake 3 `.dm_68` demos.
 #![forbid(unsafe_code)]
 
+pub mod cli;
+pub mod convert;
+pub mod cut;
+pub mod detect;
+pub mod dump;
+pub mod error;
+pub mod format;
+pub mod play;
+pub mod plot;
 pub mod q3;
+pub mod reader;
+pub mod rebase;
+pub mod stats;
+pub mod writer;
+
+pub use detect::Format;
+pub use error::DemoError;
+pub use format::{DemoHeader, KeyframeEntry, RecordKind};
+pub use play::{Played, Player};
+pub use reader::{DemoReader, Record, Records};
+pub use rebase::{ClientRecorder, Rebaser};
+pub use writer::Recorder;

@@ -103,7 +103,9 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
         has_checksum: options.checksum,
     };
     let context = DeltaContext {
-        elapsed_ms: base.map_or(0, |b| snapshot.server_time.wrapping_sub(b.server_time) as i32),
+        elapsed_ms: base.map_or(0, |b| {
+            snapshot.server_time.wrapping_sub(b.server_time) as i32
+        }),
     };
     let zero_player = zeroed(snapshot.player);
     // The zeroed entity is only needed for a new entity without a baseline,
@@ -286,7 +288,9 @@ mod tests {
                 ..ServerConfig::for_codec(codec)
             })
             .unwrap();
-            server.set_baseline(5, Some(Thing { a: 9, x: 2.0 })).unwrap();
+            server
+                .set_baseline(5, Some(Thing { a: 9, x: 2.0 }))
+                .unwrap();
             let id = server.add_client(ClientSettings::unlimited()).unwrap();
             let mut live: Client<Thing, Me> = Client::new();
             let mut copy: Client<Thing, Me> = Client::new();

@@ -1,0 +1,430 @@
+//! The native demo file format, version 1.
+//!
+//! All integers are little-endian.
+//!
+//! | part | bytes |
+//! | --- | --- |
+//! | magic [`MAGIC`] | 8 |
+//! | format version ([`VERSION`]) | 2 |
+//! | header length `h` (at most [`MAX_HEADER_LEN`]) | 4 |
+//! | [`DemoHeader`], postcard-encoded | `h` |
+//! | CRC-32 of version, length and header | 4 |
+//! | records | … |
+//!
+//! A record is a frame of [`FRAME_LEN`] bytes, its payload, and the CRC-32
+//! of the frame and payload:
+//!
+//! | part | bytes |
+//! | --- | --- |
+//! | kind ([`RecordKind`]) | 1 |
+//! | payload length (at most [`MAX_RECORD_LEN`]) | 4 |
+//! | server time, ms | 4 |
+//! | sequence (snapshots; 0 otherwise) | 4 |
+//! | low 16 bits of the CRC-32 of the 13 bytes above | 2 |
+//! | payload | length |
+//! | CRC-32 of frame and payload | 4 |
+//!
+//! The frame has its own check so a damaged length is reported as a
+//! corrupted record, not mistaken for a file cut short. Payloads of
+//! gamestate, configstring, delta and keyframe records are the messages a
+//! [`snapshot::Client`] reads, exactly as received; a keyframe is a full
+//! snapshot (no base). The file ends with an index record (the keyframes,
+//! postcard-encoded [`KeyframeEntry`] list) and an end record whose payload
+//! is the index record's offset and the number of records before it. A file
+//! without the end record is truncated: every complete record is still good.
+
+use std::collections::BTreeMap;
+
+use fields::model::ModelData;
+use fields::schema::Schema;
+use fields::{Codec, NetFields};
+use serde::{Deserialize, Serialize};
+
+use crate::error::DemoError;
+
+/// The first bytes of every native demo.
+pub const MAGIC: [u8; 8] = *b"SNAPDEMO";
+/// The format version this build reads and writes.
+pub const VERSION: u16 = 1;
+/// Bytes before the header: magic, version, header length.
+pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
+/// Largest header accepted (schemas, models and metadata are far smaller).
+pub const MAX_HEADER_LEN: usize = 1 << 20;
+/// Bytes of a record frame before its payload.
+pub const FRAME_LEN: usize = 15;
+/// Bytes of the checksum after a payload.
+pub const TRAILER_LEN: usize = 4;
+/// Largest record payload accepted: a gamestate of 1024 configstrings of
+/// 1024 bytes and a full set of baselines fits several times over.
+pub const MAX_RECORD_LEN: usize = 1 << 23;
+/// Payload bytes of the end record.
+pub const END_PAYLOAD_LEN: usize = 16;
+
+/// What a record holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum RecordKind {
+    /// A gamestate message (configstrings, spawn baselines).
+    Gamestate,
+    /// A configstring-change message.
+    Configstring,
+    /// A snapshot message that is a delta from an earlier one.
+    Delta,
+    /// A snapshot message that is a full update: playback can start here.
+    Keyframe,
+    /// The keyframe index (last but one record).
+    Index,
+    /// The end marker (last record).
+    End,
+}
+
+impl RecordKind {
+    /// The kind's byte.
+    pub fn byte(self) -> u8 {
+        match self {
+            RecordKind::Gamestate => 1,
+            RecordKind::Configstring => 2,
+            RecordKind::Delta => 3,
+            RecordKind::Keyframe => 4,
+            RecordKind::Index => 0xFE,
+            RecordKind::End => 0xFF,
+        }
+    }
+
+    /// The kind of a byte, if it is one.
+    pub fn from_byte(byte: u8) -> Option<RecordKind> {
+        Some(match byte {
+            1 => RecordKind::Gamestate,
+            2 => RecordKind::Configstring,
+            3 => RecordKind::Delta,
+            4 => RecordKind::Keyframe,
+            0xFE => RecordKind::Index,
+            0xFF => RecordKind::End,
+            _ => return None,
+        })
+    }
+
+    /// Whether the record carries a snapshot.
+    pub fn is_snapshot(self) -> bool {
+        matches!(self, RecordKind::Delta | RecordKind::Keyframe)
+    }
+
+    /// A short name for tools.
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordKind::Gamestate => "gamestate",
+            RecordKind::Configstring => "configstring",
+            RecordKind::Delta => "delta",
+            RecordKind::Keyframe => "keyframe",
+            RecordKind::Index => "index",
+            RecordKind::End => "end",
+        }
+    }
+}
+
+/// What a demo says about itself: enough to decode and print it without
+/// the game's Rust types.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DemoHeader {
+    /// Field table of the entity type.
+    pub entity_schema: Schema,
+    /// [`Schema::fingerprint`] of `entity_schema`, checked on reading.
+    pub entity_fingerprint: u64,
+    /// The native-codec model of the entity type, if it has one: a
+    /// native-codec demo cannot be decoded without it.
+    pub entity_model: Option<ModelData>,
+    /// Field table of the player-state type.
+    pub player_schema: Schema,
+    /// [`Schema::fingerprint`] of `player_schema`.
+    pub player_fingerprint: u64,
+    /// The native-codec model of the player-state type, if it has one.
+    pub player_model: Option<ModelData>,
+    /// The codec of every message.
+    pub codec: Codec,
+    /// Server frames per second (0: unknown).
+    pub tick_hz: u32,
+    /// Snapshots per second of the recorded stream (0: unknown).
+    pub snapshot_hz: u32,
+    /// Free-form facts: map, players, recorder, source file.
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl DemoHeader {
+    /// A header from schemas and models given as data.
+    pub fn new(
+        entity_schema: Schema,
+        entity_model: Option<ModelData>,
+        player_schema: Schema,
+        player_model: Option<ModelData>,
+        codec: Codec,
+        tick_hz: u32,
+        snapshot_hz: u32,
+    ) -> Self {
+        DemoHeader {
+            entity_fingerprint: entity_schema.fingerprint(),
+            entity_schema,
+            entity_model,
+            player_fingerprint: player_schema.fingerprint(),
+            player_schema,
+            player_model,
+            codec,
+            tick_hz,
+            snapshot_hz,
+            metadata: BTreeMap::new(),
+        }
+    }
+
+    /// For a game's own types: schemas from their field tables, models from
+    /// [`NetFields::static_native_model`].
+    pub fn for_types<E: NetFields, P: NetFields>(
+        codec: Codec,
+        tick_hz: u32,
+        snapshot_hz: u32,
+    ) -> Self {
+        DemoHeader::new(
+            E::TABLE.schema(),
+            E::static_native_model().map(|m| m.data().clone()),
+            P::TABLE.schema(),
+            P::static_native_model().map(|m| m.data().clone()),
+            codec,
+            tick_hz,
+            snapshot_hz,
+        )
+    }
+
+    /// Adds (or replaces) a metadata entry.
+    pub fn with_metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// Checks that the fingerprints match the schemas.
+    pub fn validate(&self) -> Result<(), DemoError> {
+        for (what, schema, fingerprint) in [
+            ("entity", &self.entity_schema, self.entity_fingerprint),
+            ("player", &self.player_schema, self.player_fingerprint),
+        ] {
+            let actual = schema.fingerprint();
+            if actual != fingerprint {
+                return Err(DemoError::BadHeader {
+                    reason: format!(
+                        "{what} schema `{}` has fingerprint {actual:016x}, the header says {fingerprint:016x}",
+                        schema.name
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One entry of the keyframe index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyframeEntry {
+    /// Byte offset of the keyframe record.
+    pub offset: u64,
+    /// Its server time (ms).
+    pub server_time: u32,
+    /// Its snapshot sequence.
+    pub sequence: u32,
+    /// Index of the keyframe record (records counted from 0).
+    pub record: u64,
+    /// Byte offset of the gamestate record in force at it.
+    pub gamestate_offset: u64,
+    /// Index of that gamestate record.
+    pub gamestate_record: u64,
+}
+
+/// CRC-32 (IEEE 802.3, reflected, as zlib and PNG use it).
+pub fn crc32(bytes: &[u8]) -> u32 {
+    crc32_update(0, bytes)
+}
+
+/// Continues a CRC-32 over more bytes (`crc32_update(crc32(a), b)` is the CRC of `a ++ b`).
+pub fn crc32_update(crc: u32, bytes: &[u8]) -> u32 {
+    let table = crc_table();
+    let mut c = !crc;
+    for &b in bytes {
+        c = table[((c ^ b as u32) & 0xFF) as usize] ^ (c >> 8);
+    }
+    !c
+}
+
+fn crc_table() -> &'static [u32; 256] {
+    static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = [0u32; 256];
+        for (n, slot) in table.iter_mut().enumerate() {
+            let mut c = n as u32;
+            for _ in 0..8 {
+                c = if c & 1 != 0 {
+                    0xEDB8_8320 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+            }
+            *slot = c;
+        }
+        table
+    })
+}
+
+/// The frame of a record (before its payload).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    /// The kind byte.
+    pub kind: u8,
+    /// Payload length.
+    pub len: u32,
+    /// Server time, ms.
+    pub server_time: u32,
+    /// Snapshot sequence (0 for other records).
+    pub sequence: u32,
+}
+
+impl Frame {
+    /// The frame's bytes, its check included.
+    pub fn encode(&self) -> [u8; FRAME_LEN] {
+        let mut out = [0u8; FRAME_LEN];
+        out[0] = self.kind;
+        out[1..5].copy_from_slice(&self.len.to_le_bytes());
+        out[5..9].copy_from_slice(&self.server_time.to_le_bytes());
+        out[9..13].copy_from_slice(&self.sequence.to_le_bytes());
+        let check = crc32(&out[..13]) as u16;
+        out[13..15].copy_from_slice(&check.to_le_bytes());
+        out
+    }
+
+    /// Parses a frame; `Err` says why it is not one.
+    pub fn decode(bytes: &[u8; FRAME_LEN]) -> Result<Frame, String> {
+        let check = u16::from_le_bytes([bytes[13], bytes[14]]);
+        if crc32(&bytes[..13]) as u16 != check {
+            return Err("record frame check mismatch".into());
+        }
+        let word = |at: usize| {
+            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
+        Ok(Frame {
+            kind: bytes[0],
+            len: word(1),
+            server_time: word(5),
+            sequence: word(9),
+        })
+    }
+}
+
+/// Encodes the preamble, header and header checksum.
+pub fn encode_header(header: &DemoHeader) -> Result<Vec<u8>, DemoError> {
+    header.validate()?;
+    let body = postcard::to_allocvec(header).map_err(|e| DemoError::BadHeader {
+        reason: format!("cannot encode: {e}"),
+    })?;
+    if body.len() > MAX_HEADER_LEN {
+        return Err(DemoError::BadHeader {
+            reason: format!("{} bytes exceed the limit of {MAX_HEADER_LEN}", body.len()),
+        });
+    }
+    let mut out = Vec::with_capacity(PREAMBLE_LEN + body.len() + 4);
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(&body);
+    let crc = crc32(&out[MAGIC.len()..]);
+    out.extend_from_slice(&crc.to_le_bytes());
+    Ok(out)
+}
+
+/// Whether `data` starts with the native demo magic.
+pub fn has_magic(data: &[u8]) -> bool {
+    data.starts_with(&MAGIC)
+}
+
+/// Parses the preamble and header; returns them and where records start.
+pub fn decode_header(data: &[u8]) -> Result<(DemoHeader, usize), DemoError> {
+    if !has_magic(data) {
+        return Err(DemoError::NotADemo {
+            reason: "no native demo magic".into(),
+        });
+    }
+    let short = || DemoError::BadHeader {
+        reason: format!("the file ends inside the header ({} bytes)", data.len()),
+    };
+    let version = u16::from_le_bytes(
+        data.get(8..10)
+            .ok_or_else(short)?
+            .try_into()
+            .map_err(|_| short())?,
+    );
+    if version != VERSION {
+        return Err(DemoError::UnknownVersion {
+            found: version,
+            supported: VERSION,
+        });
+    }
+    let len_bytes: [u8; 4] = data
+        .get(10..14)
+        .ok_or_else(short)?
+        .try_into()
+        .map_err(|_| short())?;
+    let len = u32::from_le_bytes(len_bytes) as usize;
+    if len > MAX_HEADER_LEN {
+        return Err(DemoError::BadHeader {
+            reason: format!("header length {len} exceeds the limit of {MAX_HEADER_LEN}"),
+        });
+    }
+    let body = data
+        .get(PREAMBLE_LEN..PREAMBLE_LEN + len)
+        .ok_or_else(short)?;
+    let crc_at = PREAMBLE_LEN + len;
+    let crc_bytes: [u8; 4] = data
+        .get(crc_at..crc_at + 4)
+        .ok_or_else(short)?
+        .try_into()
+        .map_err(|_| short())?;
+    if crc32(&data[MAGIC.len()..crc_at]) != u32::from_le_bytes(crc_bytes) {
+        return Err(DemoError::BadHeader {
+            reason: "header checksum mismatch".into(),
+        });
+    }
+    let header: DemoHeader = postcard::from_bytes(body).map_err(|e| DemoError::BadHeader {
+        reason: format!("cannot decode: {e}"),
+    })?;
+    header.validate()?;
+    Ok((header, crc_at + 4))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc32_matches_the_standard_check_value() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32_update(crc32(b"1234"), b"56789"), 0xCBF4_3926);
+    }
+
+    #[test]
+    fn frames_round_trip_and_detect_damage() {
+        let frame = Frame {
+            kind: 3,
+            len: 77,
+            server_time: 12_345,
+            sequence: 9,
+        };
+        let mut bytes = frame.encode();
+        assert_eq!(Frame::decode(&bytes), Ok(frame));
+        for bit in 0..FRAME_LEN * 8 {
+            bytes[bit / 8] ^= 1 << (bit % 8);
+            assert!(Frame::decode(&bytes).is_err(), "bit {bit}");
+            bytes[bit / 8] ^= 1 << (bit % 8);
+        }
+    }
+
+    #[test]
+    fn kinds_round_trip_through_their_bytes() {
+        for byte in 0..=255u8 {
+            if let Some(kind) = RecordKind::from_byte(byte) {
+                assert_eq!(kind.byte(), byte);
+            }
+        }
+    }
+}

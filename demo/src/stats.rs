@@ -1,0 +1,466 @@
+//! Statistics of a demo, the same for native and Quake 3 files: records,
+//! snapshots, keyframes, duration, bytes per snapshot, entities over time,
+//! truncation. `demo info` and `demo stats` print them.
+
+use fields::schema::Schema;
+use fields::NetFields;
+use serde::Serialize;
+
+use crate::detect::Format;
+use crate::error::DemoError;
+use crate::format::{DemoHeader, RecordKind, VERSION};
+use crate::play::Player;
+use crate::q3::{self, Command, Dm68Decoder};
+use crate::reader::DemoReader;
+
+/// One snapshot's numbers, in file order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Sample {
+    /// Server time, ms.
+    pub time_ms: i64,
+    /// Bytes of the record (native: payload; Quake 3: message) that carried it.
+    pub bytes: u32,
+    /// Entities in the snapshot (`None` when not decoded).
+    pub entities: Option<u32>,
+}
+
+/// Mean and percentiles of a list of sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Distribution {
+    /// Arithmetic mean (0 when empty).
+    pub mean: f64,
+    /// Median (nearest rank).
+    pub p50: u32,
+    /// 99th percentile (nearest rank).
+    pub p99: u32,
+    /// Largest.
+    pub max: u32,
+}
+
+impl Distribution {
+    /// Of `values` (any order).
+    pub fn of(values: impl IntoIterator<Item = u32>) -> Self {
+        let mut sorted: Vec<u32> = values.into_iter().collect();
+        if sorted.is_empty() {
+            return Distribution::default();
+        }
+        sorted.sort_unstable();
+        let rank = |p: f64| {
+            // Nearest-rank percentile: the smallest value with at least p% at or below it.
+            let k = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+            sorted[k.clamp(1, sorted.len()) - 1]
+        };
+        Distribution {
+            mean: sorted.iter().map(|&v| v as f64).sum::<f64>() / sorted.len() as f64,
+            p50: rank(50.0),
+            p99: rank(99.0),
+            max: *sorted.last().unwrap_or(&0),
+        }
+    }
+}
+
+/// What a demo holds, in numbers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DemoStats {
+    /// `native` or `q3-dm68`.
+    pub format: &'static str,
+    /// Native: the format version; Quake 3: the protocol (68).
+    pub version: u32,
+    /// File size.
+    pub file_bytes: u64,
+    /// Complete records (native: data records; Quake 3: every message record).
+    pub records: usize,
+    /// Snapshots (native: snapshot records; Quake 3: every `svc_snapshot` parsed).
+    pub snapshots: usize,
+    /// Full snapshots (native: keyframe records; Quake 3: snapshots without a base).
+    pub keyframes: usize,
+    /// Gamestates.
+    pub gamestates: usize,
+    /// Server time from the first to the last snapshot, seconds.
+    pub duration_s: f64,
+    /// Bytes of the records that carry a snapshot.
+    pub snapshot_bytes: Distribution,
+    /// Whether the file ends without its end marker.
+    pub truncated: bool,
+    /// The truncation, described.
+    pub truncation: Option<String>,
+    /// Per snapshot, in order.
+    #[serde(skip)]
+    pub samples: Vec<Sample>,
+}
+
+impl DemoStats {
+    fn new(format: Format, version: u32, file_bytes: u64) -> Self {
+        DemoStats {
+            format: format.name(),
+            version,
+            file_bytes,
+            records: 0,
+            snapshots: 0,
+            keyframes: 0,
+            gamestates: 0,
+            duration_s: 0.0,
+            snapshot_bytes: Distribution::default(),
+            truncated: false,
+            truncation: None,
+            samples: Vec::new(),
+        }
+    }
+
+    fn finish(mut self) -> Self {
+        self.snapshot_bytes = Distribution::of(self.samples.iter().map(|s| s.bytes));
+        if let (Some(first), Some(last)) = (self.samples.first(), self.samples.last()) {
+            self.duration_s = (last.time_ms - first.time_ms) as f64 / 1000.0;
+        }
+        self
+    }
+
+    fn truncate(&mut self, error: &DemoError) {
+        self.truncated = true;
+        self.truncation = Some(error.to_string());
+    }
+
+    /// Entities per snapshot, when decoded.
+    pub fn entity_counts(&self) -> Distribution {
+        Distribution::of(self.samples.iter().filter_map(|s| s.entities))
+    }
+}
+
+/// Called with the byte offset reached, for progress bars.
+pub type Progress<'a> = &'a mut dyn FnMut(u64);
+
+/// Statistics of a native demo. With `decode`, every snapshot is played
+/// (entity counts; messages checked), else only the framing is read.
+pub fn native_stats(
+    reader: &DemoReader<'_>,
+    decode: bool,
+    progress: Progress<'_>,
+) -> Result<DemoStats, DemoError> {
+    let mut stats = DemoStats::new(Format::Native, VERSION as u32, reader.data().len() as u64);
+    let count = |stats: &mut DemoStats, kind: RecordKind, time: u32, bytes: usize, entities| {
+        stats.records += 1;
+        match kind {
+            RecordKind::Gamestate => stats.gamestates += 1,
+            RecordKind::Keyframe | RecordKind::Delta => {
+                stats.snapshots += 1;
+                stats.keyframes += (kind == RecordKind::Keyframe) as usize;
+                stats.samples.push(Sample {
+                    time_ms: time as i64,
+                    bytes: bytes as u32,
+                    entities,
+                });
+            }
+            _ => {}
+        }
+    };
+    if decode {
+        let mut player = Player::new(reader.clone())?;
+        while let Some(played) = player.next_record() {
+            match played {
+                Ok(played) => {
+                    let record = played.record;
+                    let entities = record
+                        .kind
+                        .is_snapshot()
+                        .then(|| player.client().newest().map_or(0, |s| s.len() as u32));
+                    count(
+                        &mut stats,
+                        record.kind,
+                        record.server_time,
+                        record.payload.len(),
+                        entities,
+                    );
+                    progress((record.offset + record.file_len()) as u64);
+                }
+                Err(error) if error.is_truncation() => {
+                    stats.truncate(&error);
+                    break;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    } else {
+        for record in reader.records() {
+            match record {
+                Ok(record) => {
+                    count(
+                        &mut stats,
+                        record.kind,
+                        record.server_time,
+                        record.payload.len(),
+                        None,
+                    );
+                    progress((record.offset + record.file_len()) as u64);
+                }
+                Err(error) if error.is_truncation() => {
+                    stats.truncate(&error);
+                    break;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+    Ok(stats.finish())
+}
+
+/// Statistics of a Quake 3 demo: every record is decoded.
+pub fn dm68_stats(data: &[u8], progress: Progress<'_>) -> Result<DemoStats, DemoError> {
+    let mut stats = DemoStats::new(Format::Dm68, 68, data.len() as u64);
+    for item in Dm68Decoder::new(data)? {
+        let decoded = match item {
+            Ok(decoded) => decoded,
+            Err(error) if error.is_truncation() => {
+                stats.truncate(&DemoError::Q3(error));
+                break;
+            }
+            Err(error) => return Err(error.into()),
+        };
+        stats.records += 1;
+        let bytes = decoded.record.message.len() as u32;
+        for command in &decoded.message.commands {
+            match &command.command {
+                Command::Gamestate(_) => stats.gamestates += 1,
+                Command::Snapshot(snap) => {
+                    stats.snapshots += 1;
+                    stats.keyframes += (snap.snapshot.delta_num == 0) as usize;
+                    stats.samples.push(Sample {
+                        time_ms: snap.snapshot.server_time as i64,
+                        bytes,
+                        entities: Some(snap.snapshot.entities.len() as u32),
+                    });
+                }
+                _ => {}
+            }
+        }
+        progress(
+            (decoded.record.offset + q3::RECORD_HEADER_LEN + decoded.record.message.len()) as u64,
+        );
+    }
+    Ok(stats.finish())
+}
+
+/// A schema as `info` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SchemaInfo {
+    /// Struct name.
+    pub name: String,
+    /// Fingerprint, hex.
+    pub fingerprint: String,
+    /// Whether a native-codec model comes with it.
+    pub has_model: bool,
+    /// `name: kind` per field.
+    pub fields: Vec<String>,
+}
+
+impl SchemaInfo {
+    /// Describes `schema`.
+    pub fn new(schema: &Schema, has_model: bool) -> Self {
+        SchemaInfo {
+            name: schema.name.clone(),
+            fingerprint: format!("{:016x}", schema.fingerprint()),
+            has_model,
+            fields: schema
+                .fields
+                .iter()
+                .map(|f| format!("{}: {}", f.name, describe_kind(&f.kind)))
+                .collect(),
+        }
+    }
+}
+
+fn describe_scalar(kind: &fields::ScalarKind) -> String {
+    use fields::ScalarKind::*;
+    match *kind {
+        Unsigned { bits } => format!("u{bits}"),
+        Signed { bits } => format!("i{bits}"),
+        Bool => "bool".into(),
+        Q3Float => "q3float".into(),
+        Quantized { min, max, bits } => format!("quantized({min}..{max}, {bits} bits)"),
+    }
+}
+
+fn describe_kind(kind: &fields::FieldKind) -> String {
+    match kind {
+        fields::FieldKind::Scalar(s) => describe_scalar(s),
+        fields::FieldKind::Array { element, len } => {
+            format!("[{}; {len}]", describe_scalar(element))
+        }
+    }
+}
+
+/// Everything `demo info` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct Info {
+    /// `native` or `q3-dm68`.
+    pub format: &'static str,
+    /// Native: format version; Quake 3: protocol.
+    pub version: u32,
+    /// The codec of the messages.
+    pub codec: &'static str,
+    /// Server frames per second (0: unknown).
+    pub tick_hz: u32,
+    /// Snapshots per second (0: unknown).
+    pub snapshot_hz: u32,
+    /// Entity schema.
+    pub entity_schema: SchemaInfo,
+    /// Player-state schema.
+    pub player_schema: SchemaInfo,
+    /// Header metadata (Quake 3: map and players from the configstrings).
+    pub metadata: std::collections::BTreeMap<String, String>,
+    /// File size.
+    pub file_bytes: u64,
+    /// Complete records.
+    pub records: usize,
+    /// Snapshots.
+    pub snapshots: usize,
+    /// Full snapshots.
+    pub keyframes: usize,
+    /// Gamestates.
+    pub gamestates: usize,
+    /// First to last snapshot, seconds.
+    pub duration_s: f64,
+    /// Mean bytes of the records that carry a snapshot.
+    pub mean_snapshot_bytes: f64,
+    /// Median.
+    pub p50_snapshot_bytes: u32,
+    /// 99th percentile.
+    pub p99_snapshot_bytes: u32,
+    /// Largest.
+    pub max_snapshot_bytes: u32,
+    /// Ends without its end marker.
+    pub truncated: bool,
+    /// The truncation, described.
+    pub truncation: Option<String>,
+}
+
+impl Info {
+    /// Info of a native demo from its header and statistics.
+    pub fn native(header: &DemoHeader, stats: &DemoStats) -> Self {
+        Info::build(
+            header.codec.name(),
+            header.tick_hz,
+            header.snapshot_hz,
+            SchemaInfo::new(&header.entity_schema, header.entity_model.is_some()),
+            SchemaInfo::new(&header.player_schema, header.player_model.is_some()),
+            header.metadata.clone(),
+            stats,
+        )
+    }
+
+    /// Info of a Quake 3 demo; `metadata` from its configstrings.
+    pub fn dm68(metadata: std::collections::BTreeMap<String, String>, stats: &DemoStats) -> Self {
+        Info::build(
+            "q3",
+            0,
+            0,
+            SchemaInfo::new(&q3::EntityState::TABLE.schema(), false),
+            SchemaInfo::new(&q3::PlayerState::TABLE.schema(), false),
+            metadata,
+            stats,
+        )
+    }
+
+    fn build(
+        codec: &'static str,
+        tick_hz: u32,
+        snapshot_hz: u32,
+        entity_schema: SchemaInfo,
+        player_schema: SchemaInfo,
+        metadata: std::collections::BTreeMap<String, String>,
+        stats: &DemoStats,
+    ) -> Self {
+        Info {
+            format: stats.format,
+            version: stats.version,
+            codec,
+            tick_hz,
+            snapshot_hz,
+            entity_schema,
+            player_schema,
+            metadata,
+            file_bytes: stats.file_bytes,
+            records: stats.records,
+            snapshots: stats.snapshots,
+            keyframes: stats.keyframes,
+            gamestates: stats.gamestates,
+            duration_s: stats.duration_s,
+            mean_snapshot_bytes: stats.snapshot_bytes.mean,
+            p50_snapshot_bytes: stats.snapshot_bytes.p50,
+            p99_snapshot_bytes: stats.snapshot_bytes.p99,
+            max_snapshot_bytes: stats.snapshot_bytes.max,
+            truncated: stats.truncated,
+            truncation: stats.truncation.clone(),
+        }
+    }
+}
+
+/// Map and player names from a Quake 3 demo's configstrings (serverinfo is
+/// configstring 0; players are 544 onwards, `CS_PLAYERS`).
+pub fn dm68_metadata(data: &[u8]) -> std::collections::BTreeMap<String, String> {
+    const CS_SERVERINFO: usize = 0;
+    const CS_PLAYERS: usize = 544;
+    const MAX_CLIENTS: usize = 64;
+    let mut metadata = std::collections::BTreeMap::new();
+    let Ok(mut decoder) = Dm68Decoder::new(data) else {
+        return metadata;
+    };
+    // The gamestate is in the first records.
+    for _ in 0..4 {
+        match decoder.next() {
+            Some(Ok(_)) if decoder.client().gamestates() > 0 => break,
+            Some(Ok(_)) => {}
+            _ => return metadata,
+        }
+    }
+    let client = decoder.client();
+    let info = client.configstring(CS_SERVERINFO);
+    for key in ["mapname", "sv_hostname", "g_gametype", "version"] {
+        if let Some(value) = info_value(info, key) {
+            metadata.insert(key.to_string(), value.to_string());
+        }
+    }
+    let players: Vec<&str> = (CS_PLAYERS..CS_PLAYERS + MAX_CLIENTS)
+        .filter_map(|i| info_value(client.configstring(i), "n"))
+        .collect();
+    if !players.is_empty() {
+        metadata.insert("players".into(), players.join(", "));
+    }
+    if let Some(num) = client.client_num() {
+        metadata.insert("recording_client".into(), num.to_string());
+    }
+    metadata
+}
+
+/// The value of `key` in a Quake 3 info string (`\key\value\key\value`).
+pub fn info_value<'a>(info: &'a str, key: &str) -> Option<&'a str> {
+    let mut parts = info.strip_prefix('\\').unwrap_or(info).split('\\');
+    while let (Some(k), Some(v)) = (parts.next(), parts.next()) {
+        if k.eq_ignore_ascii_case(key) {
+            return Some(v);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        let d = Distribution::of((1..=100).rev());
+        assert_eq!((d.p50, d.p99, d.max), (50, 99, 100));
+        assert_eq!(d.mean, 50.5);
+        assert_eq!(Distribution::of([]), Distribution::default());
+        let one = Distribution::of([7]);
+        assert_eq!((one.p50, one.p99, one.max, one.mean), (7, 7, 7, 7.0));
+    }
+
+    #[test]
+    fn info_strings_are_searched_by_key() {
+        let info = r"\mapname\q3dm17\sv_hostname\Test\g_gametype\1";
+        assert_eq!(info_value(info, "mapname"), Some("q3dm17"));
+        assert_eq!(info_value(info, "G_GAMETYPE"), Some("1"));
+        assert_eq!(info_value(info, "missing"), None);
+    }
+}
