@@ -51,7 +51,7 @@ pub enum DemoError {
     Truncated {
         /// Byte offset of the incomplete record (the end of the good data).
         offset: usize,
-        /// Records read completely.
+        /// Records read completely (every kind, a complete index record included).
         complete_records: usize,
         /// What was missing.
         reason: String,

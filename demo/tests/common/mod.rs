@@ -45,3 +45,4 @@ pub fn read_demo(file: &str) -> Vec<u8> {
     let path = format!("{DEMO_DIR}/{file}");
     std::fs::read(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"))
 }
+pub mod arena;
