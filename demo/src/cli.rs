@@ -435,8 +435,12 @@ fn play_native(
     player.set_verify(verify);
     if let Some(ms) = seek_ms {
         player.seek(u32::try_from(ms.max(0)).unwrap_or(u32::MAX))?;
+        // The snapshot seeked to was decoded by the seek: it is the first played.
         if let Some(snapshot) = player.client().newest() {
             totals.first_ms = Some(snapshot.server_time() as i64);
+            totals.last_ms = snapshot.server_time() as i64;
+            totals.records += 1;
+            totals.snapshots += 1;
         }
     }
     while let Some(played) = player.next_record() {
