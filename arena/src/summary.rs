@@ -81,9 +81,9 @@ pub struct ClientSummary {
     pub p99_snapshot_bytes: f64,
     /// Largest datagram through its socket, either way.
     pub max_datagram_bytes: usize,
-    /// Guaranteed messages the server queued to it.
+    /// Guaranteed messages the server queued to it (by the end of the drain).
     pub reliable_sent: u64,
-    /// Guaranteed messages it received.
+    /// Guaranteed messages it received (by the end of the drain).
     pub reliable_delivered: u64,
     /// Sent but never received, counted for clients connected at the end.
     pub reliable_lost: u64,
@@ -201,7 +201,12 @@ impl Summary {
                 sizes.iter().sum::<f64>() / sizes.len() as f64
             };
             let status = report.map_or(PeerStatus::Dropped, |r| r.status);
-            let reliable_sent = report.map_or(0, |r| r.reliable_sent);
+            // Counted when the drain ended: what was sent while the match
+            // still waited for delivery (leave notices queued while everyone
+            // disconnects afterwards are not waited for).
+            let (reliable_sent, reliable_delivered) = seat
+                .reliable_at_drain
+                .unwrap_or((report.map_or(0, |r| r.reliable_sent), s.reliable_delivered));
             // Lost only counts for clients connected to the end of the drain
             // (they disconnect cleanly after it): the others left with
             // messages legitimately in flight.
@@ -217,10 +222,7 @@ impl Summary {
                 ));
             }
             let reliable_lost = if connected_at_end {
-                let (sent, delivered) = seat
-                    .reliable_at_drain
-                    .unwrap_or((reliable_sent, s.reliable_delivered));
-                sent.saturating_sub(delivered)
+                reliable_sent.saturating_sub(reliable_delivered)
             } else {
                 0
             };
@@ -236,7 +238,7 @@ impl Summary {
                 p99_snapshot_bytes: quantile(&sizes, 0.99),
                 max_datagram_bytes: meter.largest,
                 reliable_sent,
-                reliable_delivered: s.reliable_delivered,
+                reliable_delivered,
                 reliable_lost,
                 reliable_out_of_order: s.reliable_out_of_order,
                 checksum_mismatches: s.checksum_mismatches,
