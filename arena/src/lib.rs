@@ -13,6 +13,7 @@
 //! | --- | --- |
 //! | [`config`] | command line → [`MatchConfig`], the join/leave schedule |
 //! | [`protocol`] | the `net_struct!` tables, the command, ordered messages |
+//! | [`model`] | the native codec's trained models of those tables |
 //! | [`physics`] | the map and the movement code shared by server and prediction |
 //! | [`world`] | the server's simulation: projectiles, damage, items, scores |
 //! | [`bot`] | bot decisions from a client's view and a seed |
@@ -38,6 +39,7 @@ pub mod config;
 pub mod error;
 pub mod game;
 pub mod interp;
+pub mod model;
 pub mod physics;
 pub mod predict;
 pub mod protocol;

@@ -104,6 +104,7 @@ net_struct! {
         /// Players: respawn counter (a change means "teleported, do not interpolate").
         pub spawn: u8 = unsigned(8),
     }
+    native_model = crate::model::entity_model();
 }
 
 net_struct! {
@@ -151,18 +152,31 @@ net_struct! {
         /// A spectator: sees everything, plays nothing (the demo's view).
         pub spectator: bool = boolean(),
     }
+    native_model = crate::model::player_model();
 }
 
-/// The handshake's schema fingerprint: both tables and the codec, so a
-/// client built with another layout or codec is rejected at connect.
+/// The handshake's schema fingerprint: both tables, the codec and (for the
+/// native codec) the trained models, so a client that would encode or
+/// decode differently is rejected at connect.
 pub fn schema_fingerprint(codec: Codec) -> u64 {
     let entity = EntityState::TABLE.schema();
     let player = PlayerState::TABLE.schema();
     let tables = combined_fingerprint(&[&entity, &player]);
-    // FNV-style mix of the codec into the table fingerprint.
+    // FNV-style mix of the codec and the models into the table fingerprint.
     let mut hash = tables ^ 0xcbf2_9ce4_8422_2325;
-    for byte in codec.name().bytes() {
-        hash = (hash ^ byte as u64).wrapping_mul(0x0000_0100_0000_01b3);
+    let mut eat = |bytes: &[u8]| {
+        for &byte in bytes {
+            hash = (hash ^ byte as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    eat(codec.name().as_bytes());
+    if codec == Codec::Native {
+        for model in [
+            EntityState::static_native_model(),
+            PlayerState::static_native_model(),
+        ] {
+            eat(&model.map_or(0, |m| m.id()).to_le_bytes());
+        }
     }
     hash
 }

@@ -1,0 +1,276 @@
+//! Trained native-codec models for the arena's two tables.
+//!
+//! The native codec codes each delta's symbols (which fields changed, the
+//! size class of each change) with Huffman codes counted on real data, and
+//! predicts positions from velocities over the snapshot's elapsed time
+//! (see [`fields::model`]). The counts here come from [`train`]: a
+//! network-free game of bots playing on the true world state, whose entity
+//! and player states are observed as deltas 1 to 3 ticks apart — the bases
+//! clients acknowledge over a lossy link. They are committed as
+//! `models.json`; regenerate with
+//! `cargo run --release -p arena --example train_models` (a test checks the
+//! committed file is what training produces).
+//!
+//! The models are part of the protocol: the handshake fingerprint covers
+//! them ([`crate::protocol::schema_fingerprint`]), and demos carry them.
+
+use std::sync::{Arc, OnceLock};
+
+use fields::model::{Clock, ModelData, ModelTrainer, NativeModel, Predictor};
+use fields::{DeltaContext, Fields, NetFields};
+use serde::{Deserialize, Serialize};
+
+use crate::bot::{Bot, SelfView};
+use crate::interp::RenderEntity;
+use crate::physics::Map;
+use crate::protocol::{buttons, Command, EntityState, PlayerState};
+use crate::world::{World, ENTITY_LIMIT, ITEM_BASE, PROJECTILE_BASE, PROJECTILE_SLOTS};
+
+/// The committed models.
+pub const MODELS_JSON: &str = include_str!("models.json");
+
+/// Seconds of play [`train`] observes for the committed models.
+pub const TRAINING_SECONDS: u32 = 60;
+/// Players in the training game.
+pub const TRAINING_PLAYERS: u8 = 12;
+/// Seed of the training game.
+pub const TRAINING_SEED: u64 = 0x00a4_e4a0;
+
+/// Model counts for both tables.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArenaModels {
+    /// For [`EntityState`].
+    pub entity: ModelData,
+    /// For [`PlayerState`].
+    pub player: ModelData,
+}
+
+fn loaded() -> Option<&'static (Arc<NativeModel>, Arc<NativeModel>)> {
+    static MODELS: OnceLock<Option<(Arc<NativeModel>, Arc<NativeModel>)>> = OnceLock::new();
+    MODELS
+        .get_or_init(|| {
+            let models: ArenaModels = serde_json::from_str(MODELS_JSON).ok()?;
+            // Counts taken on another layout would point at the wrong fields.
+            let fits = models.entity.schema_fingerprint
+                == EntityState::TABLE.schema().fingerprint()
+                && models.player.schema_fingerprint == PlayerState::TABLE.schema().fingerprint();
+            if !fits {
+                return None;
+            }
+            Some((
+                Arc::new(NativeModel::new(models.entity).ok()?),
+                Arc::new(NativeModel::new(models.player).ok()?),
+            ))
+        })
+        .as_ref()
+}
+
+/// The model of [`EntityState`] (`None` if the committed file does not fit
+/// the table, which a test rules out).
+pub fn entity_model() -> Option<&'static Arc<NativeModel>> {
+    loaded().map(|(entity, _)| entity)
+}
+
+/// The model of [`PlayerState`].
+pub fn player_model() -> Option<&'static Arc<NativeModel>> {
+    loaded().map(|(_, player)| player)
+}
+
+fn field(table: &fields::FieldTable, name: &str) -> usize {
+    table.field(name).map_or(usize::MAX, |(index, _)| index)
+}
+
+/// Trainers with the predictors: positions move at their velocity over the
+/// snapshot's elapsed time.
+fn trainers() -> (ModelTrainer, ModelTrainer) {
+    let (e, p) = (EntityState::TABLE, PlayerState::TABLE);
+    let mut entity = ModelTrainer::new(e.schema().fingerprint(), e.fields.len());
+    let mut player = ModelTrainer::new(p.schema().fingerprint(), p.fields.len());
+    for (position, velocity) in [("x", "vx"), ("y", "vy"), ("z", "vz")] {
+        entity = entity.with_predictor(
+            field(&e, position),
+            Predictor::Integrate {
+                rate: field(&e, velocity) as u16,
+                clock: Clock::Elapsed,
+            },
+        );
+        player = player.with_predictor(
+            field(&p, position),
+            Predictor::Integrate {
+                rate: field(&p, velocity) as u16,
+                clock: Clock::Elapsed,
+            },
+        );
+    }
+    (entity, player)
+}
+
+/// One tick of the training game: every entity and player state.
+struct Frame {
+    time: u32,
+    entities: Vec<(u32, EntityState)>,
+    players: Vec<PlayerState>,
+}
+
+fn capture(world: &World) -> Frame {
+    let mut entities = Vec::new();
+    for (slot, _) in world.players() {
+        if let Some(e) = world.player_entity(slot) {
+            entities.push((slot as u32, e));
+        }
+    }
+    for index in 0..world.items().len() {
+        if let Some(e) = world.item_entity(index) {
+            entities.push((ITEM_BASE + index as u32, e));
+        }
+    }
+    for index in 0..PROJECTILE_SLOTS {
+        if let Some(e) = world.projectile_entity(index) {
+            entities.push((PROJECTILE_BASE + index as u32, e));
+        }
+    }
+    debug_assert!(entities.iter().all(|(n, _)| *n < ENTITY_LIMIT));
+    let players = world
+        .players()
+        .filter_map(|(slot, _)| world.player_state(slot))
+        .collect();
+    Frame {
+        time: world.time_ms(),
+        entities,
+        players,
+    }
+}
+
+/// What a bot would render: the true world, no network in between.
+fn view_of(frame: &Frame) -> Vec<RenderEntity> {
+    frame
+        .entities
+        .iter()
+        .map(|(number, e)| RenderEntity {
+            number: *number,
+            kind: e.kind,
+            pos: [e.x, e.y, e.z],
+            vel: [e.vx, e.vy, e.vz],
+            owner: e.owner,
+            active: e.active,
+            item: e.item,
+        })
+        .collect()
+}
+
+/// Counts the symbols of a network-free game of `seconds` at 20 Hz with
+/// `players` bots, observing deltas 1, 2 and 3 ticks apart.
+pub fn train(seconds: u32, players: u8, seed: u64) -> ArenaModels {
+    let map = Map::arena();
+    let mut world = World::new(map.clone(), seed);
+    let mut bots: Vec<Bot> = (0..players)
+        .map(|slot| {
+            world.add_player(slot, &format!("bot{slot}"));
+            Bot::new(seed ^ (slot as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        })
+        .collect();
+    let mut seqs = vec![0u32; players as usize];
+    let mut frames: Vec<Frame> = vec![capture(&world)];
+    // Three 60 fps commands per 50 ms tick: 17 + 17 + 16 ms.
+    for _ in 0..seconds * 20 {
+        for msec in [17u8, 17, 16] {
+            let view = frames.last().map(view_of).unwrap_or_default();
+            for slot in 0..players {
+                let Some(player) = world.player(slot) else {
+                    continue;
+                };
+                let me = SelfView {
+                    client: slot,
+                    motion: &player.motion,
+                    alive: player.alive,
+                    health: player.health as i16,
+                    now_ms: world.time_ms() as u64,
+                };
+                let intent = bots[slot as usize].think(me, &view, &map);
+                seqs[slot as usize] += 1;
+                let command = Command {
+                    seq: seqs[slot as usize],
+                    msec,
+                    buttons: if intent.fire { buttons::FIRE } else { 0 }
+                        | if intent.jump { buttons::JUMP } else { 0 },
+                    forward: intent.forward,
+                    right: intent.right,
+                    yaw: intent.yaw,
+                    pitch: intent.pitch,
+                    ack: None,
+                };
+                world.apply_command(slot, &command);
+            }
+        }
+        world.tick(50);
+        world.drain_events().for_each(drop);
+        frames.push(capture(&world));
+    }
+
+    let (mut entity, mut player) = trainers();
+    for frame in &frames {
+        frame
+            .entities
+            .iter()
+            .for_each(|(_, e)| entity.learn_grids(e));
+        frame.players.iter().for_each(|p| player.learn_grids(p));
+    }
+    entity.freeze_grids();
+    player.freeze_grids();
+    let zero_entity = EntityState::default();
+    for (i, new) in frames.iter().enumerate() {
+        for distance in 1..=3 {
+            let Some(base) = i.checked_sub(distance).map(|b| &frames[b]) else {
+                continue;
+            };
+            let context = DeltaContext {
+                elapsed_ms: new.time.wrapping_sub(base.time) as i32,
+            };
+            for (number, state) in &new.entities {
+                let old = base
+                    .entities
+                    .binary_search_by_key(number, |(n, _)| *n)
+                    .ok()
+                    .map(|j| &base.entities[j].1);
+                match old {
+                    Some(old) if old.wire_differs(state) => entity.observe(old, state, &context),
+                    Some(_) => {}
+                    None => entity.observe(&zero_entity, state, &DeltaContext::default()),
+                }
+            }
+            for state in &new.players {
+                if let Some(old) = base.players.iter().find(|p| p.client == state.client) {
+                    player.observe(old, state, &context);
+                }
+            }
+        }
+    }
+    ArenaModels {
+        entity: entity.finish(),
+        player: player.finish(),
+    }
+}
+
+/// The committed models' training run.
+pub fn train_committed() -> ArenaModels {
+    train(TRAINING_SECONDS, TRAINING_PLAYERS, TRAINING_SEED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_committed_models_load_and_are_what_training_produces() {
+        assert!(entity_model().is_some(), "models.json fits the tables");
+        assert!(player_model().is_some());
+        let committed: ArenaModels = serde_json::from_str(MODELS_JSON).unwrap();
+        assert_eq!(
+            committed,
+            train_committed(),
+            "regenerate: cargo run --release -p arena --example train_models"
+        );
+        let x = field(&EntityState::TABLE, "x");
+        assert!(entity_model().unwrap().predictor(x).is_some());
+    }
+}
