@@ -195,8 +195,7 @@ impl<'a> Player<'a> {
         }
         // Fast-forward: play while the next snapshot is not past the time,
         // and at least until one snapshot is held.
-        loop {
-            let Some(next) = self.peek() else { break };
+        while let Some(next) = self.peek() {
             let record = match next {
                 Ok(record) => record,
                 // A truncated or damaged tail: stop before it; the caller

@@ -54,7 +54,10 @@ fn native_demos_through_every_command() {
 
     let info = json(&demo(&["info", file, "--json"]));
     assert_eq!(info["format"], "native");
-    assert_eq!(info["records"], 402, "gamestate, configstring, 400 snapshots");
+    assert_eq!(
+        info["records"], 402,
+        "gamestate, configstring, 400 snapshots"
+    );
     assert_eq!(info["snapshots"], 400);
     assert_eq!(info["keyframes"], 4);
     assert_eq!(info["duration_s"], 19.95);
@@ -80,7 +83,11 @@ fn native_demos_through_every_command() {
     assert!(text.contains("snapshots/s"), "{text}");
     let seek = demo(&["play", file, "--seek", "10", "--verify"]);
     assert_eq!(seek.status.code(), Some(0), "{}", stderr(&seek));
-    assert!(stdout(&seek).contains("played 200 records, 200 snapshots"), "{}", stdout(&seek));
+    assert!(
+        stdout(&seek).contains("played 200 records, 200 snapshots"),
+        "{}",
+        stdout(&seek)
+    );
 
     let dump = demo(&["dump", file, "--jsonl", "--from", "1", "--to", "2"]);
     assert_eq!(dump.status.code(), Some(0), "{}", stderr(&dump));
@@ -104,7 +111,16 @@ fn native_demos_through_every_command() {
     assert!(picture.starts_with("<svg") && picture.contains("<polyline"));
 
     let cut = temp("match-cut");
-    let output = demo(&["cut", file, "--from", "5", "--to", "7.5", "-o", path_str(&cut)]);
+    let output = demo(&[
+        "cut",
+        file,
+        "--from",
+        "5",
+        "--to",
+        "7.5",
+        "-o",
+        path_str(&cut),
+    ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let info = json(&demo(&["info", path_str(&cut), "--json"]));
     assert_eq!(info["snapshots"], 51);
@@ -168,7 +184,11 @@ fn quake3_demos_through_info_play_dump_and_convert() {
     let truncated = q3("truncated.dm_68");
     let play = demo(&["play", &truncated]);
     assert_eq!(play.status.code(), Some(3), "{}", stderr(&play));
-    assert!(stdout(&play).contains("played 238 records"), "{}", stdout(&play));
+    assert!(
+        stdout(&play).contains("played 238 records"),
+        "{}",
+        stdout(&play)
+    );
     let info = json(&demo(&["info", &truncated, "--json"]));
     assert_eq!(info["truncated"], true);
     assert_eq!(info["records"], 238);

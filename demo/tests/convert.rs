@@ -76,7 +76,10 @@ fn converted_demos_decode_to_the_original_states_with_both_codecs() {
                     let base = snap.snapshot.base_message().map(|b| b as u32);
                     assert_eq!(newest.base(), base, "{name}");
                     if let Some(difference) = compare(&snap.snapshot, newest) {
-                        panic!("{name}: snapshot {}: {difference}", snap.snapshot.message_num);
+                        panic!(
+                            "{name}: snapshot {}: {difference}",
+                            snap.snapshot.message_num
+                        );
                     }
                 }
             }
@@ -97,10 +100,10 @@ fn converted_demos_decode_to_the_original_states_with_both_codecs() {
             100.0 * stats.exact_ratio(),
             stats.cause_counts()
         );
-        assert!(stats.mismatches.iter().all(|m| m
-            .causes
+        assert!(stats
+            .mismatches
             .iter()
-            .all(|c| c.kind.is_invisible_on_the_wire())));
+            .all(|m| m.causes.iter().all(|c| c.kind.is_invisible_on_the_wire())));
         total.merge(stats);
     }
     println!(
