@@ -14,10 +14,11 @@
 //!   format or the native one, written and read back, with where its bits
 //!   went ([`Breakdown`]);
 //! * [`encode`] — the encodings the report compares ([`Encoder`]): `q3`,
-//!   `native`, the `naive` postcard baseline, and in [`loo`] the native
-//!   codec with models trained without the demo being measured;
-//! * [`workload`] — what is measured: real Quake 3 demos, the synthetic
-//!   stress case, and the arena (a named gap until that crate exists);
+//!   `native`, the `naive` postcard baseline, and through [`models`] the
+//!   native codec with other models: in [`loo`] trained without the demo
+//!   being measured, for the arena trained on another match;
+//! * [`workload`] — what is measured: real Quake 3 demos, arena matches
+//!   and the synthetic stress case;
 //! * [`report`] — runs encoders over workloads and summarises;
 //! * [`world`], [`frame`], [`netpair`], [`corpus`] — shared setup of the
 //!   criterion benchmarks and the memory binary.
@@ -28,6 +29,7 @@ pub mod encode;
 pub mod frame;
 pub mod loo;
 pub mod message;
+pub mod models;
 pub mod netpair;
 pub mod report;
 pub mod state;
@@ -64,6 +66,9 @@ pub enum Error {
     /// The snapshot server refused something.
     #[error("snapshot server: {0}")]
     Server(#[from] snapshot::ServerError),
+    /// The arena match failed.
+    #[error("arena: {0}")]
+    Arena(String),
     /// A trained model could not be used.
     #[error("native model: {0}")]
     Model(String),

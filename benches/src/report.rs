@@ -28,7 +28,7 @@ use crate::encode::{Encoder, FormatEncoder, NaiveEncoder};
 use crate::message::Breakdown;
 use crate::state::Step;
 use crate::stats::{bytes_of_bits, kbps, percentile, rate_from_times, Summary};
-use crate::workload::{RunEnd, TargetSet, Workload, NOT_YET_AVAILABLE};
+use crate::workload::{RunEnd, TargetSet, Workload};
 use crate::Error;
 
 /// Target: native mean bytes at most this fraction of q3's.
@@ -50,7 +50,7 @@ pub struct WorkloadReport {
     pub name: String,
     /// What it is.
     pub description: String,
-    /// `complete`, `stopped early: <reason>` or `not yet available`.
+    /// `complete`, or `stopped early: <reason>`.
     pub status: String,
     /// Snapshot messages measured.
     pub snapshots: usize,
@@ -326,34 +326,14 @@ pub fn measure<W: Workload>(workload: &mut W) -> Result<WorkloadReport, Error> {
     })
 }
 
-/// The entry of a workload that cannot be measured yet.
-pub fn unavailable(name: &str, description: &str) -> WorkloadReport {
-    WorkloadReport {
-        name: name.to_owned(),
-        description: description.to_owned(),
-        status: NOT_YET_AVAILABLE.to_owned(),
-        snapshots: 0,
-        snapshot_rate_hz: 0.0,
-        entity_updates: UpdateCounts::default(),
-        q3_check: None,
-        encodings: BTreeMap::new(),
-        targets: None,
-        notes: vec!["the arena crate does not exist yet; nothing stands in for it".to_owned()],
-    }
-}
-
 /// Order encodings are printed in.
-const PRINT_ORDER: [&str; 4] = ["q3", "native", "native_loo", "naive"];
+const PRINT_ORDER: [&str; 5] = ["q3", "native", "native_loo", "native_trained", "naive"];
 
 /// The report as text tables.
 pub fn render_text(report: &Report) -> String {
     let mut out = String::new();
     for w in &report.workloads {
         let _ = writeln!(out, "== {} — {}", w.name, w.description);
-        if w.status == NOT_YET_AVAILABLE {
-            let _ = writeln!(out, "   {}: {NOT_YET_AVAILABLE}\n", w.name);
-            continue;
-        }
         let _ = writeln!(
             out,
             "   {} snapshots at {:.1} Hz ({}); updates: {} changed, {} added, {} removed",
@@ -377,7 +357,7 @@ pub fn render_text(report: &Report) -> String {
         } else {
             let _ = writeln!(
                 out,
-                "   {:<11} {:>9} {:>6} {:>6} {:>6} {:>12} {:>9} {:>8} {:>7}",
+                "   {:<14} {:>9} {:>6} {:>6} {:>6} {:>12} {:>9} {:>8} {:>7}",
                 "encoding",
                 "mean B",
                 "p50",
@@ -399,7 +379,7 @@ pub fn render_text(report: &Report) -> String {
                 let e = &w.encodings[name];
                 let _ = writeln!(
                     out,
-                    "   {:<11} {:>9.1} {:>6} {:>6} {:>6} {:>12.1} {:>9} {:>8.1} {:>7.3}",
+                    "   {:<14} {:>9.1} {:>6} {:>6} {:>6} {:>12.1} {:>9} {:>8.1} {:>7.3}",
                     name,
                     e.mean_bytes,
                     e.p50_bytes,

@@ -39,6 +39,19 @@ impl<E> Baselines<E> for NoBaselines {
     }
 }
 
+/// Spawn baselines as a list of `(number, state)` sorted by number.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SpawnList<E>(pub Vec<(u32, E)>);
+
+impl<E> Baselines<E> for SpawnList<E> {
+    fn baseline(&self, number: u32) -> Option<&E> {
+        self.0
+            .binary_search_by_key(&number, |(n, _)| *n)
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+}
+
 impl Baselines<demo::q3::EntityState> for demo::q3::Baselines {
     fn baseline(&self, number: u32) -> Option<&demo::q3::EntityState> {
         self.get(number)

@@ -12,10 +12,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use benches::report::{measure, render_text, unavailable, Report};
+use benches::report::{measure, render_text, Report};
+use benches::workload::arena::{Arena, ARENA_SECONDS};
 use benches::workload::q3demo::Q3Demo;
 use benches::workload::stress::Stress;
-use benches::workload::ARENA_WORKLOADS;
 use benches::{default_demo_dir, demo_files, Error};
 use clap::Parser;
 
@@ -34,6 +34,9 @@ struct Args {
     /// Measure only the given (or default) demos, not the generated workloads.
     #[arg(long)]
     demos_only: bool,
+    /// Seconds of each arena match.
+    #[arg(long, default_value_t = ARENA_SECONDS)]
+    arena_seconds: f64,
     /// Snapshots of the synthetic stress workload.
     #[arg(long, default_value_t = 600)]
     stress_frames: usize,
@@ -64,8 +67,9 @@ fn run(args: &Args) -> Result<Report, Error> {
         report.workloads.push(measure(&mut demo)?);
     }
     if !args.demos_only {
-        for (name, description) in ARENA_WORKLOADS {
-            report.workloads.push(unavailable(name, description));
+        for clients in [8, 64] {
+            let mut arena = Arena::new(clients).with_seconds(args.arena_seconds);
+            report.workloads.push(measure(&mut arena)?);
         }
         report
             .workloads

@@ -4,11 +4,11 @@
 //!   the same delta bases the recorded stream used;
 //! * [`stress::Stress`] — the synthetic stress case (1023 entities, a
 //!   quarter of them changing every frame);
-//! * the arena (8 and 64 players with projectiles) needs the `arena` crate,
-//!   which does not exist yet: [`ARENA_WORKLOADS`] names the gap, and the
-//!   report lists those workloads as "not yet available" rather than
-//!   standing in something else for them.
+//! * [`arena::Arena`] — a real match of the `arena` crate (8 or 64 bots
+//!   with projectiles, lossy link), every client's snapshot stream with the
+//!   bases its acknowledgements gave.
 
+pub mod arena;
 pub mod q3demo;
 pub mod stress;
 
@@ -92,20 +92,3 @@ pub enum RunEnd {
     /// The source failed after the steps visited; the reason.
     Stopped(String),
 }
-
-/// The arena workloads the issue asks for, which need the `arena` crate
-/// (a deterministic seeded match) that does not exist yet:
-/// `(name, description)`.
-pub const ARENA_WORKLOADS: [(&str, &str); 2] = [
-    (
-        "arena-8",
-        "arena: 8 players with projectiles (needs the arena crate)",
-    ),
-    (
-        "arena-64",
-        "arena: 64 players with projectiles (needs the arena crate)",
-    ),
-];
-
-/// What the report says for a workload that cannot be measured yet.
-pub const NOT_YET_AVAILABLE: &str = "not yet available";

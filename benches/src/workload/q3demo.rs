@@ -11,7 +11,7 @@ use demo::q3::{Command, Dm68Decoder, EntityState, PlayerState, Snapshot, MAX_MSG
 use fields::{BitSink, BitWriter, HuffmanCode, HuffmanWriter};
 
 use super::{ExtraEncoders, RunEnd, TargetSet, Visit, Workload};
-use crate::loo::{train_without, ModelEncoder};
+use crate::loo::{q3_model_encoder, train_without};
 use crate::state::{Reference, State, Step, Zeros};
 use crate::Error;
 
@@ -192,7 +192,7 @@ impl Workload for Q3Demo {
             models.trained_on.join(", ")
         );
         Ok(ExtraEncoders {
-            encoders: vec![Box::new(ModelEncoder::new("native_loo", models)?)],
+            encoders: vec![Box::new(q3_model_encoder("native_loo", &models)?)],
             notes: vec![note],
         })
     }

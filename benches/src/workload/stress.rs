@@ -13,10 +13,12 @@
 
 use std::sync::Arc;
 
-use fields::{array, net_struct, q3_float, signed, unsigned};
+use fields::model::ModelTrainer;
+use fields::{array, net_struct, q3_float, signed, unsigned, NetFields};
 use serde::Serialize;
 
-use super::{RunEnd, Visit, Workload};
+use super::{ExtraEncoders, RunEnd, Visit, Workload};
+use crate::models::{build_model, train_on, ModelEncoder};
 use crate::state::{NoBaselines, State, Step, Zeros};
 use crate::world::{integrate, short_angle, Rng, SimEntity, SimPlayer, World};
 use crate::Error;
@@ -154,6 +156,8 @@ pub const STRESS_CHANGING: usize = 256;
 pub const STRESS_FRAME_MS: i32 = 50;
 /// The generator's seed.
 pub const STRESS_SEED: u64 = 0x5eed_0001;
+/// The seed of the run `native_trained`'s models learn from.
+pub const STRESS_TRAINING_SEED: u64 = 0x5eed_0002;
 
 /// The stress workload.
 #[derive(Debug, Clone)]
@@ -169,6 +173,12 @@ impl Stress {
             frames,
             seed: STRESS_SEED,
         }
+    }
+
+    /// The same with another seed.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
     }
 }
 
@@ -190,6 +200,32 @@ impl Workload for Stress {
 
     fn zeros(&self) -> Zeros<StressEntity, StressPlayer> {
         Zeros::default()
+    }
+
+    /// `native_trained`: models (learned grids, no predictors) trained on
+    /// a run with another seed.
+    fn extra_encoders(&self) -> Result<ExtraEncoders<StressEntity, StressPlayer>, Error> {
+        let table =
+            |t: &fields::FieldTable| ModelTrainer::new(t.schema().fingerprint(), t.fields.len());
+        let mut training = self.clone().with_seed(STRESS_TRAINING_SEED);
+        let (entity, player) = train_on(
+            &mut training,
+            table(&StressEntity::TABLE),
+            table(&StressPlayer::TABLE),
+        )?;
+        let encoder = ModelEncoder::new(
+            "native_trained",
+            build_model(entity)?,
+            &StressEntity::TABLE.schema(),
+            build_model(player)?,
+            &StressPlayer::TABLE.schema(),
+        )?;
+        Ok(ExtraEncoders {
+            encoders: vec![Box::new(encoder)],
+            notes: vec![format!(
+                "native_trained: models trained on a run with seed {STRESS_TRAINING_SEED:#x}, not on this one"
+            )],
+        })
     }
 
     fn run(&mut self, visit: &mut Visit<'_, StressEntity, StressPlayer>) -> Result<RunEnd, Error> {
