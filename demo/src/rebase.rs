@@ -43,6 +43,11 @@ pub struct Rebaser {
     keyframe: Option<u32>,
     /// Sequence of the last snapshot recorded.
     last: Option<u32>,
+    /// Bit `d` set: sequence `last - d` was recorded. A client also keeps
+    /// snapshots that arrived late (never recorded, since the recording
+    /// runs in arrival order), and the server may name one as a base: such
+    /// a delta is re-based even though its base follows the keyframe.
+    recorded: u64,
     scratch: Vec<u8>,
 }
 
@@ -62,6 +67,27 @@ impl Rebaser {
     pub fn reset(&mut self) {
         self.keyframe = None;
         self.last = None;
+        self.recorded = 0;
+    }
+
+    /// Notes that `sequence` (newer than any recorded) was recorded.
+    fn mark_recorded(&mut self, sequence: u32) {
+        let shift = self.last.map_or(64, |last| sequence.wrapping_sub(last));
+        self.recorded = if shift >= 64 {
+            0
+        } else {
+            self.recorded << shift
+        } | 1;
+        self.last = Some(sequence);
+    }
+
+    /// Whether `sequence` was recorded since the last keyframe.
+    fn was_recorded(&self, sequence: u32) -> bool {
+        let after_keyframe = self.keyframe.is_some_and(|keyframe| sequence >= keyframe);
+        let distance = self
+            .last
+            .map_or(u32::MAX, |last| last.wrapping_sub(sequence));
+        after_keyframe && distance < 64 && self.recorded & (1 << distance) != 0
     }
 
     /// Held snapshot `sequence` re-encoded as a full update (with a sync
@@ -77,7 +103,7 @@ impl Rebaser {
         };
         client.encode_held(sequence, None, options, &mut self.scratch)?;
         self.keyframe = Some(sequence);
-        self.last = Some(sequence);
+        self.mark_recorded(sequence);
         Ok(&self.scratch)
     }
 
@@ -93,10 +119,7 @@ impl Rebaser {
     ) -> Result<Rebased<'s>, DemoError> {
         let sequence = report.sequence;
         let checksum = snapshot_header(bytes)?.has_checksum;
-        let recorded_base = match (report.base, self.keyframe, self.last) {
-            (Some(base), Some(keyframe), Some(_)) => base >= keyframe,
-            _ => false,
-        };
+        let recorded_base = report.base.is_some_and(|base| self.was_recorded(base));
         let (is_full, reencoded) = if keyframe || self.keyframe.is_none() {
             if report.base.is_some() {
                 let options = EncodeOptions {
@@ -123,7 +146,7 @@ impl Rebaser {
         if is_full {
             self.keyframe = Some(sequence);
         }
-        self.last = Some(sequence);
+        self.mark_recorded(sequence);
         Ok(Rebased {
             bytes: if reencoded { &self.scratch } else { bytes },
             is_full,
@@ -180,6 +203,7 @@ impl<W: Write> ClientRecorder<W> {
             Received::Configstring { .. } => {
                 self.recorder.record_configstring(self.last_time, bytes)
             }
+            // Late snapshots are not recorded (see `Rebaser::recorded`).
             Received::Stale { .. } => Ok(()),
             Received::Snapshot(report) => {
                 let Some(newest) = client.newest() else {

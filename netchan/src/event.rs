@@ -74,7 +74,10 @@ pub enum Event {
         /// The item.
         data: Vec<u8>,
     },
-    /// A most-recent-state payload from the peer (newer than any before it).
+    /// A most-recent-state payload from the peer. Usually newer than any
+    /// before it; one that arrived late (older than one already delivered)
+    /// is delivered too — the sender is told it was delivered — so compare
+    /// ids if only the newest matters.
     State {
         /// The connection.
         conn: ConnectionId,

@@ -156,13 +156,26 @@ impl StateSender {
 }
 
 /// Receiving side of most-recent state.
+///
+/// Every payload that completes is handed to the application exactly once,
+/// even one older than a payload already delivered (it arrived late): the
+/// sender is told "delivered" once all its datagrams are acknowledged, so
+/// dropping it here would make that report a lie, and the layer above (the
+/// snapshot client) may need it as a delta base. The application sees the id
+/// and decides what an old payload is worth.
 #[derive(Debug)]
 pub struct StateReceiver {
     newest_seen: u64,
-    last_delivered: Option<StateId>,
+    /// Newest id delivered; with `delivered`, the window of ids delivered.
+    newest_delivered: Option<StateId>,
+    /// Bit `d` set: id `newest_delivered - d` was delivered.
+    delivered: u64,
     reassembler: Reassembler,
-    /// Payloads that completed after a newer one was already delivered.
+    /// Payloads delivered after a newer one (they completed late).
     pub stale: u64,
+    /// Chunks of payloads too old to track (64 ids behind the newest
+    /// delivered) or already delivered: ignored.
+    pub ignored: u64,
 }
 
 impl StateReceiver {
@@ -170,9 +183,11 @@ impl StateReceiver {
     pub fn new(limits: ReassemblyLimits) -> Self {
         Self {
             newest_seen: 0,
-            last_delivered: None,
+            newest_delivered: None,
+            delivered: 0,
             reassembler: Reassembler::new(limits),
             stale: 0,
+            ignored: 0,
         }
     }
 
@@ -181,7 +196,39 @@ impl StateReceiver {
         self.reassembler.partial_count()
     }
 
-    /// Handles a state chunk; returns a completed payload newer than any delivered.
+    /// Whether `id` was delivered, or is too old to tell (treated alike).
+    fn delivered_or_too_old(&self, id: StateId) -> bool {
+        match self.newest_delivered {
+            None => false,
+            Some(newest) if id > newest => false,
+            Some(newest) => {
+                let distance = newest - id;
+                distance >= 64 || self.delivered & (1 << distance) != 0
+            }
+        }
+    }
+
+    fn mark_delivered(&mut self, id: StateId) {
+        match self.newest_delivered {
+            Some(newest) if id <= newest => self.delivered |= 1 << (newest - id),
+            Some(newest) => {
+                let shift = id - newest;
+                self.delivered = if shift >= 64 {
+                    0
+                } else {
+                    self.delivered << shift
+                } | 1;
+                self.newest_delivered = Some(id);
+            }
+            None => {
+                self.delivered = 1;
+                self.newest_delivered = Some(id);
+            }
+        }
+    }
+
+    /// Handles a state chunk; returns a payload it completed, with its id
+    /// (which may be older than one returned before).
     pub fn on_chunk(
         &mut self,
         id16: u16,
@@ -192,8 +239,8 @@ impl StateReceiver {
     ) -> Result<Option<(StateId, Vec<u8>)>, crate::error::FragmentError> {
         let id = extend(self.newest_seen, id16);
         self.newest_seen = self.newest_seen.max(id);
-        if self.last_delivered.is_some_and(|l| id <= l) {
-            self.stale += 1;
+        if self.delivered_or_too_old(id) {
+            self.ignored += 1;
             return Ok(None);
         }
         match self
@@ -201,8 +248,10 @@ impl StateReceiver {
             .insert(id, total, offset, data, Policy::EvictOldest, pool)?
         {
             Inserted::Complete(payload) => {
-                self.last_delivered = Some(id);
-                self.reassembler.retain(|p| p > id, pool);
+                if self.newest_delivered.is_some_and(|newest| id < newest) {
+                    self.stale += 1;
+                }
+                self.mark_delivered(id);
                 Ok(Some((id, payload)))
             }
             Inserted::Incomplete | Inserted::Duplicate => Ok(None),
@@ -252,7 +301,7 @@ mod tests {
     }
 
     #[test]
-    fn receiver_keeps_only_newer() {
+    fn receiver_delivers_late_payloads_once() {
         let limits = ReassemblyLimits {
             max_message: 16384,
             max_partials: 4,
@@ -265,8 +314,21 @@ mod tests {
             rx.on_chunk(2, 2, 0, &[9, 9], &mut pool),
             Ok(Some((2, vec![9, 9])))
         );
-        // State 1 completing now is stale.
-        assert_eq!(rx.on_chunk(1, 4, 2, &[3, 4], &mut pool), Ok(None));
+        // State 1 completing now is late, but it arrived: it is delivered
+        // (the sender will be told so), once.
+        assert_eq!(
+            rx.on_chunk(1, 4, 2, &[3, 4], &mut pool),
+            Ok(Some((1, vec![1, 2, 3, 4])))
+        );
         assert_eq!(rx.stale, 1);
+        assert_eq!(rx.on_chunk(1, 4, 2, &[3, 4], &mut pool), Ok(None));
+        assert_eq!(rx.on_chunk(2, 2, 0, &[9, 9], &mut pool), Ok(None));
+        assert_eq!(rx.ignored, 2);
+        // Far behind the newest: ignored.
+        assert_eq!(
+            rx.on_chunk(100, 1, 0, &[5], &mut pool),
+            Ok(Some((100, vec![5])))
+        );
+        assert_eq!(rx.on_chunk(20, 1, 0, &[6], &mut pool), Ok(None));
     }
 }

@@ -37,10 +37,15 @@ pub enum Received {
     },
     /// A snapshot was decoded; it is now [`Client::newest`].
     Snapshot(SnapshotReport),
-    /// A snapshot no newer than the newest held: ignored.
+    /// A snapshot older than the newest held (it arrived late). It does not
+    /// become the newest, but when its base is held it is decoded into its
+    /// ring slot: the server may have been told it was delivered and use it
+    /// as a base. Duplicates and snapshots that cannot be kept are ignored.
     Stale {
         /// Its sequence number.
         sequence: u32,
+        /// Whether it was decoded and kept as a possible base.
+        kept: bool,
     },
 }
 
@@ -203,15 +208,31 @@ impl<E: Fields, P: Fields> Client<E, P> {
         } = self.setup.ok_or(ClientError::NoGamestate)?;
         let header = SnapshotHeader::read(reader)?;
         let sequence = header.sequence;
-        if self.newest.is_some_and(|newest| sequence <= newest) {
+        let slot = sequence as usize % RING_SIZE;
+        let late = self.newest.is_some_and(|newest| sequence <= newest);
+        // A late snapshot is kept only if its slot holds nothing newer (or
+        // the same one: a duplicate).
+        let slot_taken = self.valid[slot] && self.ring[slot].sequence >= sequence;
+        if late && slot_taken {
             self.stats.stale += 1;
-            return Ok(Received::Stale { sequence });
+            return Ok(Received::Stale {
+                sequence,
+                kept: false,
+            });
         }
         let base = match header.base {
             None => None,
             Some(base) => {
                 let index = base as usize % RING_SIZE;
                 if !(self.valid[index] && self.ring[index].sequence == base) {
+                    if late {
+                        // Not needed to move forward: no error, no repair.
+                        self.stats.stale += 1;
+                        return Ok(Received::Stale {
+                            sequence,
+                            kept: false,
+                        });
+                    }
                     return Err(ClientError::BaseMissing { sequence, base });
                 }
                 Some(&self.ring[index])
@@ -310,12 +331,13 @@ impl<E: Fields, P: Fields> Client<E, P> {
         out.server_time = header.server_time;
         out.base = header.base;
         out.rate_delayed = header.rate_delayed;
-        let index = sequence as usize % RING_SIZE;
-        std::mem::swap(&mut self.ring[index], &mut self.scratch);
-        self.valid[index] = true;
-        self.previous = self.newest;
-        self.newest = Some(sequence);
-        self.update_entered_left();
+        std::mem::swap(&mut self.ring[slot], &mut self.scratch);
+        self.valid[slot] = true;
+        if !late {
+            self.previous = self.newest;
+            self.newest = Some(sequence);
+            self.update_entered_left();
+        }
         if let Some(trace) = trace {
             trace.bits = bits;
         }
@@ -330,8 +352,16 @@ impl<E: Fields, P: Fields> Client<E, P> {
         }
         if sync == SyncCheck::Mismatched {
             self.needs_full_update = true;
-        } else if header.base.is_none() {
+        } else if header.base.is_none() && !late {
             self.needs_full_update = false;
+        }
+        if late {
+            self.stats.stale += 1;
+            self.stats.late_kept += 1;
+            return Ok(Received::Stale {
+                sequence,
+                kept: true,
+            });
         }
         Ok(Received::Snapshot(SnapshotReport {
             sequence,

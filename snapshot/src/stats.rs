@@ -33,8 +33,11 @@ pub struct ClientStats {
     pub full_updates: u64,
     /// Snapshots that said an earlier one was rate-delayed.
     pub rate_delayed: u64,
-    /// Snapshots older than (or equal to) the newest held: ignored.
+    /// Snapshots that arrived late (no newer than the newest held).
     pub stale: u64,
+    /// Of those, decoded into the ring as possible bases (see
+    /// [`Received::Stale`](crate::Received::Stale)); also counted in `snapshots`.
+    pub late_kept: u64,
     /// Gamestates applied.
     pub gamestates: u64,
     /// Configstring changes applied.

@@ -286,3 +286,66 @@ fn unchanged_entities_share_one_stored_state_across_frames() {
     }
     assert_eq!(server.memory().stored_states, 20);
 }
+
+#[test]
+fn a_snapshot_that_arrives_late_is_kept_as_a_base() {
+    // The transport reports a snapshot delivered once all its datagrams were
+    // acknowledged, even if it completed after a newer one. The server may
+    // then delta from it: the client must hold it.
+    for codec in CODECS {
+        let mut server = world(codec);
+        let id = server.add_client(ClientSettings::unlimited()).unwrap();
+        let mut client: Client<Ent, Player> = Client::new();
+        connect(&mut server, &mut client);
+        let mut first = Vec::new();
+        let mut second = Vec::new();
+        step(&mut server, 0);
+        let s0 = build(&mut server, id, &mut first);
+        assert!(matches!(
+            client.read_message(&first).unwrap(),
+            Received::Snapshot(_)
+        ));
+        server.acknowledge(id, s0.sequence).unwrap();
+        step(&mut server, 50);
+        let s1 = build(&mut server, id, &mut first);
+        step(&mut server, 100);
+        let s2 = build(&mut server, id, &mut second);
+        // s2 arrives first, then s1, late.
+        assert!(matches!(
+            client.read_message(&second).unwrap(),
+            Received::Snapshot(_)
+        ));
+        assert_eq!(
+            client.read_message(&first).unwrap(),
+            Received::Stale {
+                sequence: s1.sequence,
+                kept: true
+            }
+        );
+        assert_eq!(
+            client.newest().unwrap().sequence(),
+            s2.sequence,
+            "a late snapshot is not the newest"
+        );
+        assert_eq!(client.stats().late_kept, 1);
+        // A duplicate of it is ignored.
+        assert_eq!(
+            client.read_message(&first).unwrap(),
+            Received::Stale {
+                sequence: s1.sequence,
+                kept: false
+            }
+        );
+        // Only s1 is acknowledged: the next delta is against it.
+        server.acknowledge(id, s1.sequence).unwrap();
+        step(&mut server, 150);
+        let s3 = build(&mut server, id, &mut first);
+        assert_eq!(s3.base, Some(s1.sequence));
+        assert!(matches!(
+            client.read_message(&first).unwrap(),
+            Received::Snapshot(_)
+        ));
+        assert_matches_record(&server, id, &client);
+        assert!(!client.needs_full_update());
+    }
+}
