@@ -413,3 +413,91 @@ fn a_client_side_recording_rebases_deltas_onto_recorded_snapshots() {
         }
     }
 }
+
+/// Snapshots sometimes arrive late (after a newer one); the transport still
+/// reports them delivered, so the server deltas from them. The client keeps
+/// them as bases, but a recording never saw them: deltas on them must be
+/// re-based, or the demo would not play.
+#[test]
+fn a_client_side_recording_rebases_deltas_on_late_snapshots() {
+    let mut server: Server<Ship, Pilot> =
+        Server::new(ServerConfig::for_codec(Codec::Native)).unwrap();
+    let id = server.add_client(ClientSettings::unlimited()).unwrap();
+    let mut client: Client<Ship, Pilot> = Client::new();
+    let mut bytes = Vec::new();
+    server.write_gamestate(&mut bytes).unwrap();
+    client.read_message(&bytes).unwrap();
+    let header = DemoHeader::for_types::<Ship, Pilot>(Codec::Native, 20, 20);
+    let mut recording = ClientRecorder::new(Recorder::create(Vec::new(), header).unwrap(), 2_000);
+    let expect = |client: &Client<Ship, Pilot>, frame: u32| {
+        let newest = client.newest().unwrap();
+        Expected {
+            sequence: newest.sequence(),
+            time: frame * 50,
+            player: common::arena::words(newest.player()),
+            entities: newest
+                .entities()
+                .map(|(n, e)| (n, common::arena::words(e)))
+                .collect(),
+        }
+    };
+    let mut expected = Vec::new();
+    let mut held_back: Option<(Vec<u8>, u32)> = None;
+    let mut late_bases = 0;
+    for frame in 0..200u32 {
+        for n in 0..6u32 {
+            let ship = Ship {
+                x: (frame * (n + 2)) as f32,
+                y: n as f32,
+                heading: 0.0,
+                hull: 100,
+                model: n as u8,
+            };
+            server.set_entity(n, ship).unwrap();
+        }
+        server.commit_frame(frame * 50).unwrap();
+        let BuildOutcome::Built(info) = server
+            .build_snapshot(id, &mut AllInScope, &mut bytes)
+            .unwrap()
+        else {
+            panic!()
+        };
+        late_bases += usize::from(info.base.is_some_and(|b| b % 7 == 3));
+        if frame == 0 {
+            // Recording starts after the first snapshot: it records from the next.
+            client.read_message(&bytes).unwrap();
+            recording.start(&client).unwrap();
+            server.acknowledge(id, info.sequence).unwrap();
+            continue;
+        } else if info.sequence % 7 == 3 {
+            // Held back; it arrives after the next one.
+            held_back = Some((bytes.clone(), info.sequence));
+            continue;
+        } else {
+            let received = client.read_message(&bytes).unwrap();
+            recording.record(&client, &bytes, &received).unwrap();
+        }
+        expected.push(expect(&client, frame));
+        if let Some((late, sequence)) = held_back.take() {
+            let received = client.read_message(&late).unwrap();
+            assert!(
+                matches!(received, snapshot::Received::Stale { kept: true, .. }),
+                "{received:?}"
+            );
+            recording.record(&client, &late, &received).unwrap();
+            // The transport reports it delivered: it becomes the newest ack.
+            server.acknowledge(id, sequence).unwrap();
+        } else {
+            server.acknowledge(id, info.sequence).unwrap();
+        }
+    }
+    assert!(
+        late_bases > 10,
+        "the server used late snapshots as bases {late_bases} times"
+    );
+    assert!(recording.reencoded() >= late_bases as u64);
+    let demo = recording.finish().unwrap();
+    let played = play_all(&demo);
+    assert_eq!(played.len(), expected.len());
+    assert_eq!(played, expected);
+}
