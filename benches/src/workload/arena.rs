@@ -179,11 +179,11 @@ impl Workload for Arena {
         TargetSet::Size
     }
 
-    /// `native_trained`: the arena's tables declare no trained model, so
-    /// `native` codes them with universal codes; this trains one per table,
-    /// as the Quake 3 models were (learned grids; positions predicted from
-    /// velocities over the elapsed snapshot time), on another match of the
-    /// same size.
+    /// `native_trained`: `native` codes the arena's tables with whatever
+    /// models they declare; this trains one per table on another match of
+    /// the same size and link (as the Quake 3 models were made: learned
+    /// grids, positions predicted from velocities over the elapsed snapshot
+    /// time), so the measured match is out of sample.
     fn extra_encoders(&self) -> Result<ExtraEncoders<Net<EntityState>, Net<PlayerState>>, Error> {
         let mut training = self.clone().with_seed(ARENA_TRAINING_SEED);
         let (entity, player) = train_on(
