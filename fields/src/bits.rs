@@ -227,12 +227,31 @@ impl<'a> BitWriter<'a> {
         self.byte_len()
     }
 
-    /// Writes `count` raw bits without width checks; callers validate.
+    /// Writes `count` (≤ 32) raw bits without width checks; callers validate.
     #[inline]
-    fn write_unchecked(&mut self, mut value: u32, mut count: u32) {
+    fn write_unchecked(&mut self, value: u32, count: u32) {
+        let byte = self.position >> 3;
+        let offset = (self.position & 7) as u32;
+        let value = (value & low_mask(count)) as u64;
+        if let Some(window) = self.buf.get_mut(byte..byte + 8) {
+            // One 64-bit read-modify-write: keep the bits already written in
+            // the first byte, put the value above them. Bytes past the new
+            // position are zeroed, which is fine: they are not written yet.
+            let window: &mut [u8; 8] = window.try_into().unwrap_or_else(|_| unreachable!());
+            let kept = u64::from_le_bytes(*window) & ((1u64 << offset) - 1);
+            *window = (kept | value << offset).to_le_bytes();
+        } else {
+            self.write_bytewise(value as u32, count);
+        }
+        self.position += count as usize;
+    }
+
+    /// The same near the end of the buffer, a byte at a time.
+    fn write_bytewise(&mut self, mut value: u32, mut count: u32) {
+        let mut position = self.position;
         while count > 0 {
-            let byte = self.position >> 3;
-            let offset = (self.position & 7) as u32;
+            let byte = position >> 3;
+            let offset = (position & 7) as u32;
             let take = count.min(8 - offset);
             let chunk = (value & low_mask(take)) as u8;
             if offset == 0 {
@@ -242,7 +261,7 @@ impl<'a> BitWriter<'a> {
             }
             value = value.checked_shr(take).unwrap_or(0);
             count -= take;
-            self.position += take as usize;
+            position += take as usize;
         }
     }
 }
@@ -311,10 +330,17 @@ impl<'a> BitReader<'a> {
     pub fn peek_bits(&self, count: u32) -> u32 {
         let byte = self.position >> 3;
         let offset = (self.position & 7) as u32;
-        let mut window = [0u8; 8];
-        let available = self.buf.len().saturating_sub(byte).min(8);
-        window[..available].copy_from_slice(&self.buf[byte..byte + available]);
-        let mut bits = u64::from_le_bytes(window) >> offset;
+        let window = match self.buf.get(byte..byte + 8) {
+            // The common case: one unaligned 64-bit load.
+            Some(bytes) => u64::from_le_bytes(bytes.try_into().unwrap_or_else(|_| unreachable!())),
+            None => {
+                let mut window = [0u8; 8];
+                let tail = self.buf.get(byte..).unwrap_or(&[]);
+                window[..tail.len()].copy_from_slice(tail);
+                u64::from_le_bytes(window)
+            }
+        };
+        let mut bits = window >> offset;
         // Zero anything past the logical end, which may sit inside the last byte.
         let left = self.remaining_bits();
         if left < 64 {
@@ -447,6 +473,30 @@ mod tests {
             r.get_string(100),
             Err(BitError::EndOfInput { .. })
         ));
+    }
+
+    #[test]
+    fn fast_and_bytewise_paths_write_the_same_bits() {
+        // Writes that cross the point where fewer than 8 bytes remain, over
+        // a dirty buffer, read back exactly.
+        let mut buf = [0xA5u8; 12];
+        let mut w = BitWriter::new(&mut buf);
+        let values: Vec<(u32, u32)> = (0..20)
+            .map(|i| ((0x9E37_79B9u32).rotate_left(i), 1 + (i * 7) % 32))
+            .collect();
+        let mut written = Vec::new();
+        for &(v, n) in &values {
+            if w.put_bits(v, n).is_err() {
+                break;
+            }
+            written.push((v & low_mask(n), n));
+        }
+        let bits = w.bits_written();
+        assert!(bits > 64, "the bytewise path was reached");
+        let mut r = BitReader::with_bit_len(&buf, bits);
+        for (v, n) in written {
+            assert_eq!(r.get_bits(n).unwrap(), v);
+        }
     }
 
     #[test]
