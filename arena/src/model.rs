@@ -16,9 +16,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use fields::model::{Clock, ModelData, ModelTrainer, NativeModel, Predictor};
+use fields::model::{Clock, ModelPair, ModelTrainer, NativeModel, Predictor};
 use fields::{DeltaContext, Fields, NetFields};
-use serde::{Deserialize, Serialize};
 
 use crate::bot::{Bot, SelfView};
 use crate::interp::RenderEntity;
@@ -36,31 +35,15 @@ pub const TRAINING_PLAYERS: u8 = 12;
 /// Seed of the training game.
 pub const TRAINING_SEED: u64 = 0x00a4_e4a0;
 
-/// Model counts for both tables.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ArenaModels {
-    /// For [`EntityState`].
-    pub entity: ModelData,
-    /// For [`PlayerState`].
-    pub player: ModelData,
-}
+/// Model counts for both tables: [`EntityState`]'s and [`PlayerState`]'s.
+pub type ArenaModels = ModelPair;
 
 fn loaded() -> Option<&'static (Arc<NativeModel>, Arc<NativeModel>)> {
     static MODELS: OnceLock<Option<(Arc<NativeModel>, Arc<NativeModel>)>> = OnceLock::new();
     MODELS
         .get_or_init(|| {
             let models: ArenaModels = serde_json::from_str(MODELS_JSON).ok()?;
-            // Counts taken on another layout would point at the wrong fields.
-            let fits = models.entity.schema_fingerprint
-                == EntityState::TABLE.schema().fingerprint()
-                && models.player.schema_fingerprint == PlayerState::TABLE.schema().fingerprint();
-            if !fits {
-                return None;
-            }
-            Some((
-                Arc::new(NativeModel::new(models.entity).ok()?),
-                Arc::new(NativeModel::new(models.player).ok()?),
-            ))
+            models.build::<EntityState, PlayerState>().ok()
         })
         .as_ref()
 }

@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use crate::bits::{BitSink, BitSource};
 use crate::error::BitError;
 use crate::huffman::HuffmanCode;
-use crate::table::Fields;
+use crate::table::{FieldTable, Fields, NetFields};
+use std::sync::Arc;
 
 /// Fields per changed-set group: each group's change pattern is one byte symbol.
 pub const GROUP_FIELDS: usize = 8;
@@ -226,6 +227,30 @@ impl SymbolCode {
     }
 }
 
+/// The models a game commits for its two networked structs: counts for the
+/// entity type and for the player-state type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelPair {
+    /// For the entity type.
+    pub entity: ModelData,
+    /// For the player-state type.
+    pub player: ModelData,
+}
+
+impl ModelPair {
+    /// Builds both models, checking that each was trained on the schema of
+    /// `E` and `P` respectively: counts taken on another layout would point
+    /// at the wrong fields.
+    pub fn build<E: NetFields, P: NetFields>(
+        self,
+    ) -> Result<(Arc<NativeModel>, Arc<NativeModel>), BitError> {
+        Ok((
+            Arc::new(NativeModel::for_table(self.entity, &E::TABLE)?),
+            Arc::new(NativeModel::for_table(self.player, &P::TABLE)?),
+        ))
+    }
+}
+
 /// Huffman codes for every context of one struct, ready to code with.
 #[derive(Debug, Clone)]
 pub struct NativeModel {
@@ -293,6 +318,19 @@ impl NativeModel {
                 .collect::<Result<_, _>>()?,
             data,
         })
+    }
+
+    /// Like [`NativeModel::new`], for a struct with table `table`: the counts
+    /// must have been taken on its schema.
+    pub fn for_table(data: ModelData, table: &FieldTable) -> Result<Self, BitError> {
+        if data.schema_fingerprint != table.schema().fingerprint() {
+            return Err(BitError::invalid(
+                "native model",
+                0,
+                format!("trained on another schema than {}'s", table.name),
+            ));
+        }
+        Self::new(data)
     }
 
     /// The grid of field `field`, if any.
@@ -515,6 +553,26 @@ mod tests {
             assert_eq!(grid.value_of(short), Some(angle));
         }
         assert_eq!(grid.steps_of(0.001), None);
+    }
+
+    crate::net_struct! {
+        struct Small { a: u8 = crate::kind::unsigned(8), b: f32 = crate::kind::q3_float() }
+    }
+    crate::net_struct! {
+        struct Other { a: u8 = crate::kind::unsigned(7), b: f32 = crate::kind::q3_float() }
+    }
+
+    #[test]
+    fn models_are_checked_against_their_table() {
+        let data = ModelTrainer::new(Small::TABLE.schema().fingerprint(), 2).finish();
+        assert!(NativeModel::for_table(data.clone(), &Small::TABLE).is_ok());
+        assert!(NativeModel::for_table(data.clone(), &Other::TABLE).is_err());
+        let pair = ModelPair {
+            entity: data.clone(),
+            player: data,
+        };
+        assert!(pair.clone().build::<Small, Small>().is_ok());
+        assert!(pair.build::<Small, Other>().is_err());
     }
 
     #[test]

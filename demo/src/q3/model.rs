@@ -16,9 +16,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use fields::model::{Clock, ModelData, ModelTrainer, NativeModel, Predictor};
+use fields::model::{Clock, ModelPair, ModelTrainer, NativeModel, Predictor};
 use fields::{DeltaContext, Fields, NetFields};
-use serde::{Deserialize, Serialize};
 
 use super::error::Q3Error;
 use super::file::Dm68Decoder;
@@ -43,32 +42,15 @@ pub const TRAINING_DEMOS: &[&str] = &[
 /// The committed models (postcard-encoded [`Q3Models`]).
 pub const MODELS_FILE: &[u8] = include_bytes!("q3_models.postcard");
 
-/// Model counts for both structs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Q3Models {
-    /// For [`EntityState`].
-    pub entity: ModelData,
-    /// For [`PlayerState`].
-    pub player: ModelData,
-}
+/// Model counts for both structs: [`EntityState`]'s and [`PlayerState`]'s.
+pub type Q3Models = ModelPair;
 
 fn loaded() -> Option<&'static (Arc<NativeModel>, Arc<NativeModel>)> {
     static MODELS: OnceLock<Option<(Arc<NativeModel>, Arc<NativeModel>)>> = OnceLock::new();
     MODELS
         .get_or_init(|| {
             let models: Q3Models = postcard::from_bytes(MODELS_FILE).ok()?;
-            // A model trained on another layout of the tables must not be used:
-            // its field indices would point at the wrong fields.
-            let fits = models.entity.schema_fingerprint
-                == EntityState::TABLE.schema().fingerprint()
-                && models.player.schema_fingerprint == PlayerState::TABLE.schema().fingerprint();
-            fits.then(|| {
-                Some((
-                    Arc::new(NativeModel::new(models.entity).ok()?),
-                    Arc::new(NativeModel::new(models.player).ok()?),
-                ))
-            })
-            .flatten()
+            models.build::<EntityState, PlayerState>().ok()
         })
         .as_ref()
 }
