@@ -31,7 +31,7 @@ pub const MODELS_JSON: &str = include_str!("models.json");
 /// Seconds of play [`train`] observes for the committed models.
 pub const TRAINING_SECONDS: u32 = 60;
 /// Players in the training game.
-pub const TRAINING_PLAYERS: u8 = 12;
+pub const TRAINING_PLAYERS: u8 = 32;
 /// Seed of the training game.
 pub const TRAINING_SEED: u64 = 0x00a4_e4a0;
 
@@ -142,7 +142,8 @@ fn view_of(frame: &Frame) -> Vec<RenderEntity> {
 }
 
 /// Counts the symbols of a network-free game of `seconds` at 20 Hz with
-/// `players` bots, observing deltas 1, 2 and 3 ticks apart.
+/// `players` bots, observing deltas 1 to 6 ticks apart: over a lossy link
+/// with Quake-3-like latency a client's base lags by several ticks.
 pub fn train(seconds: u32, players: u8, seed: u64) -> ArenaModels {
     let map = Map::arena();
     let mut world = World::new(map.clone(), seed);
@@ -202,7 +203,7 @@ pub fn train(seconds: u32, players: u8, seed: u64) -> ArenaModels {
     player.freeze_grids();
     let zero_entity = EntityState::default();
     for (i, new) in frames.iter().enumerate() {
-        for distance in 1..=3 {
+        for distance in 1..=6 {
             let Some(base) = i.checked_sub(distance).map(|b| &frames[b]) else {
                 continue;
             };
@@ -218,7 +219,9 @@ pub fn train(seconds: u32, players: u8, seed: u64) -> ArenaModels {
                 match old {
                     Some(old) if old.wire_differs(state) => entity.observe(old, state, &context),
                     Some(_) => {}
-                    None => entity.observe(&zero_entity, state, &DeltaContext::default()),
+                    // The server codes an entity new to the client in the
+                    // snapshot's context too: train the same way.
+                    None => entity.observe(&zero_entity, state, &context),
                 }
             }
             for state in &new.players {
