@@ -5,7 +5,7 @@
 //! predicts positions from velocities over the snapshot's elapsed time
 //! (see [`fields::model`]). The counts here come from [`train`]: a
 //! network-free game of bots playing on the true world state, whose entity
-//! and player states are observed as deltas 1 to 3 ticks apart — the bases
+//! and player states are observed as deltas 1 to 6 ticks apart — the bases
 //! clients acknowledge over a lossy link. They are committed as
 //! `models.json`; regenerate with
 //! `cargo run --release -p arena --example train_models` (a test checks the
