@@ -51,7 +51,7 @@ fn main() -> ExitCode {
     print!("{}", summary.table());
     if let Some(path) = record {
         println!(
-            "demo: {} (replay: cargo run --release -p demo -- play {} --verify)",
+            "demo: {} (replay: cargo run --release -p demo-cli -- play {} --verify)",
             path.display(),
             path.display()
         );

@@ -9,8 +9,8 @@ use std::hint::black_box;
 
 use benches::frame::{memcmp_floor, FrameBench};
 use criterion::{criterion_main, BenchmarkId, Criterion, Throughput};
-use demo::q3::EntityState;
 use fields::Codec;
+use q3::EntityState;
 
 const ENTITIES: u32 = 256;
 const CLIENTS: [usize; 3] = [1, 8, 64];

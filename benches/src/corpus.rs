@@ -2,11 +2,11 @@
 //! messages pre-encoded for the decoders, its entity updates one by one,
 //! and the bytes Quake 3's Huffman coder sees.
 
-use demo::q3::{EntityState, PlayerState};
 use fields::{
     BitReader, BitSink, BitSource, BitWriter, Codec, DeltaContext, EntityBody, EntityUpdate,
     HuffmanCode, HuffmanReader, HuffmanWriter,
 };
+use q3::{EntityState, PlayerState};
 
 use crate::message::{delta_context, write_message, Breakdown, MessageFormat};
 use crate::state::{merge, Change, Zeros};

@@ -9,8 +9,8 @@
 //! work alone: applying the changes to the master state, committing, and
 //! building, encoding and acknowledging every client's snapshot.
 
-use demo::q3::{EntityState, PlayerState};
 use fields::{Codec, Fields};
+use q3::{EntityState, PlayerState};
 use snapshot::{AllInScope, BuildOutcome, ClientId, ClientSettings, Server, ServerConfig};
 
 use crate::world::{Rng, World};

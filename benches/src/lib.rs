@@ -54,7 +54,7 @@ pub enum Error {
     Postcard(#[from] postcard::Error),
     /// Reading a Quake 3 demo.
     #[error("{0}")]
-    Demo(#[from] demo::q3::Q3Error),
+    Demo(#[from] q3::Q3Error),
     /// Reading a file.
     #[error("{path}: {source}")]
     Io {
@@ -74,29 +74,20 @@ pub enum Error {
     Model(String),
 }
 
-/// Where the real Quake 3 demos are: `../shared/q3demos` beside the checkout.
+/// Where the real Quake 3 demos are ([`q3::corpus::dir`]).
 pub fn default_demo_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/q3demos")
+    q3::corpus::dir()
 }
 
 /// The real demo every benchmark uses as its main workload: a full OSP duel.
-pub const DUEL_DEMO: &str = "dm_68_osp_duel_2.dm_68";
+pub const DUEL_DEMO: &str = q3::corpus::DUEL;
 
 /// Every `.dm_68` file in `dir`, sorted by name.
 pub fn demo_files(dir: &std::path::Path) -> Result<Vec<PathBuf>, Error> {
-    let io = |source| Error::Io {
+    q3::corpus::files_in(dir).map_err(|source| Error::Io {
         path: dir.to_path_buf(),
         source,
-    };
-    let mut paths = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(io)? {
-        let path = entry.map_err(io)?.path();
-        if path.extension().is_some_and(|e| e == "dm_68") {
-            paths.push(path);
-        }
-    }
-    paths.sort();
-    Ok(paths)
+    })
 }
 
 /// Reads a whole file, naming it in the error.

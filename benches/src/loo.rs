@@ -1,21 +1,21 @@
 //! Leave-one-out: the native codec on a real demo with models trained
 //! without that demo.
 //!
-//! The committed Quake 3 models (`demo::q3::model`) were trained on the very
+//! The committed Quake 3 models (`q3::model`) were trained on the very
 //! demos the report measures, so the `native` numbers there are in-sample.
 //! For an honest out-of-sample number, [`train_without`] retrains both
 //! models exactly as the committed ones were made
-//! ([`demo::q3::model::train`]: same predictors, same grid learning) on the
+//! ([`q3::model::train`]: same predictors, same grid learning) on the
 //! other demos only, and [`q3_model_encoder`] encodes with them (through
 //! [`crate::models::Retrained`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use demo::q3::model::TRAINING_DEMOS;
-use demo::q3::{EntityState, PlayerState};
 use fields::model::NativeModel;
 use fields::NetFields;
+use q3::model::TRAINING_DEMOS;
+use q3::{EntityState, PlayerState};
 
 use crate::models::{build_model, ModelEncoder};
 use crate::Error;
@@ -53,7 +53,7 @@ pub fn train_without(dir: &Path, excluded: &Path) -> Result<TrainedModels, Error
         files.push(bytes);
         trained_on.push((*name).to_owned());
     }
-    let models = demo::q3::model::train(files.iter().map(Vec::as_slice))?;
+    let models = q3::model::train(files.iter().map(Vec::as_slice))?;
     Ok(TrainedModels {
         entity: build_model(models.entity)?,
         player: build_model(models.player)?,

@@ -10,7 +10,7 @@
 //!   command byte, 32-bit server time, delta byte, flags byte, area-mask
 //!   length byte and bytes, then the q3 codec, all through Quake 3's Huffman
 //!   code in bitstream mode. On a real demo this is bit for bit what
-//!   [`demo::q3::reencode::write_snapshot`] writes (a test checks it, and
+//!   [`q3::reencode::write_snapshot`] writes (a test checks it, and
 //!   the report checks it on every snapshot).
 //! * [`MessageFormat::NATIVE`] — the native codec as raw bits (it codes
 //!   its symbols with trained Huffman codes already, so a second entropy
@@ -167,7 +167,7 @@ impl Breakdown {
 }
 
 /// The elapsed server time from `base` to `snapshot`: the context the native
-/// codec's position predictors use (as `demo::q3::model::delta_context`).
+/// codec's position predictors use (as `q3::model::delta_context`).
 pub fn delta_context<E, P>(snapshot: &State<E, P>, base: Option<&State<E, P>>) -> DeltaContext {
     DeltaContext {
         elapsed_ms: base.map_or(0, |b| snapshot.server_time.wrapping_sub(b.server_time)),

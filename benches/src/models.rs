@@ -178,7 +178,7 @@ impl<E: Fields, P: Fields> Encoder<E, P> for ModelEncoder<E> {
 /// Trains an entity and a player model on every delta a workload's native
 /// messages contain — the player-state delta and each changed or added
 /// entity, from the same base the encoder uses — as
-/// `demo::q3::model::train` does for Quake 3: a first run learns the float
+/// `q3::model::train` does for Quake 3: a first run learns the float
 /// grids, a second counts symbols. The workload must replay identically.
 pub fn train_on<W: Workload>(
     workload: &mut W,

@@ -91,7 +91,7 @@ pub struct Q3Check {
     /// Snapshots whose bit count equals the original's.
     pub same_bit_count: usize,
     /// Snapshots where ours equals the demo crate's re-encoder
-    /// (`demo::q3::reencode::write_snapshot`) in bit count.
+    /// (`q3::reencode::write_snapshot`) in bit count.
     pub same_as_reencode: usize,
     /// Mean bytes of the original commands.
     pub original_mean_bytes: f64,
@@ -348,7 +348,7 @@ pub fn render_text(report: &Report) -> String {
             let _ = writeln!(
                 out,
                 "   q3 vs the recording: {:.4} of the original bits; same bit count on {}/{} \
-                 snapshots; equal to demo::q3::reencode on {}/{}",
+                 snapshots; equal to q3::reencode on {}/{}",
                 c.ratio_to_original, c.same_bit_count, c.snapshots, c.same_as_reencode, c.snapshots
             );
         }

@@ -52,8 +52,8 @@ impl<E> Baselines<E> for SpawnList<E> {
     }
 }
 
-impl Baselines<demo::q3::EntityState> for demo::q3::Baselines {
-    fn baseline(&self, number: u32) -> Option<&demo::q3::EntityState> {
+impl Baselines<q3::EntityState> for q3::Baselines {
+    fn baseline(&self, number: u32) -> Option<&q3::EntityState> {
         self.get(number)
     }
 }
@@ -63,10 +63,10 @@ impl Baselines<demo::q3::EntityState> for demo::q3::Baselines {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reference {
     /// Bits Quake 3's `svc_snapshot` command occupied in the recorded
-    /// message, command byte included ([`demo::q3::ParsedCommand::bits`]).
+    /// message, command byte included ([`q3::ParsedCommand::bits`]).
     pub original_bits: usize,
     /// Bits of the same command written again by the demo crate's own
-    /// re-encoder ([`demo::q3::reencode::write_snapshot`]).
+    /// re-encoder ([`q3::reencode::write_snapshot`]).
     pub reencoded_bits: usize,
 }
 

@@ -8,7 +8,7 @@
 //! positions and velocities are whole units (Quake 3 snaps them), angles
 //! are 16-bit (multiples of 360/65536 degrees).
 
-use demo::q3::{EntityState, PlayerState};
+use q3::{EntityState, PlayerState};
 
 /// A seeded xorshift64* generator: deterministic on every platform.
 #[derive(Debug, Clone)]

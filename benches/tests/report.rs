@@ -108,8 +108,8 @@ fn both_formats_decode_back_to_every_snapshot() {
 #[test]
 fn the_retrained_wrapper_codes_like_the_type_with_the_same_model() {
     let committed = TrainedModels {
-        entity: Arc::clone(demo::q3::model::entity_model().unwrap()),
-        player: Arc::clone(demo::q3::model::player_model().unwrap()),
+        entity: Arc::clone(q3::model::entity_model().unwrap()),
+        player: Arc::clone(q3::model::player_model().unwrap()),
         trained_on: Vec::new(),
     };
     let mut wrapped = q3_model_encoder("committed", &committed).unwrap();

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p demo --example record_match -- /tmp/match.demo [native|q3] [frames]
-//! cargo run --release -p demo -- info /tmp/match.demo
+//! cargo run --release -p demo-cli -- info /tmp/match.demo
 //! ```
 
 #[path = "../tests/common/arena.rs"]

@@ -1,5 +1,6 @@
 //! One line per snapshot — time, player state, entities with their fields
-//! by name — as text or JSON lines, for native and Quake 3 demos alike.
+//! by name — as text or JSON lines. The tool dumps Quake 3 demos through the
+//! same [`DumpLine`].
 //!
 //! A JSON line is an object: `time_ms`, `sequence`, `base` (null for a full
 //! snapshot), `player` (field name → value), and `entities`, each with its
@@ -15,7 +16,6 @@ use serde_json::Value;
 
 use crate::error::DemoError;
 use crate::play::Player;
-use crate::q3::{Command, Dm68Decoder};
 use crate::reader::DemoReader;
 use crate::stats::Progress;
 
@@ -31,11 +31,13 @@ pub struct DumpOptions {
 }
 
 impl DumpOptions {
-    fn wants(&self, time: i64) -> bool {
+    /// Whether a snapshot at `time` is in the span.
+    pub fn wants(&self, time: i64) -> bool {
         self.from_ms.is_none_or(|from| time >= from) && self.to_ms.is_none_or(|to| time <= to)
     }
 
-    fn past(&self, time: i64) -> bool {
+    /// Whether `time` is after the span (nothing more to print).
+    pub fn past(&self, time: i64) -> bool {
         self.to_ms.is_some_and(|to| time > to)
     }
 }
@@ -120,7 +122,8 @@ fn non_zero_fields(value: &Value) -> String {
         .join(" ")
 }
 
-fn to_value<T: Serialize>(value: &T) -> Result<Value, DemoError> {
+/// A value as JSON (field name → value for states).
+pub fn to_value<T: Serialize>(value: &T) -> Result<Value, DemoError> {
     serde_json::to_value(value).map_err(|e| DemoError::Io(std::io::Error::other(e)))
 }
 
@@ -193,56 +196,6 @@ pub fn dump_native(
         }
         if options.wants(time) {
             print(&player, true)?;
-        }
-    }
-    Ok(lines)
-}
-
-/// Dumps a Quake 3 demo; returns the lines written. A truncated file is
-/// dumped to its last complete record, then reported as the error.
-pub fn dump_dm68(
-    data: &[u8],
-    options: DumpOptions,
-    out: &mut dyn Write,
-    progress: Progress<'_>,
-) -> Result<usize, DemoError> {
-    let mut lines = 0;
-    for item in Dm68Decoder::new(data)? {
-        let decoded = item?;
-        progress((decoded.record.offset + decoded.record.message.len()) as u64);
-        for command in &decoded.message.commands {
-            let Command::Snapshot(snap) = &command.command else {
-                continue;
-            };
-            let snapshot = &snap.snapshot;
-            let time = snapshot.server_time as i64;
-            if options.past(time) {
-                return Ok(lines);
-            }
-            if !options.wants(time) {
-                continue;
-            }
-            let entities = snapshot
-                .entities
-                .iter()
-                .map(|(number, state)| {
-                    Ok(DumpEntity {
-                        number: *number,
-                        state: to_value(state)?,
-                        sent: None,
-                    })
-                })
-                .collect::<Result<Vec<_>, DemoError>>()?;
-            let player = to_value(&snapshot.ps)?;
-            let line = DumpLine {
-                time_ms: time,
-                sequence: snapshot.message_num as i64,
-                base: snapshot.base_message().map(i64::from),
-                player,
-                entities,
-            };
-            line.write(options.jsonl, out)?;
-            lines += 1;
         }
     }
     Ok(lines)

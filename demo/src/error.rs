@@ -3,8 +3,6 @@
 use snapshot::{ClientError, EncodeError};
 use thiserror::Error;
 
-use crate::q3::Q3Error;
-
 /// Anything that can go wrong with a demo. Errors about a place in a file
 /// name the record and its byte offset.
 #[derive(Debug, Error)]
@@ -12,7 +10,7 @@ pub enum DemoError {
     /// Reading or writing the underlying file failed.
     #[error("I/O: {0}")]
     Io(#[from] std::io::Error),
-    /// The bytes are neither a native demo nor a Quake 3 demo.
+    /// The bytes are not a demo this tool reads.
     #[error("not a demo: {reason}")]
     NotADemo {
         /// What the first bytes looked like.
@@ -79,9 +77,6 @@ pub enum DemoError {
         /// The snapshot's sequence.
         sequence: u32,
     },
-    /// A Quake 3 demo could not be read.
-    #[error("{0}")]
-    Q3(#[from] Q3Error),
     /// A snapshot could not be re-encoded.
     #[error("{0}")]
     Encode(#[from] EncodeError),
@@ -89,9 +84,6 @@ pub enum DemoError {
     /// a delta before any full snapshot, bytes that disagree with the call).
     #[error("recording refused: {0}")]
     Refused(String),
-    /// Converted states differ from the original (a bug, never expected).
-    #[error("conversion check failed: {0}")]
-    ConversionMismatch(String),
     /// A snapshot whose time is before the span asked for, or a span with nothing in it.
     #[error("{0}")]
     Span(String),
@@ -101,10 +93,6 @@ impl DemoError {
     /// Whether this is the truncation outcome: every complete record before
     /// it was good.
     pub fn is_truncation(&self) -> bool {
-        match self {
-            DemoError::Truncated { .. } => true,
-            DemoError::Q3(error) => error.is_truncation(),
-            _ => false,
-        }
+        matches!(self, DemoError::Truncated { .. })
     }
 }

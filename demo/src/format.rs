@@ -44,6 +44,8 @@ use crate::error::DemoError;
 
 /// The first bytes of every native demo.
 pub const MAGIC: [u8; 8] = *b"SNAPDEMO";
+/// The `format` name of native demos in tools and JSON output.
+pub const FORMAT_NAME: &str = "native";
 /// The format version this build reads and writes.
 pub const VERSION: u16 = 1;
 /// Bytes before the header: magic, version, header length.

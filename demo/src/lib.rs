@@ -1,6 +1,9 @@
 //! # demo
 //!
-//! Recording, replay and inspection of snapshot streams, native and Quake 3.
+//! Recording, replay and inspection of snapshot streams in the native demo
+//! format. The `demo` command-line tool (crate `demo-cli`, in `demo/cli`)
+//! adds Quake 3 `.dm_68` files through the `q3` crate, conversion and plots;
+//! a library user of this crate compiles none of that.
 //!
 //! * [`Recorder`] writes a native demo ([`format`]) from the messages a
 //!   `snapshot::Client` receives — server-side, from a recorder stream of
@@ -12,28 +15,20 @@
 //! * [`Player`] plays it through the same `snapshot::Client` as live play,
 //!   over [`DynamicState`](fields::dynamic::DynamicState) values built from
 //!   the file's schemas, verifies sync checksums and seeks by keyframe.
-//! * [`cut`], [`convert`] (Quake 3 `.dm_68` to native), [`stats`], [`dump`]
-//!   and [`plot`] are the `demo` command-line tool's building blocks; they
-//!   work on both formats ([`Format::detect`] tells them apart by content).
-//! * [`q3`] reads Quake 3 `.dm_68` demos.
+//! * [`cut`], [`stats`] and [`dump`] are the `demo` command-line tool's
+//!   building blocks for native files.
 #![forbid(unsafe_code)]
 
-pub mod cli;
-pub mod convert;
 pub mod cut;
-pub mod detect;
 pub mod dump;
 pub mod error;
 pub mod format;
 pub mod play;
-pub mod plot;
-pub mod q3;
 pub mod reader;
 pub mod rebase;
 pub mod stats;
 pub mod writer;
 
-pub use detect::Format;
 pub use error::DemoError;
 pub use format::{DemoHeader, KeyframeEntry, RecordKind};
 pub use play::{Played, Player};

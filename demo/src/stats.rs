@@ -1,16 +1,14 @@
-//! Statistics of a demo, the same for native and Quake 3 files: records,
-//! snapshots, keyframes, duration, bytes per snapshot, entities over time,
-//! truncation. `demo info` and `demo stats` print them.
+//! Statistics of a demo: records, snapshots, keyframes, duration, bytes per
+//! snapshot, entities over time, truncation. `demo info` and `demo stats`
+//! print them; the numbers are format-neutral, so the tool fills the same
+//! [`DemoStats`] from Quake 3 demos too.
 
 use fields::schema::Schema;
-use fields::NetFields;
 use serde::Serialize;
 
-use crate::detect::Format;
 use crate::error::DemoError;
-use crate::format::{DemoHeader, RecordKind, VERSION};
+use crate::format::{DemoHeader, RecordKind, FORMAT_NAME, VERSION};
 use crate::play::Player;
-use crate::q3::{self, Command, Dm68Decoder};
 use crate::reader::DemoReader;
 
 /// One snapshot's numbers, in file order.
@@ -62,7 +60,7 @@ impl Distribution {
 /// What a demo holds, in numbers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DemoStats {
-    /// `native` or `q3-dm68`.
+    /// The format's name: [`FORMAT_NAME`] for native demos.
     pub format: &'static str,
     /// Native: the format version; Quake 3: the protocol (68).
     pub version: u32,
@@ -90,9 +88,10 @@ pub struct DemoStats {
 }
 
 impl DemoStats {
-    fn new(format: Format, version: u32, file_bytes: u64) -> Self {
+    /// Empty statistics of a file of `file_bytes` in format `format`.
+    pub fn new(format: &'static str, version: u32, file_bytes: u64) -> Self {
         DemoStats {
-            format: format.name(),
+            format,
             version,
             file_bytes,
             records: 0,
@@ -107,7 +106,15 @@ impl DemoStats {
         }
     }
 
-    fn finish(mut self) -> Self {
+    /// Counts one snapshot.
+    pub fn push_snapshot(&mut self, sample: Sample, full: bool) {
+        self.snapshots += 1;
+        self.keyframes += full as usize;
+        self.samples.push(sample);
+    }
+
+    /// Computes the summary figures from the samples.
+    pub fn finish(mut self) -> Self {
         self.snapshot_bytes = Distribution::of(self.samples.iter().map(|s| s.bytes));
         if let (Some(first), Some(last)) = (self.samples.first(), self.samples.last()) {
             self.duration_s = (last.time_ms - first.time_ms) as f64 / 1000.0;
@@ -115,7 +122,8 @@ impl DemoStats {
         self
     }
 
-    fn truncate(&mut self, error: &DemoError) {
+    /// Records that the file ends early, with why.
+    pub fn truncate(&mut self, error: &dyn std::fmt::Display) {
         self.truncated = true;
         self.truncation = Some(error.to_string());
     }
@@ -136,19 +144,18 @@ pub fn native_stats(
     decode: bool,
     progress: Progress<'_>,
 ) -> Result<DemoStats, DemoError> {
-    let mut stats = DemoStats::new(Format::Native, VERSION as u32, reader.data().len() as u64);
+    let mut stats = DemoStats::new(FORMAT_NAME, VERSION as u32, reader.data().len() as u64);
     let count = |stats: &mut DemoStats, kind: RecordKind, time: u32, bytes: usize, entities| {
         stats.records += 1;
         match kind {
             RecordKind::Gamestate => stats.gamestates += 1,
             RecordKind::Keyframe | RecordKind::Delta => {
-                stats.snapshots += 1;
-                stats.keyframes += (kind == RecordKind::Keyframe) as usize;
-                stats.samples.push(Sample {
+                let sample = Sample {
                     time_ms: time as i64,
                     bytes: bytes as u32,
                     entities,
-                });
+                };
+                stats.push_snapshot(sample, kind == RecordKind::Keyframe);
             }
             _ => {}
         }
@@ -199,42 +206,6 @@ pub fn native_stats(
                 Err(error) => return Err(error),
             }
         }
-    }
-    Ok(stats.finish())
-}
-
-/// Statistics of a Quake 3 demo: every record is decoded.
-pub fn dm68_stats(data: &[u8], progress: Progress<'_>) -> Result<DemoStats, DemoError> {
-    let mut stats = DemoStats::new(Format::Dm68, 68, data.len() as u64);
-    for item in Dm68Decoder::new(data)? {
-        let decoded = match item {
-            Ok(decoded) => decoded,
-            Err(error) if error.is_truncation() => {
-                stats.truncate(&DemoError::Q3(error));
-                break;
-            }
-            Err(error) => return Err(error.into()),
-        };
-        stats.records += 1;
-        let bytes = decoded.record.message.len() as u32;
-        for command in &decoded.message.commands {
-            match &command.command {
-                Command::Gamestate(_) => stats.gamestates += 1,
-                Command::Snapshot(snap) => {
-                    stats.snapshots += 1;
-                    stats.keyframes += (snap.snapshot.delta_num == 0) as usize;
-                    stats.samples.push(Sample {
-                        time_ms: snap.snapshot.server_time as i64,
-                        bytes,
-                        entities: Some(snap.snapshot.entities.len() as u32),
-                    });
-                }
-                _ => {}
-            }
-        }
-        progress(
-            (decoded.record.offset + q3::RECORD_HEADER_LEN + decoded.record.message.len()) as u64,
-        );
     }
     Ok(stats.finish())
 }
@@ -291,7 +262,7 @@ fn describe_kind(kind: &fields::FieldKind) -> String {
 /// Everything `demo info` reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct Info {
-    /// `native` or `q3-dm68`.
+    /// The format's name (`native`, `q3-dm68`, …).
     pub format: &'static str,
     /// Native: format version; Quake 3: protocol.
     pub version: u32,
@@ -336,7 +307,7 @@ pub struct Info {
 impl Info {
     /// Info of a native demo from its header and statistics.
     pub fn native(header: &DemoHeader, stats: &DemoStats) -> Self {
-        Info::build(
+        Info::new(
             header.codec.name(),
             header.tick_hz,
             header.snapshot_hz,
@@ -347,20 +318,8 @@ impl Info {
         )
     }
 
-    /// Info of a Quake 3 demo; `metadata` from its configstrings.
-    pub fn dm68(metadata: std::collections::BTreeMap<String, String>, stats: &DemoStats) -> Self {
-        Info::build(
-            "q3",
-            0,
-            0,
-            SchemaInfo::new(&q3::EntityState::TABLE.schema(), false),
-            SchemaInfo::new(&q3::PlayerState::TABLE.schema(), false),
-            metadata,
-            stats,
-        )
-    }
-
-    fn build(
+    /// Info of any demo from its parts.
+    pub fn new(
         codec: &'static str,
         tick_hz: u32,
         snapshot_hz: u32,
@@ -394,54 +353,6 @@ impl Info {
     }
 }
 
-/// Map and player names from a Quake 3 demo's configstrings (serverinfo is
-/// configstring 0; players are 544 onwards, `CS_PLAYERS`).
-pub fn dm68_metadata(data: &[u8]) -> std::collections::BTreeMap<String, String> {
-    const CS_SERVERINFO: usize = 0;
-    const CS_PLAYERS: usize = 544;
-    const MAX_CLIENTS: usize = 64;
-    let mut metadata = std::collections::BTreeMap::new();
-    let Ok(mut decoder) = Dm68Decoder::new(data) else {
-        return metadata;
-    };
-    // The gamestate is in the first records.
-    for _ in 0..4 {
-        match decoder.next() {
-            Some(Ok(_)) if decoder.client().gamestates() > 0 => break,
-            Some(Ok(_)) => {}
-            _ => return metadata,
-        }
-    }
-    let client = decoder.client();
-    let info = client.configstring(CS_SERVERINFO);
-    for key in ["mapname", "sv_hostname", "g_gametype", "version"] {
-        if let Some(value) = info_value(info, key) {
-            metadata.insert(key.to_string(), value.to_string());
-        }
-    }
-    let players: Vec<&str> = (CS_PLAYERS..CS_PLAYERS + MAX_CLIENTS)
-        .filter_map(|i| info_value(client.configstring(i), "n"))
-        .collect();
-    if !players.is_empty() {
-        metadata.insert("players".into(), players.join(", "));
-    }
-    if let Some(num) = client.client_num() {
-        metadata.insert("recording_client".into(), num.to_string());
-    }
-    metadata
-}
-
-/// The value of `key` in a Quake 3 info string (`\key\value\key\value`).
-pub fn info_value<'a>(info: &'a str, key: &str) -> Option<&'a str> {
-    let mut parts = info.strip_prefix('\\').unwrap_or(info).split('\\');
-    while let (Some(k), Some(v)) = (parts.next(), parts.next()) {
-        if k.eq_ignore_ascii_case(key) {
-            return Some(v);
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,13 +365,5 @@ mod tests {
         assert_eq!(Distribution::of([]), Distribution::default());
         let one = Distribution::of([7]);
         assert_eq!((one.p50, one.p99, one.max, one.mean), (7, 7, 7, 7.0));
-    }
-
-    #[test]
-    fn info_strings_are_searched_by_key() {
-        let info = r"\mapname\q3dm17\sv_hostname\Test\g_gametype\1";
-        assert_eq!(info_value(info, "mapname"), Some("q3dm17"));
-        assert_eq!(info_value(info, "G_GAMETYPE"), Some("1"));
-        assert_eq!(info_value(info, "missing"), None);
     }
 }

@@ -12,8 +12,8 @@ use std::process::ExitCode;
 
 use benches::frame::FrameBench;
 use benches::Error;
-use demo::q3::{EntityState, PlayerState};
 use fields::Codec;
+use q3::{EntityState, PlayerState};
 use snapshot::config::RING_SIZE;
 
 const CLIENTS: usize = 64;

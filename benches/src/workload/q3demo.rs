@@ -6,9 +6,9 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use demo::q3::reencode::write_snapshot;
-use demo::q3::{Command, Dm68Decoder, EntityState, PlayerState, Snapshot, MAX_MSGLEN};
 use fields::{BitSink, BitWriter, HuffmanCode, HuffmanWriter};
+use q3::reencode::write_snapshot;
+use q3::{Command, Dm68Decoder, EntityState, PlayerState, Snapshot, MAX_MSGLEN};
 
 use super::{ExtraEncoders, RunEnd, TargetSet, Visit, Workload};
 use crate::loo::{q3_model_encoder, train_without};
@@ -28,7 +28,7 @@ pub struct OwnedStep {
     /// The delta byte as recorded.
     pub delta_num: u8,
     /// The spawn baselines in force.
-    pub baselines: Arc<demo::q3::Baselines>,
+    pub baselines: Arc<q3::Baselines>,
     /// The recorded and re-encoded sizes.
     pub reference: Reference,
 }
@@ -58,7 +58,7 @@ pub fn state_of(snapshot: &Snapshot) -> Q3State {
 }
 
 /// Snapshots remembered for base look-ups: twice Quake 3's ring.
-const RECENT: usize = 2 * demo::q3::PACKET_BACKUP;
+const RECENT: usize = 2 * q3::PACKET_BACKUP;
 
 /// A `.dm_68` file.
 #[derive(Debug, Clone)]

@@ -13,7 +13,7 @@
 
 use std::sync::OnceLock;
 
-use demo::{DemoHeader, DemoReader, Format, Player, Recorder};
+use demo::{DemoHeader, DemoReader, Player, Recorder};
 use fields::{net_struct, q3_float, unsigned, Codec};
 use libfuzzer_sys::fuzz_target;
 use snapshot::{AllInScope, BuildOutcome, ClientSettings, Server, ServerConfig};
@@ -73,7 +73,7 @@ fn seed() -> &'static [u8] {
 }
 
 fn exercise(data: &[u8]) {
-    if Format::detect(data).ok() != Some(Format::Native) {
+    if !demo::format::has_magic(data) {
         return;
     }
     let Ok(reader) = DemoReader::new(data) else {

@@ -1,0 +1,59 @@
+//! # q3
+//!
+//! Everything specific to Quake 3 protocol 68 in one crate: its networked
+//! structs, its server message layouts, its client parse state and `.dm_68`
+//! demo files, decoded bit for bit with the project's own field tables,
+//! Huffman code and q3 delta codec — and written again bit for bit.
+//!
+//! Layers, bottom up:
+//!
+//! * [`EntityState`] and [`PlayerState`] — Quake 3's networked structs,
+//!   declared with [`fields::net_struct!`]; their exact wire schemas are
+//!   `EntityState::TABLE` and `PlayerState::TABLE` ([`fields::NetFields`]).
+//! * [`Dm68Reader`] — the file's records, with truncation detection;
+//!   [`looks_like_dm68`] recognises the format by content.
+//! * [`Q3Client`] — Quake 3's client parse state (configstrings, baselines,
+//!   the ring of 32 snapshots) and the server message parser, which returns
+//!   a [`ParsedMessage`] with every [`Snapshot`] fully reconstructed.
+//! * [`Dm68Decoder`] — the two together, with errors naming the record.
+//! * [`reencode`] — writes each parsed snapshot again with the q3 encoder
+//!   and compares bit counts with Quake 3's own, explaining differences.
+//!
+//! Text: Quake 3's client turns `%` and bytes above 127 into `.` when it
+//! reads a string; this reader does the same, so every string is ASCII.
+//! Allocation is bounded: records longer than [`MAX_MSGLEN`] are rejected,
+//! and every list a message builds is bounded by its length.
+
+#![forbid(unsafe_code)]
+
+mod client;
+mod commands;
+pub mod corpus;
+mod error;
+mod file;
+pub mod info;
+mod message;
+pub mod model;
+pub mod reencode;
+mod snapshot;
+mod tables;
+
+pub use client::{Q3Client, MAX_PARSE_ENTITIES, MAX_SNAPSHOT_ENTITIES, PACKET_BACKUP};
+pub use error::{MessageError, Q3Error};
+pub use file::{
+    check_dm68, looks_like_dm68, DecodedRecord, Dm68Decoder, Dm68Reader, Record, END_MARKER_LENGTH,
+    RECORD_HEADER_LEN,
+};
+pub use message::{
+    svc, Command, Download, Gamestate, ParsedCommand, ParsedMessage, ServerCommand,
+    SnapshotCommand, BIG_INFO_STRING, MAX_CONFIGSTRINGS, MAX_GAMESTATE_CHARS, MAX_MSGLEN,
+    MAX_STRING_CHARS,
+};
+pub use snapshot::{Baselines, Snapshot, Validity, MAX_MAP_AREA_BYTES};
+pub use tables::{
+    EntityState, PlayerState, ENTITY_STATE_Q3_NAMES, GENTITYNUM_BITS, MAX_GENTITIES,
+    PLAYER_STATE_Q3_NAMES, PS_ARRAY_LEN,
+};
+
+/// The `format` name of Quake 3 demos in tools and JSON output.
+pub const FORMAT_NAME: &str = "q3-dm68";

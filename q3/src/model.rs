@@ -1,0 +1,196 @@
+//! Trained native-codec models for Quake 3's entity and player state.
+//!
+//! The native codec codes each delta's symbols (changed-field groups, value
+//! classes) with Huffman codes built from counts taken on real games, and
+//! predicts positions from velocities (see [`fields::model`]). The counts
+//! for [`EntityState`] and [`PlayerState`] were taken on the demos in
+//! `shared/q3demos` by [`train`] and are committed as `q3_models.postcard`;
+//! regenerate them with `cargo run --release -p q3 --example train_q3_models`
+//! (a test checks the committed file is what training produces).
+//!
+//! Predictors: a player's `origin` moves at `velocity` over the change of
+//! `commandTime`; an entity's `pos.trBase` moves at `pos.trDelta` over the
+//! snapshot's elapsed server time, which callers pass in a
+//! [`DeltaContext`]. Grids are learned: view angles, for instance, are
+//! 16-bit angles (multiples of 360/65536), coded as such.
+
+use std::sync::{Arc, OnceLock};
+
+use fields::model::{Clock, ModelPair, ModelTrainer, NativeModel, Predictor};
+use fields::{DeltaContext, Fields, NetFields};
+
+use crate::error::Q3Error;
+use crate::file::Dm68Decoder;
+use crate::message::Command;
+use crate::snapshot::Snapshot;
+use crate::tables::{EntityState, PlayerState};
+
+/// The demos (in `shared/q3demos`) the committed models were trained on,
+/// in training order. Fixed by name so that more demos in that folder do
+/// not change what "the committed model" means.
+pub const TRAINING_DEMOS: &[&str] = &[
+    "dm_68_cpma_core_gameplay_dev.dm_68",
+    "dm_68_osp_chat.dm_68",
+    "dm_68_osp_duel_2.dm_68",
+    "dm_68_osp_gameplay_types.dm_68",
+    "door_lift_grenade_100_130.dm_68",
+    "invalid_command_byte.dm_68",
+    "one_frag_only_with_plasma.dm_68",
+    "truncated.dm_68",
+];
+
+/// The committed models (postcard-encoded [`Q3Models`]).
+pub const MODELS_FILE: &[u8] = include_bytes!("q3_models.postcard");
+
+/// Model counts for both structs: [`EntityState`]'s and [`PlayerState`]'s.
+pub type Q3Models = ModelPair;
+
+fn loaded() -> Option<&'static (Arc<NativeModel>, Arc<NativeModel>)> {
+    static MODELS: OnceLock<Option<(Arc<NativeModel>, Arc<NativeModel>)>> = OnceLock::new();
+    MODELS
+        .get_or_init(|| {
+            let models: Q3Models = postcard::from_bytes(MODELS_FILE).ok()?;
+            models.build::<EntityState, PlayerState>().ok()
+        })
+        .as_ref()
+}
+
+/// The model of [`EntityState`] (`None` only if the committed file does not
+/// match the tables, which a test rules out).
+pub fn entity_model() -> Option<&'static Arc<NativeModel>> {
+    loaded().map(|(entity, _)| entity)
+}
+
+/// The model of [`PlayerState`].
+pub fn player_model() -> Option<&'static Arc<NativeModel>> {
+    loaded().map(|(_, player)| player)
+}
+
+/// The context a snapshot's deltas are coded in: its elapsed server time
+/// since its base (0 for a full snapshot).
+pub fn delta_context(snapshot: &Snapshot, base: Option<&Snapshot>) -> DeltaContext {
+    DeltaContext {
+        elapsed_ms: base.map_or(0, |base| {
+            snapshot.server_time.wrapping_sub(base.server_time)
+        }),
+    }
+}
+
+fn field(table: &fields::FieldTable, name: &str) -> u16 {
+    table
+        .field(name)
+        .map_or(u16::MAX, |(index, _)| index as u16)
+}
+
+/// The predictors of both structs (see the module docs).
+fn trainers() -> (ModelTrainer, ModelTrainer) {
+    let (entity_table, player_table) = (EntityState::TABLE, PlayerState::TABLE);
+    let mut entity = ModelTrainer::new(
+        entity_table.schema().fingerprint(),
+        entity_table.fields.len(),
+    );
+    let mut player = ModelTrainer::new(
+        player_table.schema().fingerprint(),
+        player_table.fields.len(),
+    );
+    let command_time = field(&player_table, "command_time");
+    for axis in 0..3 {
+        entity = entity.with_predictor(
+            usize::from(field(&entity_table, &format!("pos_tr_base_{axis}"))),
+            Predictor::Integrate {
+                rate: field(&entity_table, &format!("pos_tr_delta_{axis}")),
+                clock: Clock::Elapsed,
+            },
+        );
+        player = player.with_predictor(
+            usize::from(field(&player_table, &format!("origin_{axis}"))),
+            Predictor::Integrate {
+                rate: field(&player_table, &format!("velocity_{axis}")),
+                clock: Clock::Field(command_time),
+            },
+        );
+    }
+    (entity, player)
+}
+
+/// One snapshot's deltas, as the encoder sends them.
+struct Deltas {
+    context: DeltaContext,
+    player: (PlayerState, PlayerState),
+    /// (base, new) of every entity written: changed, or new to the client.
+    entities: Vec<(EntityState, EntityState)>,
+}
+
+/// Counts symbols over every snapshot of the given demos. Files that fail
+/// to decode contribute the snapshots before the failure.
+pub fn train<'a>(demos: impl IntoIterator<Item = &'a [u8]>) -> Result<Q3Models, Q3Error> {
+    let mut deltas = Vec::new();
+    for demo in demos {
+        for record in Dm68Decoder::new(demo)? {
+            let Ok(record) = record else { break };
+            for command in &record.message.commands {
+                let Command::Snapshot(snap) = &command.command else {
+                    continue;
+                };
+                let base = snap.base.as_deref();
+                let old = base.map_or(&[][..], |b| &b.entities[..]);
+                let entities = snap
+                    .snapshot
+                    .entities
+                    .iter()
+                    .filter_map(|(number, state)| {
+                        let previous = old
+                            .binary_search_by_key(number, |(n, _)| *n)
+                            .ok()
+                            .map(|i| old[i].1);
+                        let from = previous.or_else(|| snap.baselines.get(*number).copied())?;
+                        // New entities are always written; old ones only when changed.
+                        (previous.is_none() || state.wire_differs(&from)).then_some((from, *state))
+                    })
+                    .collect();
+                deltas.push(Deltas {
+                    context: delta_context(&snap.snapshot, base),
+                    player: (base.map(|b| b.ps).unwrap_or_default(), snap.snapshot.ps),
+                    entities,
+                });
+            }
+        }
+    }
+    let (mut entity, mut player) = trainers();
+    for delta in &deltas {
+        player.learn_grids(&delta.player.1);
+        delta
+            .entities
+            .iter()
+            .for_each(|(_, new)| entity.learn_grids(new));
+    }
+    entity.freeze_grids();
+    player.freeze_grids();
+    for delta in &deltas {
+        player.observe(&delta.player.0, &delta.player.1, &delta.context);
+        for (base, new) in &delta.entities {
+            entity.observe(base, new, &delta.context);
+        }
+    }
+    Ok(Q3Models {
+        entity: entity.finish(),
+        player: player.finish(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn committed_models_load_and_fit_the_tables() {
+        let entity = entity_model().expect("the committed entity model loads");
+        let player = player_model().expect("the committed player model loads");
+        assert!(entity
+            .predictor(usize::from(field(&EntityState::TABLE, "pos_tr_base_0")))
+            .is_some());
+        let viewangle = usize::from(field(&PlayerState::TABLE, "viewangles_0"));
+        let grid = player.grid(viewangle).expect("view angles are on a grid");
+        assert_eq!(grid.step(), Some(360.0 / 65536.0));
+    }
+}

@@ -1,0 +1,37 @@
+//! Shared helpers of the Quake 3 demo tests: the real demos, through
+//! [`q3::corpus`].
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+pub use q3::corpus::name;
+
+/// Every `.dm_68` file of the corpus; fails when there are not all eight.
+pub fn demo_paths() -> Vec<PathBuf> {
+    let paths = q3::corpus::files();
+    assert!(
+        paths.len() >= 8,
+        "expected the 8 shared demos in {}",
+        q3::corpus::dir().display()
+    );
+    paths
+}
+
+/// The demos that must decode completely.
+pub fn valid_demo_paths() -> Vec<PathBuf> {
+    demo_paths()
+        .into_iter()
+        .filter(|p| !q3::corpus::BROKEN.contains(&name(p).as_str()))
+        .collect()
+}
+
+/// Reads one demo by file name.
+pub fn read_demo(file: &str) -> Vec<u8> {
+    read(&q3::corpus::path(file))
+}
+
+/// Reads a file, naming it when that fails.
+pub fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}

@@ -1,3 +1,0 @@
-//! Shared benchmark support.
-
-pub mod q3world;
