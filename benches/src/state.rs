@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use fields::merge::{merge_by_number, Merged};
 use fields::Fields;
 
 /// One snapshot's content, as the client holds it after decoding it.
@@ -179,46 +180,13 @@ pub fn merge<'a, E: Fields>(
     old: &'a [(u32, E)],
     new: &'a [(u32, E)],
 ) -> impl Iterator<Item = Change<'a, E>> + 'a {
-    let (mut o, mut n) = (0, 0);
-    std::iter::from_fn(move || {
-        let change = match (old.get(o), new.get(n)) {
-            (None, None) => return None,
-            (Some((on, os)), Some((nn, ns))) if on == nn => {
-                o += 1;
-                n += 1;
-                if ns.wire_differs(os) {
-                    Change::Changed {
-                        number: *nn,
-                        old: os,
-                        new: ns,
-                    }
-                } else {
-                    Change::Unchanged {
-                        number: *nn,
-                        state: ns,
-                    }
-                }
-            }
-            (Some((on, _)), Some((nn, ns))) if nn < on => {
-                n += 1;
-                Change::Added {
-                    number: *nn,
-                    new: ns,
-                }
-            }
-            (None, Some((nn, ns))) => {
-                n += 1;
-                Change::Added {
-                    number: *nn,
-                    new: ns,
-                }
-            }
-            (Some((on, _)), _) => {
-                o += 1;
-                Change::Removed { number: *on }
-            }
-        };
-        Some(change)
+    merge_by_number(old, new).map(|merged| match merged {
+        Merged::Both { number, old, new } if new.wire_differs(old) => {
+            Change::Changed { number, old, new }
+        }
+        Merged::Both { number, new, .. } => Change::Unchanged { number, state: new },
+        Merged::Added { number, new } => Change::Added { number, new },
+        Merged::Removed { number, .. } => Change::Removed { number },
     })
 }
 

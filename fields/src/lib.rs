@@ -13,6 +13,8 @@
 //!   [`FieldTable`] (name, offset, bits, kind per field) and word accessors.
 //! * [`codec`] — two delta codecs over any such struct: [`Codec::Q3`]
 //!   (bit-exact Quake 3 protocol 68) and [`Codec::Native`] (much smaller).
+//! * [`merge`] — the sorted walk of a base entity list against a newer one
+//!   that every snapshot encoder and decoder makes.
 //! * [`schema`] and [`dynamic`] — the table as data, with a stable
 //!   fingerprint, and values decoded from a schema alone (for demo tools).
 //!
@@ -61,6 +63,7 @@ pub mod dynamic;
 pub mod error;
 pub mod huffman;
 pub mod kind;
+pub mod merge;
 pub mod model;
 pub mod schema;
 pub mod table;

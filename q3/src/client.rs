@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use fields::codec::Q3_ENTITY_END;
+use fields::merge::BaseCursor;
 use fields::{BitReader, BitSource, Codec, EntityBody, HuffmanCode, HuffmanReader};
 
 use crate::commands::ConfigstringCommands;
@@ -477,27 +478,19 @@ fn read_packet_entities(
     baselines: &Baselines,
 ) -> Result<Vec<(u32, EntityState)>, MessageError> {
     let mut out = Vec::with_capacity(old.len() + 8);
-    let mut old_iter = old.iter().peekable();
+    let mut cursor = BaseCursor::new(old);
     let mut last = None;
     while let Some(number) = Codec::Q3
         .read_entity_number(src, last, Q3_ENTITY_END)
         .map_err(|e| MessageError::bits("entity number", e))?
     {
         last = Some(number);
-        while let Some(&&entry) = old_iter.peek() {
-            if entry.0 >= number {
-                break;
-            }
-            out.push(entry);
-            old_iter.next();
-        }
-        let mut state = match old_iter.peek() {
-            Some(&&(n, state)) if n == number => {
-                old_iter.next();
-                state
-            }
+        let (carried, held) = cursor.advance_to(number);
+        out.extend_from_slice(carried);
+        let mut state = match held {
+            Some(state) => *state,
             // In range: read_entity_number checked `number < 1023`.
-            _ => baselines.get(number).copied().unwrap_or_default(),
+            None => baselines.get(number).copied().unwrap_or_default(),
         };
         let body = Codec::Q3
             .read_entity_body(src, number, &mut state)
@@ -506,7 +499,7 @@ fn read_packet_entities(
             out.push((number, state));
         }
     }
-    out.extend(old_iter.copied());
+    out.extend_from_slice(cursor.rest());
     Ok(out)
 }
 

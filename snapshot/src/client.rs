@@ -12,6 +12,7 @@
 //! nor make it allocate beyond those bounds. A rejected message leaves the
 //! client as it was and is counted in [`ClientStats`].
 
+use fields::merge::{merge_by_number, BaseCursor, Merged};
 use fields::{BitReader, BitSource, Codec, DeltaContext, EntityBody, Fields};
 
 use crate::checksum::{layout_fingerprint, state_hash, SyncChecksum};
@@ -258,7 +259,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
         // Merge the base's entities with the message's updates, in number order.
         out.entities.clear();
         let held: &[(u32, E)] = base.map_or(&[], |b| &b.entities);
-        let mut next = 0;
+        let mut cursor = BaseCursor::new(held);
         let mut last = None;
         while let Some(number) = codec.read_entity_number(reader, last, u32::MAX)? {
             if number >= entity_limit {
@@ -267,16 +268,10 @@ impl<E: Fields, P: Fields> Client<E, P> {
                     limit: entity_limit,
                 });
             }
-            while let Some(entry) = held.get(next).filter(|(n, _)| *n < number) {
-                out.entities.push(entry.clone());
-                next += 1;
-            }
-            let previous = held.get(next).filter(|(n, _)| *n == number);
+            let (carried, previous) = cursor.advance_to(number);
+            out.entities.extend_from_slice(carried);
             let start = match previous {
-                Some((_, state)) => {
-                    next += 1;
-                    state
-                }
+                Some(state) => state,
                 None => self.gamestate.baseline(number).unwrap_or(&self.zero_entity),
             };
             let mut state = start.clone();
@@ -305,8 +300,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
             }
             last = Some(number);
         }
-        out.entities
-            .extend_from_slice(&held[next.min(held.len())..]);
+        out.entities.extend_from_slice(cursor.rest());
 
         let sync = if header.has_checksum {
             let expected = reader.get_bits(32)?;
@@ -389,26 +383,11 @@ impl<E: Fields, P: Fields> Client<E, P> {
         else {
             return;
         };
-        let (mut i, mut j) = (0, 0);
-        while i < old.len() || j < new.len() {
-            match (old.get(i), new.get(j)) {
-                (Some((a, _)), Some((b, _))) if a == b => {
-                    i += 1;
-                    j += 1;
-                }
-                (Some((a, _)), Some((b, _))) if a < b => {
-                    self.left.push(*a);
-                    i += 1;
-                }
-                (Some((a, _)), None) => {
-                    self.left.push(*a);
-                    i += 1;
-                }
-                (_, Some((b, _))) => {
-                    self.entered.push(*b);
-                    j += 1;
-                }
-                (None, None) => break,
+        for merged in merge_by_number(old, new) {
+            match merged {
+                Merged::Removed { number, .. } => self.left.push(number),
+                Merged::Added { number, .. } => self.entered.push(number),
+                Merged::Both { .. } => {}
             }
         }
     }

@@ -13,6 +13,7 @@
 //! [`SyncChecksum`] — so a [`Client`] decodes it exactly like a live one.
 //! [`Client::encode_held`] does it for snapshots a client holds.
 
+use fields::merge::{merge_by_number, Merged};
 use fields::{BitError, BitSink, BitWriter, Codec, DeltaContext, EntityUpdate, Fields};
 use thiserror::Error;
 
@@ -119,15 +120,16 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
         header.write(w)?;
         codec.write_delta_in(&context, w, base_player, snapshot.player)?;
         let mut last = None;
-        for (number, update) in merge(held, snapshot.entities) {
-            let update = match update {
-                Step::Removed => EntityUpdate::Removed,
-                Step::Changed(old, new) => EntityUpdate::Delta {
+        for merged in merge_by_number(held, snapshot.entities) {
+            let number = merged.number();
+            let update = match merged {
+                Merged::Removed { .. } => EntityUpdate::Removed,
+                Merged::Both { old, new, .. } => EntityUpdate::Delta {
                     base: old,
                     new,
                     force: false,
                 },
-                Step::Added(new) => EntityUpdate::Delta {
+                Merged::Added { new, .. } => EntityUpdate::Delta {
                     // `zero_entity` is `Some` whenever an entity is added.
                     base: gamestate
                         .baseline(number)
@@ -166,40 +168,6 @@ fn check_sorted<E>(entities: &[(u32, E)]) -> Result<(), BitError> {
         )),
         None => Ok(()),
     }
-}
-
-enum Step<'a, E> {
-    Removed,
-    Changed(&'a E, &'a E),
-    Added(&'a E),
-}
-
-/// The sorted merge of the held and the new entity lists.
-fn merge<'a, E>(
-    held: &'a [(u32, E)],
-    new: &'a [(u32, E)],
-) -> impl Iterator<Item = (u32, Step<'a, E>)> + 'a {
-    let (mut i, mut j) = (0, 0);
-    std::iter::from_fn(move || match (held.get(i), new.get(j)) {
-        (None, None) => None,
-        (Some((a, old)), Some((b, state))) if a == b => {
-            i += 1;
-            j += 1;
-            Some((*a, Step::Changed(old, state)))
-        }
-        (Some((a, _)), Some((b, _))) if a < b => {
-            i += 1;
-            Some((*a, Step::Removed))
-        }
-        (Some((a, _)), None) => {
-            i += 1;
-            Some((*a, Step::Removed))
-        }
-        (_, Some((b, state))) => {
-            j += 1;
-            Some((*b, Step::Added(state)))
-        }
-    })
 }
 
 impl<E: Fields, P: Fields> Client<E, P> {

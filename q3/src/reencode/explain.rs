@@ -7,13 +7,14 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use fields::codec::Q3_ENTITY_END;
+use fields::merge::merge_by_number;
 use fields::{
     BitError, BitReader, BitSink, BitSource, BitWriter, Codec, EntityBody, FieldKind, Fields,
     HuffmanCode, HuffmanReader, HuffmanWriter, NetFields,
 };
 use serde::Serialize;
 
-use super::{merge, step_number, write_step, Step};
+use super::{write_step, Step};
 use crate::message::MAX_MSGLEN;
 use crate::snapshot::{Baselines, Snapshot};
 use crate::tables::{EntityState, PlayerState, GENTITYNUM_BITS};
@@ -363,8 +364,8 @@ pub(super) fn explain(
     }
 
     let old = base.map_or(&[][..], |b| &b.entities[..]);
-    let mut steps: BTreeMap<u32, Step<'_>> = merge(old, &snapshot.entities)
-        .map(|s| (step_number(s), s))
+    let mut steps: BTreeMap<u32, Step<'_>> = merge_by_number(old, &snapshot.entities)
+        .map(|s| (s.number(), s))
         .collect();
     let zero = EntityState::default();
     let mut last = None;

@@ -21,6 +21,7 @@
 use std::collections::BTreeMap;
 
 use fields::codec::Q3_ENTITY_END;
+use fields::merge::{merge_by_number, Merged};
 use fields::{
     BitError, BitReader, BitSink, BitSource, BitWriter, Codec, EntityUpdate, HuffmanCode,
     HuffmanWriter,
@@ -68,47 +69,10 @@ pub fn write_snapshot<S: BitSink + ?Sized>(
     write_packet_entities(sink, old, &snapshot.entities, baselines)
 }
 
-/// What the server sends for one entity number in the merge.
-#[derive(Clone, Copy)]
-enum Step<'a> {
-    /// In both lists: delta from the old state, skipped when unchanged.
-    Delta(u32, &'a EntityState, &'a EntityState),
-    /// Only in the new list: delta from the baseline, always sent.
-    New(u32, &'a EntityState),
-    /// Only in the old list: removal.
-    Remove(u32),
-}
-
-/// The merge of an old and a new sorted entity list, in number order.
-fn merge<'a>(
-    old: &'a [(u32, EntityState)],
-    new: &'a [(u32, EntityState)],
-) -> impl Iterator<Item = Step<'a>> + 'a {
-    let (mut o, mut n) = (0, 0);
-    std::iter::from_fn(move || {
-        let step = match (old.get(o), new.get(n)) {
-            (None, None) => return None,
-            (Some((on, os)), Some((nn, ns))) if on == nn => {
-                o += 1;
-                n += 1;
-                Step::Delta(*nn, os, ns)
-            }
-            (Some((on, _)), Some((nn, ns))) if nn < on => {
-                n += 1;
-                Step::New(*nn, ns)
-            }
-            (None, Some((nn, ns))) => {
-                n += 1;
-                Step::New(*nn, ns)
-            }
-            (Some((on, _)), _) => {
-                o += 1;
-                Step::Remove(*on)
-            }
-        };
-        Some(step)
-    })
-}
+/// One entity number of the merge of the base's and the snapshot's lists:
+/// in both, a delta from the old state (skipped when unchanged); only new,
+/// a delta from the baseline (always sent); only old, a removal.
+type Step<'a> = Merged<'a, EntityState>;
 
 fn write_step<S: BitSink + ?Sized>(
     sink: &mut S,
@@ -118,15 +82,15 @@ fn write_step<S: BitSink + ?Sized>(
 ) -> Result<bool, BitError> {
     let zero = EntityState::default();
     let (number, update) = match step {
-        Step::Delta(number, base, new) => (
+        Merged::Both { number, old, new } => (
             number,
             EntityUpdate::Delta {
-                base,
+                base: old,
                 new,
                 force: false,
             },
         ),
-        Step::New(number, new) => (
+        Merged::Added { number, new } => (
             number,
             EntityUpdate::Delta {
                 base: baselines.get(number).unwrap_or(&zero),
@@ -134,7 +98,7 @@ fn write_step<S: BitSink + ?Sized>(
                 force: true,
             },
         ),
-        Step::Remove(number) => (number, EntityUpdate::Removed),
+        Merged::Removed { number, .. } => (number, EntityUpdate::Removed),
     };
     // The codec rejects numbers that do not fit 10 bits below the end marker.
     if number >= Q3_ENTITY_END {
@@ -155,19 +119,13 @@ pub fn write_packet_entities<S: BitSink + ?Sized>(
     baselines: &Baselines,
 ) -> Result<(), BitError> {
     let mut last = None;
-    for step in merge(old, new) {
-        let number = step_number(step);
+    for step in merge_by_number(old, new) {
+        let number = step.number();
         if write_step(sink, last, step, baselines)? {
             last = Some(number);
         }
     }
     Codec::Q3.write_entities_end(sink)
-}
-
-fn step_number(step: Step<'_>) -> u32 {
-    match step {
-        Step::Delta(n, _, _) | Step::New(n, _) | Step::Remove(n) => n,
-    }
 }
 
 /// A snapshot whose re-encoding has a different bit count.
