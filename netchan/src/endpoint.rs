@@ -41,19 +41,22 @@ use crate::connection::{
     Role, Scratch,
 };
 use crate::crypto::{Direction, PresharedKey, SessionCipher};
-use crate::error::ConnectError;
+use crate::error::{ConnectError, SendError};
 use crate::handshake::{
     ConnectRequest, CookieError, CookieKey, Handshake, RejectReason, OPT_COMPRESS, OPT_ENCRYPT,
 };
 use crate::metrics::EndpointMetrics;
-use crate::packet::{packet_type, DataHeader, MAX_DATAGRAM, TYPE_DATA};
+use crate::packet::{packet_type, DataHeader, MAX_DATAGRAM, TYPE_DATA, TYPE_STATUS_REQUEST};
 use crate::pool::BufPool;
 use crate::rate::{RateLimiter, MIN_BUDGET};
+use crate::status::{StatusLimiter, StatusLimits, StatusReply, StatusRequest, MAX_STATUS_PAYLOAD};
 
 /// Most connectionless responses waiting to be sent; beyond it they are dropped.
 const MAX_OUTGOING: usize = 256;
 /// Most cookies remembered as used (for replay rejection).
 const MAX_USED_COOKIES: usize = 4096;
+/// Most status replies waiting to be sent; beyond it requests are dropped.
+const MAX_STATUS_OUTGOING: usize = 64;
 
 /// Server-side settings: present only on endpoints that accept connections.
 #[derive(Debug, Clone)]
@@ -72,6 +75,8 @@ pub struct ServerConfig {
     pub require_encryption: bool,
     /// Grant compression to clients that ask for it.
     pub allow_compression: bool,
+    /// Rate limits on connectionless status replies.
+    pub status_limits: StatusLimits,
 }
 
 impl Default for ServerConfig {
@@ -84,6 +89,7 @@ impl Default for ServerConfig {
             total_rate: None,
             require_encryption: false,
             allow_compression: true,
+            status_limits: StatusLimits::default(),
         }
     }
 }
@@ -204,6 +210,12 @@ pub struct Endpoint {
     scratch_b: Box<[u8; MAX_DATAGRAM]>,
     pool: BufPool,
     metrics: EndpointMetrics,
+    /// What status requests are answered with; `None` ignores them.
+    status: Option<Vec<u8>>,
+    status_limiter: StatusLimiter,
+    /// Replies are rendered at send time from the newest payload, so the
+    /// queue holds only who asked and how large the reply may be.
+    status_out: VecDeque<(SocketAddr, StatusRequest)>,
 }
 
 impl Endpoint {
@@ -237,6 +249,16 @@ impl Endpoint {
             scratch_b: Box::new([0; MAX_DATAGRAM]),
             pool: BufPool::new(4096, config.connection.max_message_size.max(MAX_DATAGRAM)),
             metrics: EndpointMetrics::default(),
+            status: None,
+            status_limiter: StatusLimiter::new(
+                &config
+                    .server
+                    .as_ref()
+                    .map(|s| s.status_limits.clone())
+                    .unwrap_or_default(),
+                now,
+            ),
+            status_out: VecDeque::new(),
             config,
         }
     }
@@ -249,6 +271,22 @@ impl Endpoint {
     /// Counters of connectionless traffic.
     pub fn metrics(&self) -> &EndpointMetrics {
         &self.metrics
+    }
+
+    /// Sets what a server answers connectionless status requests with
+    /// (see [`crate::status`]); until it is set they are ignored. Call again
+    /// whenever the status changes: replies use the newest payload.
+    pub fn set_status(&mut self, payload: &[u8]) -> Result<(), SendError> {
+        if payload.len() > MAX_STATUS_PAYLOAD {
+            return Err(SendError::TooLarge {
+                len: payload.len(),
+                max: MAX_STATUS_PAYLOAD,
+            });
+        }
+        let status = self.status.get_or_insert_with(Vec::new);
+        status.clear();
+        status.extend_from_slice(payload);
+        Ok(())
     }
 
     /// A connection by id (`None` once it is closed and its events were read).
@@ -382,6 +420,7 @@ impl Endpoint {
         }
         match packet_type(datagram) {
             Ok(TYPE_DATA) => self.handle_data(now, from, datagram),
+            Ok(TYPE_STATUS_REQUEST) => self.handle_status(now, from, datagram),
             Ok(_) => match Handshake::parse(datagram) {
                 Ok(packet) => self.handle_handshake(now, from, packet, datagram.len()),
                 Err(_) => self.metrics.malformed += 1,
@@ -434,6 +473,25 @@ impl Endpoint {
             self.metrics.migrations += 1;
         }
         self.drain_events(id);
+    }
+
+    fn handle_status(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+        let Ok(request) = StatusRequest::parse(datagram) else {
+            self.metrics.malformed += 1;
+            return;
+        };
+        if self.config.server.is_none() || self.status.is_none() {
+            return;
+        }
+        if self.status_out.len() >= MAX_STATUS_OUTGOING {
+            self.metrics.responses_dropped += 1;
+            return;
+        }
+        if self.status_limiter.allow(now, from.ip()).is_err() {
+            self.metrics.status_rate_limited += 1;
+            return;
+        }
+        self.status_out.push_back((from, request));
     }
 
     fn handle_handshake(&mut self, now: Instant, from: SocketAddr, packet: Handshake, len: usize) {
@@ -692,6 +750,24 @@ impl Endpoint {
                 len,
             });
         }
+        if let Some((to, request)) = self.status_out.pop_front() {
+            let payload = self.status.as_deref().unwrap_or_default();
+            let reply = StatusReply::answer(&request, payload);
+            // Cannot fail: the reply is at most the request's length, which
+            // is at most MAX_DATAGRAM.
+            if let Ok(len) = reply.write(buf) {
+                debug_assert!(len <= request.len);
+                match reply {
+                    StatusReply::Status { .. } => self.metrics.status_answered += 1,
+                    StatusReply::TooLarge { .. } => self.metrics.status_too_large += 1,
+                }
+                self.metrics.datagrams_sent += 1;
+                return Some(Transmit {
+                    destination: to,
+                    len,
+                });
+            }
+        }
         let n = self.slots.len();
         for step in 0..n {
             let index = (self.round_robin + step) % n;
@@ -744,7 +820,7 @@ impl Endpoint {
 
     /// The earliest time [`Self::handle_timeout`] or [`Self::poll_transmit`] has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if !self.outgoing.is_empty() {
+        if !self.outgoing.is_empty() || !self.status_out.is_empty() {
             return Some(self.now);
         }
         let mut earliest = self

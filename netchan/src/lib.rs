@@ -143,6 +143,7 @@ pub mod rate;
 pub mod reliable;
 pub mod sequence;
 pub mod state;
+pub mod status;
 pub mod udp;
 
 pub use compress::{Compressor, HuffmanCompressor};
@@ -163,6 +164,7 @@ pub use metrics::{EndpointMetrics, Metrics};
 pub use packet::MAX_DATAGRAM;
 pub use rate::RateAnnounce;
 pub use state::StateId;
+pub use status::{StatusLimits, StatusReply, StatusRequest};
 pub use udp::{UdpDriver, UdpTransport};
 
 /// The `mio` version the UDP driver is built on, for callers that share one

@@ -115,4 +115,10 @@ pub struct EndpointMetrics {
     pub responses_dropped: u64,
     /// Connections whose client moved to a new port (NAT rebinding).
     pub migrations: u64,
+    /// Status requests answered with the status payload.
+    pub status_answered: u64,
+    /// Status requests answered "too large" (the payload would outgrow the request).
+    pub status_too_large: u64,
+    /// Status requests refused by the per-source, total or table limits.
+    pub status_rate_limited: u64,
 }
