@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use tracing_subscriber::EnvFilter;
 
-use crate::metrics::{RejectKind, Totals};
+use netchan::DropReason;
+
+use crate::metrics::Totals;
 
 /// Installs the global subscriber: `RUST_LOG` if set, else `default`
 /// (e.g. `"info"`). A second call (tests) is harmless.
@@ -49,11 +51,11 @@ impl RejectLog {
         }
         let mut line = String::new();
         let mut sum = 0;
-        for (i, kind) in RejectKind::ALL.into_iter().enumerate() {
+        for (i, reason) in DropReason::ALL.into_iter().enumerate() {
             let new = totals.rejected[i].saturating_sub(self.last.rejected[i]);
             if new > 0 {
                 sum += new;
-                let _ = write!(line, " {}={new}", kind.name());
+                let _ = write!(line, " {}={new}", reason.name());
             }
         }
         self.last = *totals;
@@ -81,26 +83,29 @@ mod tests {
         let mut log = RejectLog::new(Duration::from_secs(1));
         let mut totals = Totals::default();
         let mut lines = Vec::new();
-        // 10 000 malformed datagrams over 3 s, one every 0.3 ms, polled each time.
+        // 10 000 badly framed datagrams over 3 s, one every 0.3 ms, polled each time.
         for i in 1..=10_000u64 {
-            totals.set_rejected(RejectKind::Malformed, i);
+            totals.set_rejected(DropReason::BadFraming, i);
             if i % 1000 == 0 {
-                totals.set_rejected(RejectKind::Stale, i / 1000);
+                totals.set_rejected(DropReason::Stale, i / 1000);
             }
             let now = t0 + Duration::from_micros(300 * i);
             lines.extend(log.poll(now, &totals));
         }
         // At 0.3 ms, 1.0003 s, 2.0004 s (first poll at or past each period end).
         assert_eq!(lines.len(), 3, "{lines:?}");
-        assert_eq!(lines[0], "rejected 1 datagrams: malformed=1");
-        // 1.0003 s is datagram 3335: 3334 new malformed, stale 1..=3.
-        assert_eq!(lines[1], "rejected 3337 datagrams: malformed=3334 stale=3");
+        assert_eq!(lines[0], "rejected 1 datagrams: bad_framing=1");
+        // 1.0003 s is datagram 3335: 3334 new badly framed, stale 1..=3.
+        assert_eq!(
+            lines[1],
+            "rejected 3337 datagrams: bad_framing=3334 stale=3"
+        );
         // The rest (after 2.0007 s, datagram 6669) comes with the next poll
         // past the period; then nothing new, nothing logged.
         let later = t0 + Duration::from_secs(60);
         assert_eq!(
             log.poll(later, &totals).as_deref(),
-            Some("rejected 3335 datagrams: malformed=3331 stale=4")
+            Some("rejected 3335 datagrams: bad_framing=3331 stale=4")
         );
         assert_eq!(log.poll(later + Duration::from_secs(60), &totals), None);
     }

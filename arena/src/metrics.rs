@@ -12,7 +12,7 @@
 //! | `arena_reliable_queue_messages` | gauge | guaranteed messages queued or in flight, all clients |
 //! | `arena_reliable_queue_max` | gauge | the same for the client with the longest queue |
 //! | `arena_timeouts_total` | counter | connections timed out |
-//! | `arena_rejected_datagrams_total{reason=…}` | counter | datagrams dropped, by reason |
+//! | `arena_rejected_datagrams_total{reason=…}` | counter | datagrams dropped, by netchan's `DropReason` |
 //!
 //! Counters that the lower layers already keep as running totals (netchan's
 //! metrics, the socket meter) are fed with [`Totals`]: the metric moves by
@@ -30,6 +30,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use netchan::DropReason;
+
 /// Kind of a snapshot.
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
 pub enum SnapshotKind {
@@ -37,67 +39,6 @@ pub enum SnapshotKind {
     Delta,
     /// A full update (from the zeroed baseline).
     Full,
-}
-
-/// Why a datagram was dropped before reaching the game.
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
-pub enum RejectKind {
-    /// It failed to parse (connectionless or data).
-    Malformed,
-    /// A data datagram from an address with no connection.
-    UnknownSender,
-    /// A connect with a forged cookie.
-    CookieForged,
-    /// A connect with an expired cookie.
-    CookieExpired,
-    /// A connect replaying a used cookie.
-    CookieReplayed,
-    /// A connect refused with a reason (full, version, schema).
-    ConnectRejected,
-    /// A status request over the rate limits.
-    StatusRateLimited,
-    /// A data datagram older than the receive window.
-    Stale,
-    /// A data datagram received twice.
-    Duplicate,
-    /// An encrypted datagram that failed authentication.
-    AuthFailed,
-    /// A datagram refused because a receive bound was full.
-    Refused,
-}
-
-impl RejectKind {
-    /// Every reason, in exposition order.
-    pub const ALL: [RejectKind; 11] = [
-        RejectKind::Malformed,
-        RejectKind::UnknownSender,
-        RejectKind::CookieForged,
-        RejectKind::CookieExpired,
-        RejectKind::CookieReplayed,
-        RejectKind::ConnectRejected,
-        RejectKind::StatusRateLimited,
-        RejectKind::Stale,
-        RejectKind::Duplicate,
-        RejectKind::AuthFailed,
-        RejectKind::Refused,
-    ];
-
-    /// Its label value.
-    pub fn name(self) -> &'static str {
-        match self {
-            RejectKind::Malformed => "malformed",
-            RejectKind::UnknownSender => "unknown_sender",
-            RejectKind::CookieForged => "cookie_forged",
-            RejectKind::CookieExpired => "cookie_expired",
-            RejectKind::CookieReplayed => "cookie_replayed",
-            RejectKind::ConnectRejected => "connect_rejected",
-            RejectKind::StatusRateLimited => "status_rate_limited",
-            RejectKind::Stale => "stale",
-            RejectKind::Duplicate => "duplicate",
-            RejectKind::AuthFailed => "auth_failed",
-            RejectKind::Refused => "refused",
-        }
-    }
 }
 
 impl SnapshotKind {
@@ -116,9 +57,13 @@ impl EncodeLabelValue for SnapshotKind {
     }
 }
 
-impl EncodeLabelValue for RejectKind {
+/// netchan's drop reason as a label value.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+struct Reason(DropReason);
+
+impl EncodeLabelValue for Reason {
     fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
-        encoder.write_str(self.name())
+        encoder.write_str(self.0.name())
     }
 }
 
@@ -129,62 +74,37 @@ struct KindLabel {
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabel {
-    reason: RejectKind,
+    reason: Reason,
 }
 
 /// Running totals kept by lower layers, sampled once in a while.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Totals {
-    /// UDP payload bytes sent by the server socket.
+    /// UDP payload bytes sent by the server endpoint.
     pub bytes_sent: u64,
     /// UDP payload bytes received.
     pub bytes_received: u64,
-    /// Dropped datagrams, indexed like [`RejectKind::ALL`].
-    pub rejected: [u64; RejectKind::ALL.len()],
+    /// Dropped datagrams, indexed like [`DropReason::ALL`].
+    pub rejected: [u64; DropReason::ALL.len()],
 }
 
 impl Totals {
+    /// The totals in netchan's endpoint counters.
+    pub fn of(endpoint: &netchan::EndpointMetrics) -> Totals {
+        let mut rejected = [0; DropReason::ALL.len()];
+        for (slot, (_, count)) in rejected.iter_mut().zip(endpoint.rejected.iter()) {
+            *slot = count;
+        }
+        Totals {
+            bytes_sent: endpoint.bytes_sent,
+            bytes_received: endpoint.bytes_received,
+            rejected,
+        }
+    }
+
     /// Sets the total for one reason.
-    pub fn set_rejected(&mut self, kind: RejectKind, total: u64) {
-        if let Some(i) = RejectKind::ALL.iter().position(|k| *k == kind) {
-            self.rejected[i] = total;
-        }
-    }
-
-    /// Reads netchan's endpoint counters and one connection's counters
-    /// summed over all live connections.
-    pub fn add_netchan(&mut self, endpoint: &netchan::EndpointMetrics) {
-        let e = endpoint;
-        for (kind, value) in [
-            (RejectKind::Malformed, e.malformed),
-            (RejectKind::UnknownSender, e.unknown_sender),
-            (RejectKind::CookieForged, e.cookies_forged),
-            (RejectKind::CookieExpired, e.cookies_expired),
-            (RejectKind::CookieReplayed, e.cookies_replayed),
-            (RejectKind::ConnectRejected, e.rejected),
-            (RejectKind::StatusRateLimited, e.status_rate_limited),
-        ] {
-            self.add(kind, value);
-        }
-    }
-
-    /// Adds a connection's rejection counters.
-    pub fn add_connection(&mut self, m: &netchan::Metrics) {
-        for (kind, value) in [
-            (RejectKind::Malformed, m.malformed_received),
-            (RejectKind::Stale, m.stale_received),
-            (RejectKind::Duplicate, m.duplicates_received),
-            (RejectKind::AuthFailed, m.auth_failures),
-            (RejectKind::Refused, m.refused_received),
-        ] {
-            self.add(kind, value);
-        }
-    }
-
-    fn add(&mut self, kind: RejectKind, value: u64) {
-        if let Some(i) = RejectKind::ALL.iter().position(|k| *k == kind) {
-            self.rejected[i] += value;
-        }
+    pub fn set_rejected(&mut self, reason: DropReason, total: u64) {
+        self.rejected[reason as usize] = total;
     }
 }
 
@@ -279,8 +199,10 @@ impl ServerMetrics {
         for kind in [SnapshotKind::Delta, SnapshotKind::Full] {
             let _ = snapshots.get_or_create(&KindLabel { kind });
         }
-        for reason in RejectKind::ALL {
-            let _ = rejected.get_or_create(&ReasonLabel { reason });
+        for reason in DropReason::ALL {
+            let _ = rejected.get_or_create(&ReasonLabel {
+                reason: Reason(reason),
+            });
         }
         Self {
             registry: Arc::new(registry),
@@ -353,8 +275,10 @@ impl ServerMetrics {
             &mut self.last.bytes_received,
             now.bytes_received,
         );
-        for (i, reason) in RejectKind::ALL.into_iter().enumerate() {
-            let counter = self.rejected.get_or_create(&ReasonLabel { reason });
+        for (i, reason) in DropReason::ALL.into_iter().enumerate() {
+            let counter = self.rejected.get_or_create(&ReasonLabel {
+                reason: Reason(reason),
+            });
             step(&counter, &mut self.last.rejected[i], now.rejected[i]);
         }
     }
@@ -391,12 +315,12 @@ mod tests {
             bytes_received: 10,
             ..Totals::default()
         };
-        t.set_rejected(RejectKind::Malformed, 3);
+        t.set_rejected(DropReason::BadFraming, 3);
         m.update_totals(t);
         t.bytes_sent = 1500;
-        t.set_rejected(RejectKind::Malformed, 5);
+        t.set_rejected(DropReason::BadFraming, 5);
         m.update_totals(t);
-        // A total going down (a connection closed) moves nothing.
+        // A total going down moves nothing.
         t.bytes_received = 4;
         m.update_totals(t);
         let text = m.encode();
@@ -411,9 +335,9 @@ mod tests {
         assert_eq!(
             line(
                 &text,
-                "arena_rejected_datagrams_total{reason=\"malformed\"}"
+                "arena_rejected_datagrams_total{reason=\"bad_framing\"}"
             ),
-            "arena_rejected_datagrams_total{reason=\"malformed\"} 5"
+            "arena_rejected_datagrams_total{reason=\"bad_framing\"} 5"
         );
         assert_eq!(
             line(&text, "arena_rejected_datagrams_total{reason=\"stale\"}"),
@@ -422,22 +346,19 @@ mod tests {
     }
 
     #[test]
-    fn netchan_counters_map_to_reasons() {
-        let mut t = Totals::default();
-        t.add_netchan(&netchan::EndpointMetrics {
-            malformed: 2,
-            status_rate_limited: 7,
-            ..Default::default()
-        });
-        t.add_connection(&netchan::Metrics {
-            malformed_received: 1,
-            duplicates_received: 4,
-            ..Default::default()
-        });
-        let at = |k| t.rejected[RejectKind::ALL.iter().position(|x| *x == k).unwrap()];
-        assert_eq!(at(RejectKind::Malformed), 3);
-        assert_eq!(at(RejectKind::StatusRateLimited), 7);
-        assert_eq!(at(RejectKind::Duplicate), 4);
-        assert_eq!(at(RejectKind::Stale), 0);
+    fn endpoint_counters_become_totals() {
+        let mut endpoint =
+            netchan::Endpoint::new(netchan::EndpointConfig::server(), std::time::Instant::now());
+        let from = std::net::SocketAddr::from(([127, 0, 0, 1], 9));
+        let now = std::time::Instant::now();
+        endpoint.handle(now, from, &[]);
+        endpoint.handle(now, from, &[0xff; 20]);
+        endpoint.handle(now, from, &[0x10; 2000]);
+        let t = Totals::of(endpoint.metrics());
+        assert_eq!(t.bytes_received, 2020);
+        assert_eq!(t.rejected[DropReason::TooShort as usize], 1);
+        assert_eq!(t.rejected[DropReason::BadFraming as usize], 1);
+        assert_eq!(t.rejected[DropReason::Oversize as usize], 1);
+        assert_eq!(t.rejected.iter().sum::<u64>(), 3);
     }
 }

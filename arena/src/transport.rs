@@ -45,9 +45,12 @@ pub struct Meter {
     pub bytes_sent: u64,
     /// Bytes received (UDP payload).
     pub bytes_received: u64,
-    /// Largest datagram sent or received.
+    /// Largest datagram sent.
     pub largest: usize,
-    /// Datagrams over [`MAX_DATAGRAM`] bytes, either way (must stay 0).
+    /// Datagrams over [`MAX_DATAGRAM`] bytes sent (must stay 0). Oversize
+    /// datagrams *received* are a stranger's doing, not ours: the endpoint
+    /// drops them and counts them as rejected
+    /// ([`netchan::DropReason::Oversize`]).
     pub oversized: u64,
 }
 
@@ -94,7 +97,6 @@ impl<T: Transport> Transport for Metered<T> {
     fn recv_from(&mut self, buf: &mut [u8]) -> io::Result<Option<(SocketAddr, usize)>> {
         let got = self.inner.recv_from(buf)?;
         if let Some((_, len)) = got {
-            self.size(len);
             self.meter.received += 1;
             self.meter.bytes_received += len as u64;
         }

@@ -6,7 +6,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use arena::http::{MetricsServer, MAX_REQUEST};
-use arena::metrics::{RejectKind, ServerMetrics, Totals};
+use arena::metrics::{ServerMetrics, Totals};
+use netchan::DropReason;
 use prometheus_parse::{Scrape, Value};
 
 fn get(addr: SocketAddr, request: &[u8]) -> (String, String) {
@@ -59,7 +60,7 @@ fn scrape_parses_as_prometheus_text() {
         bytes_received: 678,
         ..Totals::default()
     };
-    totals.set_rejected(RejectKind::StatusRateLimited, 9);
+    totals.set_rejected(DropReason::RateLimited, 9);
     metrics.update_totals(totals);
 
     let server = MetricsServer::spawn("127.0.0.1:0".parse().unwrap(), metrics.registry()).unwrap();
@@ -109,11 +110,8 @@ fn scrape_parses_as_prometheus_text() {
     assert_eq!(counter(&scrape, "arena_timeouts_total", None), 1.0);
     let reason = |r| Some(("reason", r));
     let rejected = "arena_rejected_datagrams_total";
-    assert_eq!(
-        counter(&scrape, rejected, reason("status_rate_limited")),
-        9.0
-    );
-    assert_eq!(counter(&scrape, rejected, reason("malformed")), 0.0);
+    assert_eq!(counter(&scrape, rejected, reason("rate_limited")), 9.0);
+    assert_eq!(counter(&scrape, rejected, reason("bad_framing")), 0.0);
     // Histograms: every observation counted, in the right buckets.
     let Value::Histogram(buckets) = value(&scrape, "arena_snapshot_bytes", None) else {
         panic!("snapshot_bytes is not a histogram");
@@ -138,7 +136,7 @@ fn scrape_parses_as_prometheus_text() {
             .iter()
             .filter(|s| s.metric == "arena_rejected_datagrams_total")
             .count(),
-        RejectKind::ALL.len()
+        DropReason::ALL.len()
     );
 
     // A later scrape sees later values.

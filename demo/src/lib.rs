@@ -23,6 +23,8 @@ pub mod cut;
 pub mod dump;
 pub mod error;
 pub mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod play;
 pub mod reader;
 pub mod rebase;

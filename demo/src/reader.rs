@@ -147,16 +147,20 @@ impl<'a> DemoReader<'a> {
             return None;
         }
         let end = self.records_at(end_offset, 0).read_raw().ok()?;
-        if end.kind != RecordKind::End.byte() {
+        // A shorter end record can sit at this offset with other bytes after
+        // it: only a full-size one that reaches the end of the file counts.
+        if end.kind != RecordKind::End.byte() || end.file_len() != end_len {
             return None;
         }
-        let index_offset = u64::from_le_bytes(end.payload[..8].try_into().ok()?);
+        let index_offset = u64::from_le_bytes(*end.payload.first_chunk::<8>()?);
         let index_offset = usize::try_from(index_offset).ok()?;
         if index_offset < self.records_start || index_offset >= end_offset {
             return None;
         }
         let index = self.records_at(index_offset, 0).read_raw().ok()?;
-        if index.kind != RecordKind::Index.byte() || index_offset + index.file_len() != end_offset {
+        if index.kind != RecordKind::Index.byte()
+            || index_offset.checked_add(index.file_len()) != Some(end_offset)
+        {
             return None;
         }
         let entries: Vec<KeyframeEntry> = postcard::from_bytes(index.payload).ok()?;

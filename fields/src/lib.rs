@@ -61,6 +61,8 @@ pub mod bits;
 pub mod codec;
 pub mod dynamic;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod huffman;
 pub mod kind;
 pub mod merge;

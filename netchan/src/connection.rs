@@ -14,12 +14,13 @@ use std::time::{Duration, Instant};
 use crate::compress::Compressor;
 pub use crate::config::ConnectionConfig;
 use crate::crypto::{Direction, PresharedKey, SessionCipher, TAG_LEN};
-use crate::error::{DecodeError, SendError};
+use crate::error::SendError;
 pub use crate::event::{codes, DisconnectReason, Event};
 use crate::fragment::ReassemblyLimits;
 use crate::handshake::{ConnectRequest, Cookie, Handshake, OPT_COMPRESS, OPT_ENCRYPT};
 use crate::metrics::Metrics;
 use crate::notify::{RttEstimator, SentTracker};
+use crate::outcome::DropReason;
 use crate::packet::{
     validate_body, Chunk, Chunks, DataHeader, Writer, DISCONNECT_CHUNK_LEN, EVENT_CHUNK_OVERHEAD,
     FLAG_COMPRESSED, FLAG_HAS_ACK, FRAG_CHUNK_OVERHEAD, HEADER_LEN, MAX_DATAGRAM, RATE_CHUNK_LEN,
@@ -40,8 +41,13 @@ pub const MAX_QUICKEST_ITEM: usize = MIN_BUDGET - HEADER_LEN - TAG_LEN - WHOLE_C
 /// Largest unguaranteed event: events are never fragmented.
 pub const MAX_EVENT: usize = MAX_DATAGRAM - HEADER_LEN - TAG_LEN - EVENT_CHUNK_OVERHEAD;
 
-/// Connect requests sent with one cookie before asking for a fresh one.
-const CONNECT_ATTEMPTS_PER_COOKIE: u32 = 4;
+/// Connect requests sent with one cookie before asking for a fresh one. With
+/// the retry interval doubling from about an RTT to its 1 s cap, eight tries
+/// span about as long as the server keeps an accepted connection pending
+/// (5 s): enough for one to get through at 30% loss each way (a round trip
+/// fails with probability 0.51, eight in a row with 0.5%), and a fresh
+/// cookie is asked for only once the server may have given up.
+const CONNECT_ATTEMPTS_PER_COOKIE: u32 = 8;
 
 /// Number of datagrams that carry a disconnect notice, for some chance of one arriving.
 const DISCONNECT_REPEATS: u8 = 3;
@@ -519,9 +525,12 @@ impl Connection {
     }
 
     /// Client: a connectionless packet from the server.
-    pub(crate) fn handle_handshake(&mut self, now: Instant, packet: Handshake) {
+    ///
+    /// Returns `false` when the packet does not fit this connection's phase
+    /// (or grants what was never asked for) and was ignored.
+    pub(crate) fn handle_handshake(&mut self, now: Instant, packet: Handshake) -> bool {
         let Some(hs) = self.handshake.as_mut() else {
-            return;
+            return false;
         };
         match packet {
             Handshake::ChallengeResponse { client_id, cookie }
@@ -543,7 +552,7 @@ impl Connection {
                 if options & !self.options != 0
                     || (self.options & OPT_ENCRYPT) != (options & OPT_ENCRYPT)
                 {
-                    return;
+                    return false;
                 }
                 let cipher = match (&hs.psk, options & OPT_ENCRYPT != 0) {
                     (Some(psk), true) => Some(SessionCipher::derive(
@@ -567,8 +576,9 @@ impl Connection {
             {
                 self.close(DisconnectReason::Rejected(reason), false);
             }
-            _ => {}
+            _ => return false,
         }
+        true
     }
 
     /// Handles a data datagram already matched to this connection.
@@ -578,9 +588,9 @@ impl Connection {
         header: DataHeader,
         datagram: &[u8],
         scratch: &mut Scratch<'_>,
-    ) -> Result<(), DecodeError> {
+    ) -> Result<(), DropReason> {
         if !matches!(self.phase, Phase::Established | Phase::Pending) {
-            return Ok(());
+            return Err(DropReason::Unexpected);
         }
         let reference = self.seen.newest().unwrap_or(0);
         let seq = extend(reference, header.seq);
@@ -588,11 +598,11 @@ impl Connection {
             Membership::New => {}
             Membership::Present => {
                 self.metrics.duplicates_received += 1;
-                return Ok(());
+                return Err(DropReason::Duplicate);
             }
             Membership::TooOld => {
                 self.metrics.stale_received += 1;
-                return Ok(());
+                return Err(DropReason::Stale);
             }
         }
         // Decrypt (authenticating header and body) before trusting anything.
@@ -600,15 +610,15 @@ impl Connection {
             Some(cipher) => {
                 if datagram.len() < HEADER_LEN + TAG_LEN {
                     self.metrics.auth_failures += 1;
-                    return Err(DecodeError::Authentication);
+                    return Err(DropReason::Decryption);
                 }
                 let (head, rest) = datagram.split_at(HEADER_LEN);
                 let (sealed, tag) = rest.split_at(rest.len() - TAG_LEN);
                 let buf = &mut scratch.a[..sealed.len()];
                 buf.copy_from_slice(sealed);
-                if let Err(e) = cipher.open(seq, head, buf, tag) {
+                if cipher.open(seq, head, buf, tag).is_err() {
                     self.metrics.auth_failures += 1;
-                    return Err(e);
+                    return Err(DropReason::Decryption);
                 }
                 &scratch.a[..sealed.len()]
             }
@@ -617,21 +627,21 @@ impl Connection {
         let body: &[u8] = if header.flags & FLAG_COMPRESSED != 0 {
             let Some(compressor) = scratch.compressor.filter(|_| self.is_compressed()) else {
                 self.metrics.malformed_received += 1;
-                return Err(DecodeError::Decompress);
+                return Err(DropReason::BadBody);
             };
             match compressor.decompress(body, &mut scratch.b[..]) {
                 Ok(n) => &scratch.b[..n],
-                Err(e) => {
+                Err(_) => {
                     self.metrics.malformed_received += 1;
-                    return Err(e);
+                    return Err(DropReason::BadBody);
                 }
             }
         } else {
             body
         };
-        if let Err(e) = validate_body(body) {
+        if validate_body(body).is_err() {
             self.metrics.malformed_received += 1;
-            return Err(e);
+            return Err(DropReason::BadBody);
         }
 
         // Accepted: the datagram counts from here on.

@@ -46,6 +46,7 @@ use crate::handshake::{
     ConnectRequest, CookieError, CookieKey, Handshake, RejectReason, OPT_COMPRESS, OPT_ENCRYPT,
 };
 use crate::metrics::EndpointMetrics;
+use crate::outcome::{DropReason, HandleOutcome};
 use crate::packet::{packet_type, DataHeader, MAX_DATAGRAM, TYPE_DATA, TYPE_STATUS_REQUEST};
 use crate::pool::BufPool;
 use crate::rate::{RateLimiter, MIN_BUDGET};
@@ -112,9 +113,12 @@ pub struct EndpointConfig {
     pub secret: [u8; 32],
     /// First handshake retry interval (doubling up to `handshake_retry_max`).
     pub handshake_retry: Duration,
-    /// Longest handshake retry interval.
+    /// Longest handshake retry interval: once reached, the client resends
+    /// its challenge (or connect) this often until it gets in or gives up.
     pub handshake_retry_max: Duration,
-    /// Give up connecting after this long.
+    /// Give up connecting after this long. Generous by default (a minute):
+    /// like Quake 3, a client on a bad link keeps trying, and every retry is
+    /// a small datagram the server answers statelessly.
     pub connect_timeout: Duration,
     /// The compression layer; `None` disables compression entirely.
     pub compressor: Option<Arc<dyn Compressor>>,
@@ -138,8 +142,8 @@ impl Default for EndpointConfig {
             psk: None,
             secret: random_secret(),
             handshake_retry: Duration::from_millis(250),
-            handshake_retry_max: Duration::from_secs(2),
-            connect_timeout: Duration::from_secs(10),
+            handshake_retry_max: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(60),
             compressor: Some(Arc::new(HuffmanCompressor::quake3())),
         }
     }
@@ -180,6 +184,26 @@ pub struct Transmit {
     pub destination: SocketAddr,
     /// Its length.
     pub len: usize,
+}
+
+/// How many entries each of an endpoint's internal tables holds: what a
+/// flood of input could grow, so tests and monitoring can check it stays bounded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableSizes {
+    /// Connection slots, live or free (never shrinks).
+    pub slots: usize,
+    /// Live connections.
+    pub connections: usize,
+    /// Entries of the address → connection map.
+    pub by_addr: usize,
+    /// Entries of the (IP, client id) → connection map.
+    pub by_client: usize,
+    /// Connectionless responses waiting to be sent (at most 256).
+    pub outgoing: usize,
+    /// Events waiting for [`Endpoint::poll_event`].
+    pub events: usize,
+    /// Cookies remembered as used (at most 4096).
+    pub used_cookies: usize,
 }
 
 #[derive(Debug, Default)]
@@ -268,7 +292,7 @@ impl Endpoint {
         &self.config
     }
 
-    /// Counters of connectionless traffic.
+    /// Counters of all traffic received and sent, and of input rejected by reason.
     pub fn metrics(&self) -> &EndpointMetrics {
         &self.metrics
     }
@@ -287,6 +311,19 @@ impl Endpoint {
         status.clear();
         status.extend_from_slice(payload);
         Ok(())
+    }
+
+    /// The sizes of the endpoint's internal tables.
+    pub fn table_sizes(&self) -> TableSizes {
+        TableSizes {
+            slots: self.slots.len(),
+            connections: self.slots.iter().filter(|s| s.conn.is_some()).count(),
+            by_addr: self.by_addr.len(),
+            by_client: self.by_client.len(),
+            outgoing: self.outgoing.len(),
+            events: self.events.len(),
+            used_cookies: self.used_cookies.len(),
+        }
     }
 
     /// A connection by id (`None` once it is closed and its events were read).
@@ -399,72 +436,82 @@ impl Endpoint {
         now.saturating_duration_since(self.epoch).as_millis() as u64
     }
 
-    fn queue_response(&mut self, to: SocketAddr, packet: Handshake) {
+    /// Queues a connectionless response; `false` when the queue is full and
+    /// it was dropped (answers are bounded, not the traffic that asks for them).
+    fn queue_response(&mut self, to: SocketAddr, packet: Handshake) -> bool {
         if self.outgoing.len() >= MAX_OUTGOING {
-            self.metrics.responses_dropped += 1;
-            return;
+            return false;
         }
         let mut buf = [0u8; 64];
-        if let Ok(len) = packet.write(&mut buf) {
-            self.outgoing.push_back((to, buf, len));
+        match packet.write(&mut buf) {
+            Ok(len) => {
+                self.outgoing.push_back((to, buf, len));
+                true
+            }
+            Err(_) => false,
         }
     }
 
-    /// Feeds one received datagram. Malformed input is counted and ignored.
-    pub fn handle(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+    /// Feeds one received datagram and says what became of it. Malformed or
+    /// unwanted input is dropped without a reply and counted by reason in
+    /// [`EndpointMetrics::rejected`].
+    pub fn handle(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) -> HandleOutcome {
         self.now = now;
         self.metrics.datagrams_received += 1;
+        self.metrics.bytes_received += datagram.len() as u64;
+        let outcome = self.classify(now, from, datagram);
+        if let HandleOutcome::Rejected(reason) = outcome {
+            self.metrics.rejected.add(reason);
+        }
+        outcome
+    }
+
+    fn classify(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) -> HandleOutcome {
         if datagram.len() > MAX_DATAGRAM {
-            self.metrics.malformed += 1;
-            return;
+            return HandleOutcome::Rejected(DropReason::Oversize);
         }
         match packet_type(datagram) {
             Ok(TYPE_DATA) => self.handle_data(now, from, datagram),
             Ok(TYPE_STATUS_REQUEST) => self.handle_status(now, from, datagram),
             Ok(_) => match Handshake::parse(datagram) {
                 Ok(packet) => self.handle_handshake(now, from, packet, datagram.len()),
-                Err(_) => self.metrics.malformed += 1,
+                Err(e) => HandleOutcome::Rejected(DropReason::of_decode(&e)),
             },
-            Err(_) => self.metrics.malformed += 1,
+            Err(e) => HandleOutcome::Rejected(DropReason::of_decode(&e)),
         }
     }
 
-    fn handle_data(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
-        let Ok((header, _)) = DataHeader::parse(datagram) else {
-            self.metrics.malformed += 1;
-            return;
+    fn handle_data(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) -> HandleOutcome {
+        let header = match DataHeader::parse(datagram) {
+            Ok((header, _)) => header,
+            Err(e) => return HandleOutcome::Rejected(DropReason::of_decode(&e)),
         };
+        let unknown = HandleOutcome::Rejected(DropReason::UnknownConnection);
         let (id, migrated) = match self.by_addr.get(&from) {
             Some(&id) => (id, false),
             None => match self.by_client.get(&(from.ip(), header.client_id)) {
                 Some(&id) => (id, true),
-                None => {
-                    self.metrics.unknown_sender += 1;
-                    return;
-                }
+                None => return unknown,
             },
         };
-        let Some(slot) = self.slots.get_mut(id.index as usize) else {
-            return;
-        };
-        let Some(conn) = slot.conn.as_mut() else {
-            return;
+        let Some(conn) = self
+            .slots
+            .get_mut(id.index as usize)
+            .and_then(|slot| slot.conn.as_mut())
+        else {
+            return unknown;
         };
         if conn.client_id() != header.client_id {
-            self.metrics.unknown_sender += 1;
-            return;
+            return unknown;
         }
-        let before = conn.metrics().datagrams_received;
         let mut scratch = Scratch {
             a: &mut self.scratch_a,
             b: &mut self.scratch_b,
             pool: &mut self.pool,
             compressor: self.config.compressor.as_deref(),
         };
-        // Errors are already counted in the connection's metrics.
-        let _ = conn.handle_data(now, header, datagram, &mut scratch);
-        let accepted = conn.metrics().datagrams_received > before;
-        if migrated && accepted {
+        let result = conn.handle_data(now, header, datagram, &mut scratch);
+        if migrated && result.is_ok() {
             // Quake 3's qport: same client, same IP, new port after a NAT rebinding.
             let old = conn.remote_addr();
             conn.set_remote(from);
@@ -473,60 +520,80 @@ impl Endpoint {
             self.metrics.migrations += 1;
         }
         self.drain_events(id);
+        match result {
+            Ok(()) => HandleOutcome::Data(id),
+            Err(reason) => HandleOutcome::Rejected(reason),
+        }
     }
 
-    fn handle_status(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
-        let Ok(request) = StatusRequest::parse(datagram) else {
-            self.metrics.malformed += 1;
-            return;
+    fn handle_status(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) -> HandleOutcome {
+        let request = match StatusRequest::parse(datagram) {
+            Ok(request) => request,
+            Err(e) => return HandleOutcome::Rejected(DropReason::of_decode(&e)),
         };
         if self.config.server.is_none() || self.status.is_none() {
-            return;
+            return HandleOutcome::Rejected(DropReason::Unexpected);
         }
-        if self.status_out.len() >= MAX_STATUS_OUTGOING {
-            self.metrics.responses_dropped += 1;
-            return;
-        }
-        if self.status_limiter.allow(now, from.ip()).is_err() {
+        if self.status_out.len() >= MAX_STATUS_OUTGOING
+            || self.status_limiter.allow(now, from.ip()).is_err()
+        {
             self.metrics.status_rate_limited += 1;
-            return;
+            return HandleOutcome::Rejected(DropReason::RateLimited);
         }
         self.status_out.push_back((from, request));
+        HandleOutcome::Status
     }
 
-    fn handle_handshake(&mut self, now: Instant, from: SocketAddr, packet: Handshake, len: usize) {
+    fn handle_handshake(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        packet: Handshake,
+        len: usize,
+    ) -> HandleOutcome {
         match packet {
             Handshake::ChallengeRequest { client_id } => {
                 if self.config.server.is_none() {
-                    return;
+                    return HandleOutcome::Rejected(DropReason::Unexpected);
                 }
                 let cookie = self.cookie_key.issue(from, client_id, self.millis(now));
                 let response = Handshake::ChallengeResponse { client_id, cookie };
                 debug_assert!(crate::handshake::CHALLENGE_RESPONSE_LEN <= len);
+                if !self.queue_response(from, response) {
+                    return HandleOutcome::Rejected(DropReason::RateLimited);
+                }
                 self.metrics.challenges_answered += 1;
-                self.queue_response(from, response);
+                HandleOutcome::Challenged
             }
             Handshake::Connect(request) => self.handle_connect(now, from, request),
             Handshake::ChallengeResponse { .. }
             | Handshake::Accept { .. }
             | Handshake::Reject { .. } => {
                 let Some(&id) = self.by_addr.get(&from) else {
-                    self.metrics.unknown_sender += 1;
-                    return;
+                    return HandleOutcome::Rejected(DropReason::UnknownConnection);
                 };
-                if let Some(conn) = self.connection_mut(id) {
-                    if conn.role() == Role::Client {
-                        conn.handle_handshake(now, packet);
-                    }
-                }
+                let used = match self.connection_mut(id) {
+                    Some(conn) if conn.role() == Role::Client => conn.handle_handshake(now, packet),
+                    _ => false,
+                };
                 self.drain_events(id);
+                if used {
+                    HandleOutcome::Handshake(id)
+                } else {
+                    HandleOutcome::Rejected(DropReason::Unexpected)
+                }
             }
         }
     }
 
-    fn handle_connect(&mut self, now: Instant, from: SocketAddr, req: ConnectRequest) {
+    fn handle_connect(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        req: ConnectRequest,
+    ) -> HandleOutcome {
         let Some(server) = self.config.server.clone() else {
-            return;
+            return HandleOutcome::Rejected(DropReason::Unexpected);
         };
         let lifetime = server.cookie_lifetime.as_millis() as u64;
         // A retry of a connect we already accepted: answer again, create nothing.
@@ -537,8 +604,10 @@ impl Endpoint {
                     && conn.cookie_mac == req.cookie.mac
                 {
                     let accept = self.accept_packet(conn);
-                    self.queue_response(from, accept);
-                    return;
+                    if !self.queue_response(from, accept) {
+                        return HandleOutcome::Rejected(DropReason::RateLimited);
+                    }
+                    return HandleOutcome::AcceptRepeated(id);
                 }
             }
         }
@@ -547,13 +616,12 @@ impl Endpoint {
             .verify(&req.cookie, from, req.client_id, self.millis(now), lifetime)
         {
             Ok(()) => {}
-            Err(CookieError::Forged) => {
-                self.metrics.cookies_forged += 1;
-                return;
+            Err(CookieError::Forged) => return HandleOutcome::Rejected(DropReason::BadCookie),
+            Err(CookieError::Replayed) => {
+                return HandleOutcome::Rejected(DropReason::ReplayedCookie)
             }
-            Err(_) => {
-                self.metrics.cookies_expired += 1;
-                return;
+            Err(CookieError::Expired | CookieError::FromTheFuture) => {
+                return HandleOutcome::Rejected(DropReason::ExpiredCookie)
             }
         }
         while self
@@ -568,14 +636,9 @@ impl Endpoint {
             .iter()
             .any(|(mac, _)| *mac == req.cookie.mac)
         {
-            self.metrics.cookies_replayed += 1;
-            return;
+            return HandleOutcome::Rejected(DropReason::ReplayedCookie);
         }
         // The address is proven from here on, so a reject may be sent.
-        let reject = |reason| Handshake::Reject {
-            client_id: req.client_id,
-            reason,
-        };
         let wants_encrypt = req.options & OPT_ENCRYPT != 0;
         let reason = if req.version != self.config.protocol_version {
             Some(RejectReason::VersionMismatch)
@@ -586,15 +649,15 @@ impl Endpoint {
         } else if server.require_encryption && !wants_encrypt {
             Some(RejectReason::EncryptionRequired)
         } else {
-            let live: Vec<Phase> = self
-                .slots
-                .iter()
-                .filter_map(|s| s.conn.as_ref())
-                .filter(|c| c.role() == Role::Server && c.phase() != Phase::Closed)
-                .map(|c| c.phase())
-                .collect();
-            let pending = live.iter().filter(|p| **p == Phase::Pending).count();
-            if live.len() >= server.max_clients
+            let mut live = 0;
+            let mut pending = 0;
+            for c in self.slots.iter().filter_map(|s| s.conn.as_ref()) {
+                if c.role() == Role::Server && c.phase() != Phase::Closed {
+                    live += 1;
+                    pending += usize::from(c.phase() == Phase::Pending);
+                }
+            }
+            if live >= server.max_clients
                 || pending >= server.max_pending
                 || self.used_cookies.len() >= MAX_USED_COOKIES
             {
@@ -604,9 +667,15 @@ impl Endpoint {
             }
         };
         if let Some(reason) = reason {
-            self.metrics.rejected += 1;
-            self.queue_response(from, reject(reason));
-            return;
+            let reject = Handshake::Reject {
+                client_id: req.client_id,
+                reason,
+            };
+            if !self.queue_response(from, reject) {
+                return HandleOutcome::Rejected(DropReason::RateLimited);
+            }
+            self.metrics.refused += 1;
+            return HandleOutcome::Refused(reason);
         }
         // A client reconnecting from the same address replaces its old connection.
         if let Some(&old) = self.by_addr.get(&from) {
@@ -648,8 +717,10 @@ impl Endpoint {
         self.metrics.accepted += 1;
         if let Some(conn) = self.connection(id) {
             let accept = self.accept_packet(conn);
+            // A full queue loses this accept; the client's retry gets another.
             self.queue_response(from, accept);
         }
+        HandleOutcome::Accepted(id)
     }
 
     fn accept_packet(&self, conn: &Connection) -> Handshake {
@@ -735,6 +806,12 @@ impl Endpoint {
         }
     }
 
+    fn count_sent(&mut self, len: usize) {
+        self.metrics.datagrams_sent += 1;
+        self.metrics.bytes_sent += len as u64;
+        self.metrics.largest_datagram_sent = self.metrics.largest_datagram_sent.max(len);
+    }
+
     /// The next datagram to send, written into `buf`.
     pub fn poll_transmit(
         &mut self,
@@ -744,7 +821,7 @@ impl Endpoint {
         self.now = now;
         if let Some((to, bytes, len)) = self.outgoing.pop_front() {
             buf[..len].copy_from_slice(&bytes[..len]);
-            self.metrics.datagrams_sent += 1;
+            self.count_sent(len);
             return Some(Transmit {
                 destination: to,
                 len,
@@ -761,7 +838,7 @@ impl Endpoint {
                     StatusReply::Status { .. } => self.metrics.status_answered += 1,
                     StatusReply::TooLarge { .. } => self.metrics.status_too_large += 1,
                 }
-                self.metrics.datagrams_sent += 1;
+                self.count_sent(len);
                 return Some(Transmit {
                     destination: to,
                     len,
@@ -796,7 +873,7 @@ impl Endpoint {
                     l.consume(now, len);
                 }
                 self.round_robin = (index + 1) % n;
-                self.metrics.datagrams_sent += 1;
+                self.count_sent(len);
                 return Some(Transmit { destination, len });
             }
         }

@@ -12,7 +12,7 @@
 //!
 //! | call | what it does |
 //! | --- | --- |
-//! | [`Endpoint::handle`]`(now, from, bytes)` | feed one received datagram |
+//! | [`Endpoint::handle`]`(now, from, bytes)` | feed one received datagram; returns a [`HandleOutcome`] |
 //! | [`Endpoint::handle_timeout`]`(now)` | run timers (retries, drop deadlines, idle timeouts) |
 //! | [`Endpoint::poll_transmit`]`(now, &mut buf)` | next datagram to send, as a [`Transmit`] `{ destination, len }` |
 //! | [`Endpoint::poll_event`]`()` | next [`Event`] for the application |
@@ -137,6 +137,7 @@ pub mod handshake;
 pub mod local;
 pub mod metrics;
 pub mod notify;
+pub mod outcome;
 pub mod packet;
 pub mod pool;
 pub mod rate;
@@ -155,12 +156,13 @@ pub use connection::{
 pub use crypto::PresharedKey;
 pub use driver::{Driver, Transport};
 pub use endpoint::{
-    random_secret, ConnectOptions, Endpoint, EndpointConfig, ServerConfig, Transmit,
+    random_secret, ConnectOptions, Endpoint, EndpointConfig, ServerConfig, TableSizes, Transmit,
 };
 pub use error::{ConnectError, DecodeError, FragmentError, SendError};
 pub use handshake::RejectReason;
 pub use local::{LocalDriver, LocalHub};
-pub use metrics::{EndpointMetrics, Metrics};
+pub use metrics::{EndpointMetrics, Metrics, RejectedCounts};
+pub use outcome::{DropReason, HandleOutcome};
 pub use packet::MAX_DATAGRAM;
 pub use rate::RateAnnounce;
 pub use state::StateId;

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::outcome::DropReason;
+
 /// Counters and gauges of one connection.
 ///
 /// Counters only grow; gauges (queue depths, RTT, loss) reflect the moment
@@ -88,37 +90,67 @@ pub struct Metrics {
     pub send_rate: u64,
 }
 
-/// Counters of an endpoint's connectionless traffic.
+/// Counters of everything an endpoint received and sent.
+///
+/// What the endpoint *sent* (`datagrams_sent`, `bytes_sent`,
+/// `largest_datagram_sent`) is kept apart from what it *received*: a
+/// stranger's oversize or garbage datagrams land in [`Self::rejected`], by
+/// reason, and never in the sent figures, so a check such as "nothing sent
+/// over [`crate::MAX_DATAGRAM`] bytes" holds whatever arrives.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EndpointMetrics {
-    /// Datagrams received, of any kind.
+    /// Datagrams received, of any kind (accepted or rejected).
     pub datagrams_received: u64,
+    /// UDP payload bytes received, of any kind.
+    pub bytes_received: u64,
     /// Datagrams sent, of any kind.
     pub datagrams_sent: u64,
+    /// UDP payload bytes sent, of any kind.
+    pub bytes_sent: u64,
+    /// Largest datagram this endpoint sent, in bytes (never above [`crate::MAX_DATAGRAM`]).
+    pub largest_datagram_sent: usize,
     /// Challenge requests answered with a cookie.
     pub challenges_answered: u64,
-    /// Connect requests whose cookie was forged (or for another address).
-    pub cookies_forged: u64,
-    /// Connect requests whose cookie had expired (or came from the future).
-    pub cookies_expired: u64,
-    /// Connect requests whose cookie had already been used.
-    pub cookies_replayed: u64,
     /// Connections accepted.
     pub accepted: u64,
-    /// Connect requests rejected with a reason.
-    pub rejected: u64,
-    /// Connectionless packets that failed to parse.
-    pub malformed: u64,
-    /// Data datagrams from addresses with no connection.
-    pub unknown_sender: u64,
-    /// Connectionless responses dropped because the outgoing queue was full.
-    pub responses_dropped: u64,
+    /// Connect requests refused with a reason sent back ([`crate::RejectReason`]).
+    pub refused: u64,
     /// Connections whose client moved to a new port (NAT rebinding).
     pub migrations: u64,
     /// Status requests answered with the status payload.
     pub status_answered: u64,
     /// Status requests answered "too large" (the payload would outgrow the request).
     pub status_too_large: u64,
-    /// Status requests refused by the per-source, total or table limits.
+    /// Status requests refused by the per-source, total or table limits
+    /// (also counted in [`Self::rejected`] as [`DropReason::RateLimited`]).
     pub status_rate_limited: u64,
+    /// Received datagrams dropped without a reply, by reason.
+    pub rejected: RejectedCounts,
+}
+
+/// Received datagrams dropped without a reply, one counter per [`DropReason`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RejectedCounts {
+    counts: [u64; DropReason::ALL.len()],
+}
+
+impl RejectedCounts {
+    /// Datagrams dropped for `reason`.
+    pub fn get(&self, reason: DropReason) -> u64 {
+        self.counts[reason as usize]
+    }
+
+    /// Datagrams dropped for any reason.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Every reason with its count, in [`DropReason::ALL`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (DropReason, u64)> + '_ {
+        DropReason::ALL.iter().map(|&r| (r, self.get(r)))
+    }
+
+    pub(crate) fn add(&mut self, reason: DropReason) {
+        self.counts[reason as usize] += 1;
+    }
 }

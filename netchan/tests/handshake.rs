@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 use common::*;
 use netchan::conditioner::ConditionerConfig;
 use netchan::handshake::{ConnectRequest, Cookie, Handshake, CHALLENGE_REQUEST_LEN, OPT_ENCRYPT};
-use netchan::{DisconnectReason, Endpoint, Event, RateAnnounce, RejectReason, MAX_DATAGRAM};
+use netchan::{
+    DisconnectReason, DropReason, Endpoint, Event, HandleOutcome, RateAnnounce, RejectReason,
+    MAX_DATAGRAM,
+};
 
 fn encode(p: Handshake) -> Vec<u8> {
     let mut buf = [0u8; 64];
@@ -23,7 +26,17 @@ fn exchange(
     from: SocketAddr,
     request: &[u8],
 ) -> Vec<Handshake> {
-    server.handle(now, from, request);
+    exchange_with(server, now, from, request).1
+}
+
+/// [`exchange`], with what the endpoint said it did with the request.
+fn exchange_with(
+    server: &mut Endpoint,
+    now: Instant,
+    from: SocketAddr,
+    request: &[u8],
+) -> (HandleOutcome, Vec<Handshake>) {
+    let outcome = server.handle(now, from, request);
     let mut buf = [0u8; MAX_DATAGRAM];
     let mut out = Vec::new();
     while let Some(t) = server.poll_transmit(now, &mut buf) {
@@ -36,7 +49,7 @@ fn exchange(
         );
         out.push(Handshake::parse(&buf[..t.len]).unwrap());
     }
-    out
+    (outcome, out)
 }
 
 fn cookie_for(server: &mut Endpoint, now: Instant, from: SocketAddr, client_id: u32) -> Cookie {
@@ -72,11 +85,16 @@ fn challenge_creates_no_state_and_never_amplifies() {
     }
     assert_eq!(server.connections().count(), 0);
     assert_eq!(server.metrics().challenges_answered, 1000);
+    assert_eq!(server.table_sizes().slots, 0);
     // A short (unpadded) request gets no answer at all.
     let mut short = encode(Handshake::ChallengeRequest { client_id: 1 });
     short.truncate(20);
-    assert!(exchange(&mut server, t0, addr(1), &short).is_empty());
-    assert_eq!(server.metrics().malformed, 1);
+    assert_eq!(
+        exchange_with(&mut server, t0, addr(1), &short),
+        (HandleOutcome::Rejected(DropReason::TooShort), vec![])
+    );
+    assert_eq!(server.metrics().rejected.get(DropReason::TooShort), 1);
+    assert_eq!(server.metrics().rejected.total(), 1);
 }
 
 #[test]
@@ -113,7 +131,7 @@ fn forged_expired_and_replayed_cookies_create_no_state() {
         &encode(Handshake::Connect(connect_request(2, real)))
     )
     .is_empty());
-    assert_eq!(server.metrics().cookies_forged, 3);
+    assert_eq!(server.metrics().rejected.get(DropReason::BadCookie), 3);
     assert_eq!(server.connections().count(), 0);
 
     // Expired: the default lifetime is 10 s.
@@ -125,25 +143,28 @@ fn forged_expired_and_replayed_cookies_create_no_state() {
         &encode(Handshake::Connect(connect_request(1, real)))
     )
     .is_empty());
-    assert_eq!(server.metrics().cookies_expired, 1);
+    assert_eq!(server.metrics().rejected.get(DropReason::ExpiredCookie), 1);
     assert_eq!(server.connections().count(), 0);
 
     // Valid: accepted once.
     let t1 = t0 + Duration::from_secs(20);
     let fresh = cookie_for(&mut server, t1, from, 1);
-    let resp = exchange(
+    let (outcome, resp) = exchange_with(
         &mut server,
         t1,
         from,
         &encode(Handshake::Connect(connect_request(1, fresh))),
     );
+    let HandleOutcome::Accepted(created) = outcome else {
+        panic!("{outcome:?}");
+    };
     assert!(matches!(
         resp.as_slice(),
         [Handshake::Accept { client_id: 1, .. }]
     ));
-    assert_eq!(server.connections().count(), 1);
+    assert_eq!(server.connections().collect::<Vec<_>>(), vec![created]);
     // A retry of the same connect is answered again but creates nothing.
-    let resp = exchange(
+    let (outcome, resp) = exchange_with(
         &mut server,
         t1,
         from,
@@ -153,6 +174,7 @@ fn forged_expired_and_replayed_cookies_create_no_state() {
         resp.as_slice(),
         [Handshake::Accept { client_id: 1, .. }]
     ));
+    assert_eq!(outcome, HandleOutcome::AcceptRepeated(created));
     assert_eq!(server.connections().count(), 1);
     assert_eq!(server.metrics().accepted, 1);
 
@@ -167,7 +189,8 @@ fn forged_expired_and_replayed_cookies_create_no_state() {
         &encode(Handshake::Connect(connect_request(1, fresh))),
     );
     assert!(resp.is_empty());
-    assert_eq!(server.metrics().cookies_replayed, 1);
+    assert_eq!(server.metrics().rejected.get(DropReason::ReplayedCookie), 1);
+    assert_eq!(server.metrics().rejected.total(), 5);
     assert_eq!(server.connections().count(), 0);
 }
 
@@ -260,19 +283,28 @@ fn rejections_carry_reasons() {
     for (i, (id, mut req, expected)) in cases.into_iter().enumerate() {
         let from = addr(6000 + i as u16);
         req.cookie = cookie_for(&mut server, t0, from, id);
-        let resp = exchange(&mut server, t0, from, &encode(Handshake::Connect(req)));
+        let (outcome, resp) =
+            exchange_with(&mut server, t0, from, &encode(Handshake::Connect(req)));
         match expected {
-            Some(reason) => assert_eq!(
-                resp,
-                vec![Handshake::Reject {
-                    client_id: id,
-                    reason
-                }]
-            ),
-            None => assert!(matches!(resp.as_slice(), [Handshake::Accept { .. }])),
+            Some(reason) => {
+                assert_eq!(outcome, HandleOutcome::Refused(reason));
+                assert_eq!(
+                    resp,
+                    vec![Handshake::Reject {
+                        client_id: id,
+                        reason
+                    }]
+                )
+            }
+            None => {
+                assert!(matches!(outcome, HandleOutcome::Accepted(_)), "{outcome:?}");
+                assert!(matches!(resp.as_slice(), [Handshake::Accept { .. }]))
+            }
         }
     }
     assert_eq!(server.connections().count(), 1);
+    assert_eq!(server.metrics().refused, 4);
+    assert_eq!(server.metrics().accepted, 1);
 }
 
 #[test]
@@ -311,7 +343,7 @@ fn client_retries_with_backoff_then_gives_up() {
         .endpoint
         .connect(now, addr(9), opts(1))
         .unwrap();
-    sim.run_for(Duration::from_secs(12));
+    sim.run_for(Duration::from_secs(62));
     let times: Vec<Duration> = sim
         .sent_log
         .as_ref()
@@ -319,14 +351,16 @@ fn client_retries_with_backoff_then_gives_up() {
         .iter()
         .map(|s| s.at)
         .collect();
-    // 0, 0.25, 0.75, 1.75, 3.75, then every 2 s until the 10 s timeout.
+    // 0, 0.25, 0.75, 1.75, then every second until the 60 s timeout:
+    // 1.75 + 58 = 59.75 is the last.
     let gaps: Vec<u128> = times
         .windows(2)
         .map(|w| (w[1] - w[0]).as_millis())
         .collect();
-    assert_eq!(gaps[..4], [250, 500, 1000, 2000]);
-    assert!(gaps.iter().all(|g| *g <= 2000));
-    assert!(times.last().unwrap() < &Duration::from_secs(10));
+    assert_eq!(gaps[..4], [250, 500, 1000, 1000]);
+    assert!(gaps[3..].iter().all(|g| *g == 1000), "{gaps:?}");
+    assert_eq!(times.len(), 62);
+    assert_eq!(*times.last().unwrap(), Duration::from_millis(59_750));
     assert_eq!(
         sim.nodes[client].events,
         vec![Event::Disconnected {
@@ -371,18 +405,21 @@ fn pending_connections_are_bounded() {
     for i in 0..10u16 {
         let from = addr(7000 + i);
         let cookie = cookie_for(&mut server, t0, from, i as u32);
-        let resp = exchange(
+        let (outcome, resp) = exchange_with(
             &mut server,
             t0,
             from,
             &encode(Handshake::Connect(connect_request(i as u32, cookie))),
         );
-        match resp.as_slice() {
-            [Handshake::Accept { .. }] => accepted += 1,
-            [Handshake::Reject {
-                reason: RejectReason::ServerFull,
-                ..
-            }] => full += 1,
+        match (outcome, resp.as_slice()) {
+            (HandleOutcome::Accepted(_), [Handshake::Accept { .. }]) => accepted += 1,
+            (
+                HandleOutcome::Refused(RejectReason::ServerFull),
+                [Handshake::Reject {
+                    reason: RejectReason::ServerFull,
+                    ..
+                }],
+            ) => full += 1,
             other => panic!("{other:?}"),
         }
     }

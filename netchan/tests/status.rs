@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use netchan::outcome::{DropReason, HandleOutcome};
 use netchan::status::{StatusLimits, StatusReply, StatusRequest, STATUS_REPLY_HEADER_LEN};
 use netchan::{Endpoint, EndpointConfig, ServerConfig, MAX_DATAGRAM};
 
@@ -28,7 +29,15 @@ fn request(nonce: u32, len: usize) -> Vec<u8> {
 /// Sends `req` from `from` and returns every reply's bytes, each checked to
 /// go back to the sender.
 fn ask(server: &mut Endpoint, now: Instant, from: SocketAddr, req: &[u8]) -> Vec<Vec<u8>> {
-    server.handle(now, from, req);
+    let outcome = server.handle(now, from, req);
+    assert!(
+        matches!(
+            outcome,
+            HandleOutcome::Status
+                | HandleOutcome::Rejected(DropReason::RateLimited | DropReason::Unexpected)
+        ),
+        "{outcome:?}"
+    );
     let mut buf = [0u8; MAX_DATAGRAM];
     let mut out = Vec::new();
     while let Some(t) = server.poll_transmit(now, &mut buf) {
@@ -109,6 +118,14 @@ fn a_flood_from_one_source_is_rate_limited() {
     assert_eq!(replies, 4 + 9);
     assert!(reply_bytes <= replies * req.len());
     assert_eq!(server.metrics().status_rate_limited, 1000 - 13);
+    assert_eq!(
+        server.metrics().rejected.get(DropReason::RateLimited),
+        1000 - 13
+    );
+    assert_eq!(
+        server.handle(t0 + Duration::from_millis(4999), addr(9, 1), &req),
+        HandleOutcome::Rejected(DropReason::RateLimited)
+    );
     // Another source is answered meanwhile.
     let now = t0 + Duration::from_millis(5000);
     assert_eq!(ask(&mut server, now, addr(10, 1), &req).len(), 1);
@@ -127,6 +144,10 @@ fn status_is_ignored_until_set_and_by_clients() {
     server.set_status(b"x").unwrap();
     let mut bad = request(1, 64);
     bad[40] = 1;
-    assert!(ask(&mut server, t0, addr(1, 1), &bad).is_empty());
-    assert_eq!(server.metrics().malformed, 1);
+    assert_eq!(
+        server.handle(t0, addr(1, 1), &bad),
+        HandleOutcome::Rejected(DropReason::BadFraming)
+    );
+    assert!(ask(&mut server, t0, addr(1, 1), &request(2, 64)).len() == 1);
+    assert_eq!(server.metrics().rejected.get(DropReason::BadFraming), 1);
 }

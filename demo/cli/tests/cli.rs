@@ -155,6 +155,70 @@ fn native_demos_through_every_command() {
     assert!(stderr(&info).contains("not a demo"));
 }
 
+/// The file of issue 15: a recorded demo whose last 35 bytes (its end
+/// record) are replaced by an end record with an empty payload, valid frame
+/// check and CRC, followed by 16 filler bytes, so that a full-size end
+/// record seems to start where the short one does.
+fn short_end_record(recorded: &[u8]) -> Vec<u8> {
+    use demo::format::{crc32_update, Frame, RecordKind, END_PAYLOAD_LEN, FRAME_LEN, TRAILER_LEN};
+    let end_len = FRAME_LEN + END_PAYLOAD_LEN + TRAILER_LEN;
+    assert_eq!(end_len, 35);
+    let mut data = recorded[..recorded.len() - end_len].to_vec();
+    let frame = Frame {
+        kind: RecordKind::End.byte(),
+        len: 0,
+        server_time: 0,
+        sequence: 0,
+    }
+    .encode();
+    data.extend_from_slice(&frame);
+    data.extend_from_slice(&crc32_update(0, &frame).to_le_bytes());
+    data.extend_from_slice(&[0xAB; 16]);
+    assert_eq!(data.len(), recorded.len());
+    data
+}
+
+#[test]
+fn a_short_end_record_is_an_error_in_every_command() {
+    let recorded = record_match(Codec::Native, 60, 20);
+    let file = temp("short-end");
+    std::fs::write(&file, short_end_record(&recorded.demo)).unwrap();
+    let file = path_str(&file);
+    let svg = temp("short-end.svg");
+    let cut = temp("short-end-cut");
+    let commands: [Vec<&str>; 8] = [
+        vec!["info", file],
+        vec!["info", file, "--json"],
+        vec!["dump", file, "--from", "500"],
+        vec!["dump", file],
+        vec!["play", file, "--seek", "1000"],
+        vec!["play", file, "--verify"],
+        vec!["stats", file, "--svg", path_str(&svg)],
+        vec![
+            "cut",
+            file,
+            "--from",
+            "1",
+            "--to",
+            "2",
+            "-o",
+            path_str(&cut),
+        ],
+    ];
+    for args in commands {
+        let output = demo(&args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+        assert!(
+            message.starts_with("demo: ") && message.contains("end record of 0 bytes"),
+            "{args:?}: {message}"
+        );
+        assert!(!message.contains("panicked"), "{args:?}: {message}");
+    }
+    let convert = demo(&["convert", file, path_str(&temp("short-end-converted"))]);
+    assert_eq!(convert.status.code(), Some(2), "{}", stderr(&convert));
+}
+
 #[test]
 fn quake3_demos_through_info_play_dump_and_convert() {
     let duel = q3("dm_68_osp_duel_2.dm_68");

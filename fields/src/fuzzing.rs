@@ -1,0 +1,268 @@
+//! The bodies of the `fields/fuzz` targets, as library functions so that the
+//! regression test `tests/fuzz_seeds.rs` replays the committed seeds and past
+//! crashes through exactly the code the fuzzer runs (on stable, without
+//! cargo-fuzz). Not part of the API.
+//!
+//! Each function panics only when an invariant fails, and returns how much of
+//! the input decoded, so a test can tell a valid seed from one rejected at once.
+
+use std::sync::OnceLock;
+
+use crate::huffman::{CodeWord, HuffmanCode};
+use crate::{
+    array, boolean, net_struct, q3_float, quantized, signed, unsigned, BitReader, BitSink,
+    BitSource, BitWriter, Codec, EntityBody, Fields, HuffmanReader,
+};
+
+/// `bit_reader`: drives a [`BitReader`] with widths taken from the input
+/// itself. Every read returns a value or an error and never moves past the
+/// end. Returns the reads that succeeded.
+pub fn bit_reader(data: &[u8]) -> usize {
+    let Some((&script_len, rest)) = data.split_first() else {
+        return 0;
+    };
+    let split = (script_len as usize).min(rest.len());
+    let (script, payload) = rest.split_at(split);
+    let mut reader = BitReader::new(payload);
+    let mut text = Vec::new();
+    let mut ok_reads = 0;
+    for &op in script {
+        let before = reader.bits_read();
+        let ok = match op % 4 {
+            0 => reader.get_bits(u32::from(op >> 2)).is_ok(),
+            1 => reader.get_signed(u32::from(op >> 2) % 33).is_ok(),
+            2 => reader
+                .get_cstr_into(&mut text, usize::from(op >> 2))
+                .is_ok(),
+            _ => reader.get_f32().is_ok(),
+        };
+        assert!(reader.bits_read() <= payload.len() * 8);
+        assert!(text.len() <= 63);
+        if ok {
+            ok_reads += 1;
+        } else if op % 4 != 2 {
+            // A failed fixed-width read consumes nothing.
+            assert_eq!(reader.bits_read(), before);
+        }
+    }
+    ok_reads
+}
+
+net_struct! {
+    /// Every field kind, for the codec targets.
+    pub struct Everything {
+        /// A 32-bit signed field.
+        pub time: i32 = signed(32),
+        /// A Quake 3 float.
+        pub x: f32 = q3_float(),
+        /// A narrow unsigned field.
+        pub frame: u16 = unsigned(9),
+        /// A flag.
+        pub on: bool = boolean(),
+        /// A quantized float.
+        pub yaw: f32 = quantized(-180.0, 180.0, 10),
+        /// An array of signed fields.
+        pub stats: [i16; 16] = array(signed(16), 16),
+        /// An array of 32-bit fields.
+        pub power: [u32; 3] = array(unsigned(32), 3),
+    }
+}
+
+/// The base every codec input is decoded against.
+pub fn everything_base() -> Everything {
+    Everything {
+        time: 1000,
+        x: 16.0,
+        frame: 3,
+        stats: [7; 16],
+        ..Everything::default()
+    }
+}
+
+/// `codec_q3` / `codec_native`: `data` as a struct delta from
+/// [`everything_base`] and as an entity list. Whatever decodes must re-encode
+/// and decode to the same words (the decoder accepted only states the encoder
+/// can express). Returns 1 if the delta decoded, plus the entities that did.
+pub fn codec(codec: Codec, data: &[u8]) -> usize {
+    let base = everything_base();
+    let mut decoded = base;
+    let mut accepted = 0;
+    if codec
+        .read_delta(&mut BitReader::new(data), &mut decoded)
+        .is_ok()
+    {
+        accepted += 1;
+        let mut buf = [0u8; 512];
+        let mut writer = BitWriter::new(&mut buf);
+        codec
+            .write_delta(&mut writer, &base, &decoded)
+            .expect("a decoded state re-encodes");
+        let bits = writer.bits_written();
+        let mut again = base;
+        codec
+            .read_delta(&mut BitReader::with_bit_len(&buf, bits), &mut again)
+            .expect("a re-encoded state decodes");
+        assert!(!again.wire_differs(&decoded));
+    }
+
+    let mut reader = BitReader::new(data);
+    let mut last = None;
+    while let Ok(Some(number)) = codec.read_entity_number(&mut reader, last, 1023) {
+        assert!(number < 1023 && last.is_none_or(|last| number > last));
+        let mut entity = base;
+        match codec.read_entity_body(&mut reader, number, &mut entity) {
+            Ok(EntityBody::Unchanged) | Ok(EntityBody::Removed) => assert_eq!(entity, base),
+            Ok(EntityBody::Changed) => {}
+            Err(_) => break,
+        }
+        accepted += 1;
+        last = Some(number);
+    }
+    accepted
+}
+
+/// The Huffman codes `huffman_decode` runs: Quake 3's (complete except for
+/// its NYT leaf, at most 11 bits: the primary table alone); one for Fibonacci
+/// counts (flattened to the 24-bit cap: two levels of sub-tables); and a
+/// sparse code whose 232 longest words are 32 bits, with unused 32-bit
+/// patterns (invalid deep in the tables).
+///
+/// Built once, not from each input: building goes through
+/// `huffman-compress`, whose recursive allocations give AddressSanitizer a
+/// new stack trace per tree path, so per-input builds made memory grow
+/// without bound. Construction is covered by the property tests.
+pub fn huffman_codes() -> [&'static HuffmanCode; 3] {
+    static DEEP: OnceLock<HuffmanCode> = OnceLock::new();
+    static SPARSE: OnceLock<HuffmanCode> = OnceLock::new();
+    let deep = DEEP.get_or_init(|| {
+        let mut counts = [0u32; 256];
+        let (mut a, mut b) = (1u32, 1u32);
+        for count in counts.iter_mut().take(46) {
+            *count = a;
+            (a, b) = (b, a.saturating_add(b));
+        }
+        HuffmanCode::from_frequencies(&counts).expect("Fibonacci counts build a code")
+    });
+    let sparse = SPARSE.get_or_init(|| {
+        let mut words = [CodeWord::default(); 256];
+        for (i, word) in words.iter_mut().enumerate() {
+            // Byte i < 24: i ones then a zero. The rest: 24 ones, then 8 bits.
+            *word = if i < 24 {
+                CodeWord::from_bits_in_order((0..=i).map(|k| k < i)).expect("at most 24 bits")
+            } else {
+                CodeWord {
+                    bits: 0xFF_FFFF | ((i as u32 - 24) << 24),
+                    len: 32,
+                }
+            };
+        }
+        HuffmanCode::from_code_words(&words).expect("a prefix-free code")
+    });
+    [HuffmanCode::quake3(), deep, sparse]
+}
+
+/// Decodes symbols until the first error with both decoders in lock step;
+/// returns the symbols decoded.
+fn decoders_agree(code: &HuffmanCode, bytes: &[u8], bit_len: usize) -> usize {
+    let mut fast = BitReader::with_bit_len(bytes, bit_len);
+    let mut slow = fast.clone();
+    let tree = code.tree_decoder();
+    let mut symbols = 0;
+    loop {
+        let a = code.decode_symbol(&mut fast);
+        let b = tree.decode_symbol(&mut slow);
+        assert_eq!(a, b);
+        assert_eq!(fast.bits_read(), slow.bits_read());
+        if a.is_err() {
+            return symbols;
+        }
+        symbols += 1;
+    }
+}
+
+/// Reads values of the widths `widths` names, in bitstream mode.
+fn read_stream(code: &HuffmanCode, bytes: &[u8], bit_len: usize, widths: &[u8]) {
+    let mut reader = HuffmanReader::new(BitReader::with_bit_len(bytes, bit_len), code);
+    for &w in widths {
+        let before = reader.bits_read();
+        // Widths 0 and 33 are included on purpose: they must be errors.
+        if reader.get_bits(u32::from(w % 34)).is_err() {
+            assert_eq!(reader.bits_read(), before);
+        }
+    }
+    let mut text = Vec::new();
+    let _ = reader.get_cstr_into(&mut text, 64);
+    assert!(text.len() <= 64);
+}
+
+/// `huffman_decode`: bytes through the table decoder, the tree-walk decoder
+/// and the bitstream-mode reader of every [`huffman_codes`] code. The two
+/// decoders must agree on every symbol, error and position, and a failed
+/// bitstream read leaves the reader where it was.
+///
+/// Input: a byte whose low 3 bits cut that many bits off the end of the
+/// stream, a count of width bytes, the widths, the stream. Returns the
+/// symbols Quake 3's code decoded.
+pub fn huffman_decode(data: &[u8]) -> usize {
+    let [cut, width_count, rest @ ..] = data else {
+        return 0;
+    };
+    let split = rest.len().min(usize::from(*width_count));
+    let (widths, stream) = rest.split_at(split);
+    let bit_len = (stream.len() * 8).saturating_sub(usize::from(cut & 7));
+    let mut quake3_symbols = None;
+    for code in huffman_codes() {
+        let symbols = decoders_agree(code, stream, bit_len);
+        quake3_symbols.get_or_insert(symbols);
+        read_stream(code, stream, bit_len, widths);
+    }
+    quake3_symbols.unwrap_or(0)
+}
+
+/// The files of a fuzz target's committed inputs: `<crate>/fuzz/seeds/<target>/`
+/// (valid inputs) or `<crate>/fuzz/regressions/<target>/` (past crashes), sorted
+/// by name. A missing directory has no files. Used by every crate's
+/// `tests/fuzz_seeds.rs`.
+pub fn corpus_files(
+    crate_dir: &str,
+    kind: &str,
+    target: &str,
+) -> std::io::Result<Vec<(std::path::PathBuf, Vec<u8>)>> {
+    let dir = std::path::Path::new(crate_dir)
+        .join("fuzz")
+        .join(kind)
+        .join(target);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(error),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry?.path();
+        if path.is_file() {
+            let data = std::fs::read(&path)?;
+            files.push((path, data));
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Writes `seeds` as `<crate>/fuzz/seeds/<target>/seed-NN` when the
+/// environment variable `FUZZ_SEEDS_WRITE` is set (how the committed seeds
+/// were made); otherwise does nothing. Returns whether it wrote.
+pub fn write_seeds(crate_dir: &str, target: &str, seeds: &[Vec<u8>]) -> std::io::Result<bool> {
+    if std::env::var_os("FUZZ_SEEDS_WRITE").is_none() {
+        return Ok(false);
+    }
+    let dir = std::path::Path::new(crate_dir)
+        .join("fuzz")
+        .join("seeds")
+        .join(target);
+    std::fs::create_dir_all(&dir)?;
+    for (n, seed) in seeds.iter().enumerate() {
+        std::fs::write(dir.join(format!("seed-{n:02}")), seed)?;
+    }
+    Ok(true)
+}

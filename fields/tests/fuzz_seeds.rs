@@ -1,0 +1,198 @@
+//! Replays the committed seeds (valid inputs) and past crashes of every
+//! `fields/fuzz` target through the functions the targets call, so they run
+//! in `cargo test` on stable. `FUZZ_SEEDS_WRITE=1 cargo test -p fields --test
+//! fuzz_seeds` rewrites the seeds from the generators below.
+
+use fields::fuzzing::{self, corpus_files, everything_base, write_seeds, Everything};
+use fields::{BitSink, BitWriter, Codec, EntityUpdate, HuffmanCode};
+
+const CRATE: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Every seed must decode to at least `min` (reads, entities, symbols);
+/// every past crash must replay without panicking. Returns the seed count.
+fn replay(target: &str, min: usize, run: impl Fn(&[u8]) -> usize) -> usize {
+    let seeds = corpus_files(CRATE, "seeds", target).unwrap();
+    assert!(!seeds.is_empty(), "{target} has no committed seeds");
+    for (path, data) in &seeds {
+        let accepted = run(data);
+        assert!(
+            accepted >= min,
+            "{}: only {accepted} accepted",
+            path.display()
+        );
+    }
+    for (_, data) in corpus_files(CRATE, "regressions", target).unwrap() {
+        run(&data);
+    }
+    seeds.len()
+}
+
+fn bit_reader_seeds() -> Vec<Vec<u8>> {
+    // Script: get_bits(8) twice (op 32 = 8 << 2), get_signed(8) (op 33), a
+    // string of up to 15 bytes (op 62), get_f32 (op 3); then the payload.
+    let script = [32u8, 32, 33, 62, 3];
+    let mut payload = vec![0xA5, 0x5A, 0x1F];
+    payload.extend_from_slice(b"fuzz\0");
+    payload.extend_from_slice(&1.5f32.to_le_bytes());
+    let mut seed = vec![script.len() as u8];
+    seed.extend_from_slice(&script);
+    seed.extend_from_slice(&payload);
+    vec![seed, vec![2, 32, 32, 1, 2]]
+}
+
+fn changed() -> [Everything; 3] {
+    let base = everything_base();
+    [
+        Everything {
+            time: 1050,
+            x: 17.5,
+            ..base
+        },
+        Everything {
+            on: true,
+            yaw: 90.0,
+            stats: [7, 8, 9, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, -3],
+            ..base
+        },
+        Everything {
+            frame: 511,
+            power: [1, u32::MAX, 0],
+            x: -1e6,
+            ..base
+        },
+    ]
+}
+
+fn codec_seeds(codec: Codec) -> Vec<Vec<u8>> {
+    let base = everything_base();
+    let mut seeds = Vec::new();
+    for new in changed() {
+        let mut buf = [0u8; 512];
+        let mut writer = BitWriter::new(&mut buf);
+        codec.write_delta(&mut writer, &base, &new).unwrap();
+        let len = writer.bits_written().div_ceil(8);
+        seeds.push(buf[..len].to_vec());
+    }
+    // An entity list: changed, removed, unchanged-but-forced, changed, end.
+    let mut buf = [0u8; 512];
+    let mut writer = BitWriter::new(&mut buf);
+    let [a, b, _] = changed();
+    let updates = [
+        (
+            3,
+            EntityUpdate::Delta {
+                base: &base,
+                new: &a,
+                force: false,
+            },
+        ),
+        (4, EntityUpdate::Removed),
+        (
+            70,
+            EntityUpdate::Delta {
+                base: &base,
+                new: &base,
+                force: true,
+            },
+        ),
+        (
+            1000,
+            EntityUpdate::Delta {
+                base: &base,
+                new: &b,
+                force: false,
+            },
+        ),
+    ];
+    let mut last = None;
+    for (number, update) in updates {
+        assert!(codec
+            .write_entity(&mut writer, last, number, update)
+            .unwrap());
+        last = Some(number);
+    }
+    codec.write_entities_end(&mut writer).unwrap();
+    let len = writer.bits_written().div_ceil(8);
+    seeds.push(buf[..len].to_vec());
+    seeds
+}
+
+fn huffman_seeds() -> Vec<Vec<u8>> {
+    let mut seeds = Vec::new();
+    for text in [
+        &b"configstring 0 \"map q3dm17\""[..],
+        &[0, 1, 2, 255, 254, 128],
+    ] {
+        let mut buf = [0u8; 256];
+        let mut writer = BitWriter::new(&mut buf);
+        HuffmanCode::quake3()
+            .encode_bytes(text, &mut writer)
+            .unwrap();
+        let bits = writer.bits_written();
+        let len = bits.div_ceil(8);
+        // No widths; cut the padding bits of the last byte.
+        let mut seed = vec![(len * 8 - bits) as u8, 0];
+        seed.extend_from_slice(&buf[..len]);
+        seeds.push(seed);
+    }
+    // Widths 8, 16, 32 and 3, then the first stream.
+    let mut seed = vec![seeds[0][0], 4, 8, 16, 32, 3];
+    seed.extend_from_slice(&seeds[0][2..]);
+    seeds.push(seed);
+    seeds
+}
+
+#[test]
+fn bit_reader_replays() {
+    let seeds = bit_reader_seeds();
+    write_seeds(CRATE, "bit_reader", &seeds).unwrap();
+    assert_eq!(
+        fuzzing::bit_reader(&seeds[0]),
+        5,
+        "every scripted read succeeds"
+    );
+    assert_eq!(replay("bit_reader", 2, fuzzing::bit_reader), seeds.len());
+}
+
+#[test]
+fn codec_q3_replays() {
+    let seeds = codec_seeds(Codec::Q3);
+    write_seeds(CRATE, "codec_q3", &seeds).unwrap();
+    assert_eq!(
+        fuzzing::codec(Codec::Q3, &seeds[3]),
+        5,
+        "the list's 4 entities (and its first bits read as a struct delta)"
+    );
+    assert_eq!(
+        replay("codec_q3", 1, |d| fuzzing::codec(Codec::Q3, d)),
+        seeds.len()
+    );
+}
+
+#[test]
+fn codec_native_replays() {
+    let seeds = codec_seeds(Codec::Native);
+    write_seeds(CRATE, "codec_native", &seeds).unwrap();
+    assert_eq!(
+        fuzzing::codec(Codec::Native, &seeds[3]),
+        5,
+        "the list's 4 entities (and its first bits read as a struct delta)"
+    );
+    assert_eq!(
+        replay("codec_native", 1, |d| fuzzing::codec(Codec::Native, d)),
+        seeds.len()
+    );
+}
+
+#[test]
+fn huffman_decode_replays() {
+    let seeds = huffman_seeds();
+    write_seeds(CRATE, "huffman_decode", &seeds).unwrap();
+    // 27 text bytes: the padding bits are cut exactly, so decoding stops at
+    // the end of the stream after the last one.
+    assert_eq!(fuzzing::huffman_decode(&seeds[0]), 27);
+    assert_eq!(
+        replay("huffman_decode", 6, fuzzing::huffman_decode),
+        seeds.len()
+    );
+}
