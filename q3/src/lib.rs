@@ -31,6 +31,8 @@ mod commands;
 pub mod corpus;
 mod error;
 mod file;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod info;
 mod message;
 pub mod model;
