@@ -142,6 +142,7 @@ pub mod packet;
 pub mod pool;
 pub mod rate;
 pub mod reliable;
+pub mod rng;
 pub mod sequence;
 pub mod state;
 pub mod udp;
@@ -164,6 +165,7 @@ pub use metrics::{EndpointMetrics, Metrics, RejectedCounts};
 pub use outcome::{DropReason, HandleOutcome};
 pub use packet::MAX_DATAGRAM;
 pub use rate::RateAnnounce;
+pub use rng::SeededRng;
 pub use state::StateId;
 pub use udp::{UdpDriver, UdpTransport};
 
