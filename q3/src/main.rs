@@ -116,7 +116,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             })
             .map_err(|e| e.to_string())?;
             session.finish_recording().map_err(|e| e.to_string())?;
-            if let (Some(path), Some(captured)) = (&capture, &captured) {
+            if let (Some(path), Some(captured)) = (&capture, &mut captured) {
+                captured.snapshots = session.marks().to_vec();
                 let bytes = postcard::to_allocvec(captured).map_err(|e| e.to_string())?;
                 std::fs::write(path, bytes).map_err(|e| format!("{path}: {e}"))?;
             }

@@ -80,6 +80,9 @@ pub struct LiveConfig {
     pub rate: u32,
     /// What the player does.
     pub movement: Movement,
+    /// Reliable commands sent once, when the first snapshot arrives (e.g.
+    /// `say hello`).
+    pub commands_on_enter: Vec<String>,
 }
 
 impl Default for LiveConfig {
@@ -96,6 +99,7 @@ impl Default for LiveConfig {
             snaps: 20,
             rate: 25_000,
             movement: Movement::default(),
+            commands_on_enter: Vec::new(),
         }
     }
 }
@@ -254,6 +258,7 @@ pub struct LiveClient {
     outgoing: VecDeque<Vec<u8>>,
     events: VecDeque<Event>,
     stats: ClientStats,
+    entered: bool,
 }
 
 fn ring_index(sequence: i32) -> usize {
@@ -289,6 +294,7 @@ impl LiveClient {
             outgoing: VecDeque::new(),
             events: VecDeque::new(),
             stats: ClientStats::default(),
+            entered: false,
         }
     }
 
@@ -609,6 +615,12 @@ impl LiveClient {
                     }
                     if self.stage == Stage::Primed {
                         self.stage = Stage::Active;
+                        if !self.entered {
+                            self.entered = true;
+                            for text in self.config.commands_on_enter.clone() {
+                                self.add_reliable_command(&text)?;
+                            }
+                        }
                     }
                 }
                 Command::Download(_) => {

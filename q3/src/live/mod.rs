@@ -28,6 +28,7 @@
 
 mod client;
 mod error;
+pub mod harness;
 pub mod netchan;
 pub mod oob;
 mod session;

@@ -24,7 +24,9 @@ pub struct Summary {
     pub protocol: u32,
     /// Seconds from the `connectResponse` to the end.
     pub seconds_connected: f64,
-    /// Snapshots received and decoded.
+    /// Snapshots received and decoded after the first gamestate (the
+    /// server also sends a few before it, while it waits for the client's
+    /// first acknowledge; those are counted apart).
     pub snapshots: u64,
     /// Of those, deltas from an earlier snapshot.
     pub delta_snapshots: u64,
@@ -80,6 +82,7 @@ pub struct Session {
     recording: bool,
     map_restarts: u64,
     gamestates: u64,
+    before_gamestate: u64,
     maps: Vec<String>,
 }
 
@@ -115,6 +118,7 @@ impl Session {
             recording: false,
             map_restarts: 0,
             gamestates: 0,
+            before_gamestate: 0,
             maps: Vec::new(),
         }
     }
@@ -133,6 +137,11 @@ impl Session {
     /// `map_restart` commands received.
     pub fn map_restarts(&self) -> u64 {
         self.map_restarts
+    }
+
+    /// Snapshots received before the first gamestate (not in the summary).
+    pub fn snapshots_before_gamestate(&self) -> u64 {
+        self.before_gamestate
     }
 
     /// Gamestates received.
@@ -174,6 +183,12 @@ impl Session {
                             if c.text.split_whitespace().next() == Some("map_restart") {
                                 self.map_restarts += 1;
                             }
+                        }
+                        Command::Snapshot(_) if self.gamestates == 0 => {
+                            // Sent while the server waits for us to ask for
+                            // the gamestate: no baselines, no configstrings,
+                            // not recorded; counted apart.
+                            self.before_gamestate += 1;
                         }
                         Command::Snapshot(snap) => {
                             let s = &snap.snapshot;

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::client::{Event, LiveClient, LiveConfig, Stage};
 use super::error::LiveError;
 use super::oob::{self, parse_server_oob, ServerOob};
+use super::session::SnapshotMark;
 
 /// One datagram of a captured session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +34,10 @@ pub struct Capture {
     pub client_challenge: i32,
     /// The datagrams in the order they were sent or received.
     pub datagrams: Vec<CapturedDatagram>,
+    /// The snapshots the live session decoded, in order.
+    pub snapshots: Vec<SnapshotMark>,
+    /// When the client's time was up and it left (microseconds).
+    pub stop_micros: Option<u64>,
 }
 
 /// Runs a session with `server` for `duration` (then leaves cleanly),
@@ -63,8 +68,11 @@ pub fn run(
     let mut buf = vec![0u8; 65_536];
     loop {
         let now = Instant::now();
-        if now >= stop {
+        if now >= stop && client.stage() != Stage::Ended {
             client.disconnect(now);
+            if let Some(capture) = capture.as_deref_mut() {
+                capture.stop_micros = Some(now.duration_since(start).as_micros() as u64);
+            }
         }
         client.poll(now);
         while let Some(datagram) = client.next_datagram() {
