@@ -42,8 +42,8 @@ mod tables;
 pub use client::{Q3Client, MAX_PARSE_ENTITIES, MAX_SNAPSHOT_ENTITIES, PACKET_BACKUP};
 pub use error::{MessageError, Q3Error};
 pub use file::{
-    check_dm68, looks_like_dm68, DecodedRecord, Dm68Decoder, Dm68Reader, Dm68Writer, Record, END_MARKER_LENGTH,
-    RECORD_HEADER_LEN,
+    check_dm68, looks_like_dm68, DecodedRecord, Dm68Decoder, Dm68Reader, Dm68Writer, Record,
+    END_MARKER_LENGTH, RECORD_HEADER_LEN,
 };
 pub use message::{
     svc, Command, Download, Gamestate, ParsedCommand, ParsedMessage, ServerCommand,

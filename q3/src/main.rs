@@ -16,7 +16,10 @@ use clap::{Parser, Subcommand};
 use q3::live::{udp, End, LiveConfig, LiveError, Movement, Protocol, Session};
 
 #[derive(Parser)]
-#[command(name = "q3", about = "Connect to a Quake 3 server, or ask for its status")]
+#[command(
+    name = "q3",
+    about = "Connect to a Quake 3 server, or ask for its status"
+)]
 struct Cli {
     #[command(subcommand)]
     command: CommandLine,
@@ -58,7 +61,11 @@ enum CommandLine {
 }
 
 fn resolve(server: &str) -> Result<SocketAddr, String> {
-    let with_port = if server.contains(':') { server.to_owned() } else { format!("{server}:27960") };
+    let with_port = if server.contains(':') {
+        server.to_owned()
+    } else {
+        format!("{server}:27960")
+    };
     with_port
         .to_socket_addrs()
         .map_err(|e| format!("{server}: {e}"))?
@@ -80,7 +87,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         CommandLine::Status { server } => {
             let address = resolve(&server)?;
-            let status = udp::query_status(address, Duration::from_secs(1)).map_err(|e| e.to_string())?;
+            let status =
+                udp::query_status(address, Duration::from_secs(1)).map_err(|e| e.to_string())?;
             println!("info:   {}", status.info);
             println!("status: {}", status.status);
             for player in &status.players {
@@ -88,9 +96,19 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        CommandLine::Connect { server, seconds, record, name, protocol, summary_json, capture, idle } => {
+        CommandLine::Connect {
+            server,
+            seconds,
+            record,
+            name,
+            protocol,
+            summary_json,
+            capture,
+            idle,
+        } => {
             let address = resolve(&server)?;
-            let protocol_kind = Protocol::from_number(protocol).ok_or("--protocol must be 68 or 71")?;
+            let protocol_kind =
+                Protocol::from_number(protocol).ok_or("--protocol must be 68 or 71")?;
             if !(seconds.is_finite() && seconds > 0.0 && seconds < 86_400.0) {
                 return Err("--seconds must be between 0 and 86400".into());
             }
@@ -102,7 +120,11 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 name,
                 qport: (nanos & 0xffff) as u16,
                 client_challenge: (nanos >> 1) as i32 & 0x7fff_ffff,
-                movement: if idle { Movement::Idle } else { Movement::Wander },
+                movement: if idle {
+                    Movement::Idle
+                } else {
+                    Movement::Wander
+                },
                 ..LiveConfig::default()
             };
             let mut session = Session::new(server.clone(), protocol);
@@ -111,9 +133,13 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 session = session.record_to(Box::new(BufWriter::new(file)));
             }
             let mut captured = capture.as_ref().map(|_| udp::Capture::default());
-            let client = udp::run(address, config, Duration::from_secs_f64(seconds), captured.as_mut(), &mut |client, event, now| {
-                session.observe(client, event, now)
-            })
+            let client = udp::run(
+                address,
+                config,
+                Duration::from_secs_f64(seconds),
+                captured.as_mut(),
+                &mut |client, event, now| session.observe(client, event, now),
+            )
             .map_err(|e| e.to_string())?;
             session.finish_recording().map_err(|e| e.to_string())?;
             if let (Some(path), Some(captured)) = (&capture, &mut captured) {

@@ -48,19 +48,55 @@ impl Server {
             let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
             probe.local_addr().unwrap().port()
         };
-        let home = std::env::temp_dir().join(format!("netq3-ioq3-{tag}-{}-{port}", std::process::id()));
+        let home =
+            std::env::temp_dir().join(format!("netq3-ioq3-{tag}-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&home).unwrap();
         let port_text = port.to_string();
         let home_text = home.to_string_lossy().into_owned();
         let mut args: Vec<&str> = vec![
-            "+set", "dedicated", "1", "+set", "net_ip", "127.0.0.1", "+set", "net_port", &port_text,
-            "+set", "net_enabled", "1",
-            "+set", "sv_master1", "", "+set", "sv_master2", "", "+set", "sv_master3", "",
-            "+set", "com_basegame", "baseoa", "+set", "fs_basepath", OPENARENA, "+set", "fs_homepath", &home_text,
+            "+set",
+            "dedicated",
+            "1",
+            "+set",
+            "net_ip",
+            "127.0.0.1",
+            "+set",
+            "net_port",
+            &port_text,
+            "+set",
+            "net_enabled",
+            "1",
+            "+set",
+            "sv_master1",
+            "",
+            "+set",
+            "sv_master2",
+            "",
+            "+set",
+            "sv_master3",
+            "",
+            "+set",
+            "com_basegame",
+            "baseoa",
+            "+set",
+            "fs_basepath",
+            OPENARENA,
+            "+set",
+            "fs_homepath",
+            &home_text,
             // This client sends no pk3 checksums; a pure server would keep it out.
-            "+set", "sv_pure", "0",
-            "+set", "rconPassword", RCON_PASSWORD,
-            "+set", "bot_enable", "1", "+set", "bot_minplayers", "4",
+            "+set",
+            "sv_pure",
+            "0",
+            "+set",
+            "rconPassword",
+            RCON_PASSWORD,
+            "+set",
+            "bot_enable",
+            "1",
+            "+set",
+            "bot_minplayers",
+            "4",
         ];
         args.extend(["+map", "oa_dm1"]);
         let child = Command::new(IOQ3DED)
@@ -70,7 +106,11 @@ impl Server {
             .stderr(Stdio::null())
             .spawn()
             .expect("ioq3ded starts");
-        let server = Server { child, address: ([127, 0, 0, 1], port).into(), home };
+        let server = Server {
+            child,
+            address: ([127, 0, 0, 1], port).into(),
+            home,
+        };
         // Ready when it answers getinfo (loading the map and bots takes a few seconds).
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
@@ -79,7 +119,9 @@ impl Server {
                     assert!(status.info.contains("oa_dm1"), "{}", status.info);
                     return server;
                 }
-                Err(e) if Instant::now() > deadline => panic!("ioq3ded on {} never answered: {e}", server.address),
+                Err(e) if Instant::now() > deadline => {
+                    panic!("ioq3ded on {} never answered: {e}", server.address)
+                }
                 Err(_) => std::thread::sleep(Duration::from_millis(200)),
             }
         }
@@ -128,7 +170,12 @@ fn yaw_applied(client: &LiveClient, snapshot: &Snapshot) -> Option<bool> {
     Some(d <= 1 || d == u16::MAX)
 }
 
-fn run_session(server: SocketAddr, protocol: Protocol, name: &str, during: impl FnMut(Duration) + Send) -> Outcome {
+fn run_session(
+    server: SocketAddr,
+    protocol: Protocol,
+    name: &str,
+    during: impl FnMut(Duration) + Send,
+) -> Outcome {
     let config = LiveConfig {
         protocol,
         name: name.into(),
@@ -159,7 +206,13 @@ fn run_session(server: SocketAddr, protocol: Protocol, name: &str, during: impl 
     session.finish_recording().unwrap();
     let recording = std::fs::read(&path).unwrap();
     let _ = std::fs::remove_file(&path);
-    Outcome { summary: session.summary(&client), client, session, recording, yaw_checks }
+    Outcome {
+        summary: session.summary(&client),
+        client,
+        session,
+        recording,
+        yaw_checks,
+    }
 }
 
 /// The figures every healthy session must show.
@@ -172,13 +225,20 @@ fn check_healthy(name: &str, outcome: &Outcome) {
         outcome.client.stats(),
         outcome.client.netchan_stats()
     );
-    assert!(matches!(outcome.client.end(), Some(End::Quit)), "{name}: {:?}", outcome.client.end());
+    assert!(
+        matches!(outcome.client.end(), Some(End::Quit)),
+        "{name}: {:?}",
+        outcome.client.end()
+    );
     assert_eq!(summary.disconnect_reason, None, "{name}: never dropped");
     assert_eq!(summary.decode_errors, 0, "{name}");
     assert!(summary.seconds_connected >= 20.0, "{name}: {summary:?}");
     // 20 snapshots a second are asked for.
     assert!(summary.snapshots >= 300, "{name}: {summary:?}");
-    assert!(summary.delta_snapshots * 10 >= summary.snapshots * 9, "{name}: delta share {summary:?}");
+    assert!(
+        summary.delta_snapshots * 10 >= summary.snapshots * 9,
+        "{name}: delta share {summary:?}"
+    );
     assert!(summary.native_mean_snapshot_bytes > 0.0 && summary.mean_snapshot_bytes > 0.0);
     assert_eq!(outcome.session.native_errors(), 0);
     // Every reliable server command arrived (and is acknowledged in each
@@ -187,10 +247,17 @@ fn check_healthy(name: &str, outcome: &Outcome) {
     assert_eq!(outcome.client.stats().server_command_gaps, 0, "{name}");
     assert!(outcome.client.stats().server_commands >= 1, "{name}");
     let (sent, acknowledged) = outcome.client.reliable_sequences();
-    assert_eq!((sent, acknowledged), (2, 1), "{name}: say acknowledged, then disconnect");
+    assert_eq!(
+        (sent, acknowledged),
+        (2, 1),
+        "{name}: say acknowledged, then disconnect"
+    );
     // The server applied our keyed usercmds.
     let (ok, all) = outcome.yaw_checks;
-    assert!(all >= 50 && ok * 10 >= all * 9, "{name}: yaw applied in {ok} of {all} snapshots");
+    assert!(
+        all >= 50 && ok * 10 >= all * 9,
+        "{name}: yaw applied in {ok} of {all} snapshots"
+    );
     // The recording decodes with the q3 reader: the same snapshots.
     let marks = outcome.session.marks();
     let mut snapshots = 0;
@@ -201,7 +268,10 @@ fn check_healthy(name: &str, outcome: &Outcome) {
             snapshots += 1;
         }
     }
-    assert_eq!(snapshots as u64, summary.snapshots, "{name}: recording holds every snapshot");
+    assert_eq!(
+        snapshots as u64, summary.snapshots,
+        "{name}: recording holds every snapshot"
+    );
 }
 
 #[test]
@@ -226,7 +296,11 @@ fn live_sessions_against_ioquake3() {
                 }
             })
         });
-        (p71.join().unwrap(), p68.join().unwrap(), changed.join().unwrap())
+        (
+            p71.join().unwrap(),
+            p68.join().unwrap(),
+            changed.join().unwrap(),
+        )
     });
     drop((steady, changing));
     check_healthy("protocol 71", &a);
@@ -236,13 +310,30 @@ fn live_sessions_against_ioquake3() {
     // command, then a second gamestate for the new map, and the session
     // went on (and stayed healthy) after both.
     let summary = &c.summary;
-    eprintln!("map change: {summary:?}; maps {:?}; restarts {}", c.session.maps(), c.session.map_restarts());
-    assert!(matches!(c.client.end(), Some(End::Quit)), "{:?}", c.client.end());
+    eprintln!(
+        "map change: {summary:?}; maps {:?}; restarts {}",
+        c.session.maps(),
+        c.session.map_restarts()
+    );
+    assert!(
+        matches!(c.client.end(), Some(End::Quit)),
+        "{:?}",
+        c.client.end()
+    );
     assert_eq!(summary.decode_errors, 0);
-    assert!(c.session.map_restarts() >= 1, "map_restart reached the client");
+    assert!(
+        c.session.map_restarts() >= 1,
+        "map_restart reached the client"
+    );
     assert_eq!(c.session.maps(), ["oa_dm1", "oa_dm2"]);
     assert_eq!(c.client.stats().server_command_gaps, 0);
-    let after = c.session.marks().iter().rev().take_while(|m| m.message_num > 0).count();
+    let after = c
+        .session
+        .marks()
+        .iter()
+        .rev()
+        .take_while(|m| m.message_num > 0)
+        .count();
     assert!(after >= 300, "{after} snapshots");
     let last_gamestate_snapshots = c
         .session
@@ -250,7 +341,13 @@ fn live_sessions_against_ioquake3() {
         .windows(2)
         .filter(|w| w[1].server_time < w[0].server_time)
         .count();
-    assert!(last_gamestate_snapshots <= 2, "server time runs forward except at a map change");
+    assert!(
+        last_gamestate_snapshots <= 2,
+        "server time runs forward except at a map change"
+    );
     let tail = &c.session.marks()[c.session.marks().len() - 100..];
-    assert!(tail.iter().filter(|m| m.delta_num != 0).count() >= 90, "deltas again after the map change");
+    assert!(
+        tail.iter().filter(|m| m.delta_num != 0).count() >= 90,
+        "deltas again after the map change"
+    );
 }

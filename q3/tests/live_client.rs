@@ -13,7 +13,12 @@ use q3::live::{End, Event, LiveClient, LiveConfig, LiveError, Protocol, Stage};
 const CHALLENGE: i32 = 0x5151_2323;
 
 fn config(protocol: Protocol) -> LiveConfig {
-    LiveConfig { protocol, qport: 777, client_challenge: 99, ..LiveConfig::default() }
+    LiveConfig {
+        protocol,
+        qport: 777,
+        client_challenge: 99,
+        ..LiveConfig::default()
+    }
 }
 
 fn drain(client: &mut LiveClient) -> Vec<Vec<u8>> {
@@ -48,12 +53,19 @@ fn sequenced(sequence: i32, message: &[u8]) -> Vec<u8> {
 fn connected(t0: Instant) -> LiveClient {
     let mut client = LiveClient::new(config(Protocol::V71), t0);
     client.poll(t0);
-    assert_eq!(drain(&mut client), vec![text_packet("getchallenge 99 Quake3Arena")]);
-    client.handle_datagram(t0, &text_packet(&format!("challengeResponse {CHALLENGE} 99 71")));
+    assert_eq!(
+        drain(&mut client),
+        vec![text_packet("getchallenge 99 Quake3Arena")]
+    );
+    client.handle_datagram(
+        t0,
+        &text_packet(&format!("challengeResponse {CHALLENGE} 99 71")),
+    );
     let connect = drain(&mut client);
     assert_eq!(connect.len(), 1);
     assert!(connect[0].starts_with(b"\xff\xff\xff\xffconnect "));
-    let userinfo = String::from_utf8(adaptive_decompress(&connect[0][12..], 4096).unwrap()).unwrap();
+    let userinfo =
+        String::from_utf8(adaptive_decompress(&connect[0][12..], 4096).unwrap()).unwrap();
     let userinfo = userinfo.trim_matches('"');
     assert_eq!(info_value(userinfo, "protocol"), "71");
     assert_eq!(info_value(userinfo, "qport"), "777");
@@ -76,7 +88,14 @@ fn handshake_is_retried_then_given_up() {
         sent += drain(&mut client).len();
     }
     assert_eq!(sent, cfg.connect_attempts as usize);
-    assert!(matches!(client.end(), Some(End::Error(LiveError::NoAnswer { attempts: 5, .. }))), "{:?}", client.end());
+    assert!(
+        matches!(
+            client.end(),
+            Some(End::Error(LiveError::NoAnswer { attempts: 5, .. }))
+        ),
+        "{:?}",
+        client.end()
+    );
 }
 
 #[test]
@@ -113,9 +132,15 @@ fn packets_acknowledge_messages_and_commands_and_silence_times_out() {
 
     // Server commands 1 and 2 arrive (3 is lost: a gap), message 7.
     let t1 = t0 + Duration::from_millis(1100);
-    client.handle_datagram(t1, &sequenced(7, &server_message(0, &[(1, "print \"hi\""), (2, "cs 5 x")])));
+    client.handle_datagram(
+        t1,
+        &sequenced(7, &server_message(0, &[(1, "print \"hi\""), (2, "cs 5 x")])),
+    );
     client.handle_datagram(t1, &sequenced(7, &server_message(0, &[])));
-    client.handle_datagram(t1, &sequenced(9, &server_message(0, &[(4, "print \"late\"")])));
+    client.handle_datagram(
+        t1,
+        &sequenced(9, &server_message(0, &[(4, "print \"late\"")])),
+    );
     let stats = client.stats();
     assert_eq!((stats.server_commands, stats.server_command_gaps), (3, 1));
     assert_eq!(client.netchan_stats().out_of_order, 1);
@@ -127,7 +152,13 @@ fn packets_acknowledge_messages_and_commands_and_silence_times_out() {
     assert_eq!(messages, 2);
 
     // The server disconnects us with a reason.
-    client.handle_datagram(t1, &sequenced(10, &server_message(0, &[(5, "disconnect \"kicked by admin\"")])));
+    client.handle_datagram(
+        t1,
+        &sequenced(
+            10,
+            &server_message(0, &[(5, "disconnect \"kicked by admin\"")]),
+        ),
+    );
     match client.end() {
         Some(End::Error(LiveError::Disconnected(reason))) => assert_eq!(reason, "kicked by admin"),
         other => panic!("{other:?}"),
@@ -139,7 +170,10 @@ fn packets_acknowledge_messages_and_commands_and_silence_times_out() {
     quiet.poll(t0 + Duration::from_secs(9));
     assert_ne!(quiet.stage(), Stage::Ended);
     quiet.poll(t0 + Duration::from_secs(10));
-    assert!(matches!(quiet.end(), Some(End::Error(LiveError::TimedOut { .. }))));
+    assert!(matches!(
+        quiet.end(),
+        Some(End::Error(LiveError::TimedOut { .. }))
+    ));
 }
 
 #[test]
@@ -155,7 +189,14 @@ fn a_message_that_does_not_decode_ends_the_session() {
     sink.put_u8(200).unwrap();
     let len = sink.bits_written() / 8 + 1;
     client.handle_datagram(t0, &sequenced(1, &buf[..len]));
-    assert!(matches!(client.end(), Some(End::Error(LiveError::Decode { sequence: 1, .. }))), "{:?}", client.end());
+    assert!(
+        matches!(
+            client.end(),
+            Some(End::Error(LiveError::Decode { sequence: 1, .. }))
+        ),
+        "{:?}",
+        client.end()
+    );
 }
 
 #[test]
@@ -169,6 +210,9 @@ fn leaving_sends_disconnect_three_times() {
     assert_eq!(client.reliable_sequences(), (1, 0));
     assert!(matches!(client.end(), Some(End::Quit)));
     // Sequences 2, 3, 4 after the first packet.
-    let sequences: Vec<u32> = packets.iter().map(|p| u32::from_le_bytes(p[..4].try_into().unwrap())).collect();
+    let sequences: Vec<u32> = packets
+        .iter()
+        .map(|p| u32::from_le_bytes(p[..4].try_into().unwrap()))
+        .collect();
     assert_eq!(sequences, vec![2, 3, 4]);
 }

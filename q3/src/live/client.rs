@@ -17,7 +17,10 @@ use std::time::{Duration, Instant};
 use fields::{BitReader, BitSink, BitSource, BitWriter, HuffmanCode, HuffmanReader, HuffmanWriter};
 
 use super::error::LiveError;
-use super::netchan::{scramble, Dropped, Netchan, NetchanStats, Protocol, CLIENT_SCRAMBLE_START, SERVER_SCRAMBLE_START};
+use super::netchan::{
+    scramble, Dropped, Netchan, NetchanStats, Protocol, CLIENT_SCRAMBLE_START,
+    SERVER_SCRAMBLE_START,
+};
 use super::oob::{self, info_value, parse_server_oob, ServerOob, Userinfo};
 use super::usercmd::{hash_key, Usercmd};
 use crate::client::Q3Client;
@@ -145,9 +148,15 @@ impl LiveConfig {
     pub fn guid(&self) -> String {
         let text = format!("{}/{}/{}", self.name, self.qport, self.client_challenge);
         let fnv = |seed: u64| {
-            text.bytes().fold(seed, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+            text.bytes().fold(seed, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            })
         };
-        format!("{:016X}{:016X}", fnv(0xcbf2_9ce4_8422_2325), fnv(0x8422_2325_cbf2_9ce4))
+        format!(
+            "{:016X}{:016X}",
+            fnv(0xcbf2_9ce4_8422_2325),
+            fnv(0x8422_2325_cbf2_9ce4)
+        )
     }
 }
 
@@ -345,7 +354,10 @@ impl LiveClient {
 
     /// The usercmd made for `server_time`, if still among the last 64.
     pub fn usercmd_at(&self, server_time: i32) -> Option<&Usercmd> {
-        self.cmds.iter().rev().find(|c| c.server_time == server_time)
+        self.cmds
+            .iter()
+            .rev()
+            .find(|c| c.server_time == server_time)
     }
 
     /// The next event, if any.
@@ -435,9 +447,16 @@ impl LiveClient {
                 if now < self.next_handshake {
                     return Ok(());
                 }
-                let stage = if self.stage == Stage::Challenging { "challengeResponse" } else { "connectResponse" };
+                let stage = if self.stage == Stage::Challenging {
+                    "challengeResponse"
+                } else {
+                    "connectResponse"
+                };
                 if self.attempts >= self.config.connect_attempts {
-                    return Err(LiveError::NoAnswer { stage, attempts: self.attempts });
+                    return Err(LiveError::NoAnswer {
+                        stage,
+                        attempts: self.attempts,
+                    });
                 }
                 self.attempts += 1;
                 self.next_handshake = now + self.config.retransmit;
@@ -452,9 +471,13 @@ impl LiveClient {
             Stage::Connected | Stage::Primed | Stage::Active => {
                 let silent = now.saturating_duration_since(self.last_received);
                 if silent >= self.config.timeout {
-                    return Err(LiveError::TimedOut { seconds: silent.as_secs_f64() });
+                    return Err(LiveError::TimedOut {
+                        seconds: silent.as_secs_f64(),
+                    });
                 }
-                let due = self.last_sent.is_none_or(|sent| now >= sent + self.send_interval());
+                let due = self
+                    .last_sent
+                    .is_none_or(|sent| now >= sent + self.send_interval());
                 if due {
                     self.write_packet(now)?;
                 }
@@ -484,7 +507,11 @@ impl LiveClient {
             return Ok(());
         };
         match packet {
-            ServerOob::ChallengeResponse { challenge, client_challenge, protocol } => {
+            ServerOob::ChallengeResponse {
+                challenge,
+                client_challenge,
+                protocol,
+            } => {
                 if self.stage != Stage::Challenging {
                     return Ok(());
                 }
@@ -496,7 +523,10 @@ impl LiveClient {
                 self.attempts = 0;
                 self.next_handshake = now;
                 self.last_received = now;
-                self.events.push_back(Event::Challenge { challenge, protocol });
+                self.events.push_back(Event::Challenge {
+                    challenge,
+                    protocol,
+                });
                 self.poll_inner(now)
             }
             ServerOob::ConnectResponse { challenge } => {
@@ -506,7 +536,8 @@ impl LiveClient {
                 if self.config.protocol == Protocol::V71 && challenge != Some(self.challenge) {
                     return Ok(()); // a stale or forged answer
                 }
-                self.netchan = Netchan::new(self.config.protocol, self.config.qport, self.challenge);
+                self.netchan =
+                    Netchan::new(self.config.protocol, self.config.qport, self.challenge);
                 self.stage = Stage::Connected;
                 self.last_received = now;
                 self.last_sent = None;
@@ -520,7 +551,9 @@ impl LiveClient {
                 self.events.push_back(Event::Print(text));
                 Ok(())
             }
-            ServerOob::Disconnect if !matches!(self.stage, Stage::Challenging | Stage::Connecting) => {
+            ServerOob::Disconnect
+                if !matches!(self.stage, Stage::Challenging | Stage::Connecting) =>
+            {
                 Err(LiveError::Disconnected("disconnect packet".into()))
             }
             _ => Ok(()),
@@ -557,7 +590,10 @@ impl LiveClient {
         let message = self
             .parser
             .parse_message(incoming.sequence, &payload)
-            .map_err(|source| LiveError::Decode { sequence: incoming.sequence, source })?;
+            .map_err(|source| LiveError::Decode {
+                sequence: incoming.sequence,
+                source,
+            })?;
         self.absorb(now, &message)?;
         self.events.push_back(Event::Message {
             sequence: incoming.sequence,
@@ -570,11 +606,12 @@ impl LiveClient {
     /// Updates the connection state from a parsed message.
     fn absorb(&mut self, now: Instant, message: &ParsedMessage) -> Result<(), LiveError> {
         let acknowledge = message.reliable_acknowledge;
-        self.reliable_acknowledge = if acknowledge < self.reliable_sequence - MAX_RELIABLE_COMMANDS as i32 {
-            self.reliable_sequence
-        } else {
-            acknowledge.min(self.reliable_sequence)
-        };
+        self.reliable_acknowledge =
+            if acknowledge < self.reliable_sequence - MAX_RELIABLE_COMMANDS as i32 {
+                self.reliable_sequence
+            } else {
+                acknowledge.min(self.reliable_sequence)
+            };
         let mut disconnect = None;
         for command in &message.commands {
             match &command.command {
@@ -592,7 +629,8 @@ impl LiveClient {
                     let systeminfo = self.parser.configstring(CS_SYSTEMINFO);
                     if info_value(systeminfo, "sv_pure") == "1" {
                         return Err(LiveError::Unsupported(
-                            "the server is pure (sv_pure 1): this client cannot send pk3 checksums".into(),
+                            "the server is pure (sv_pure 1): this client cannot send pk3 checksums"
+                                .into(),
                         ));
                     }
                 }
@@ -636,7 +674,11 @@ impl LiveClient {
             self.server_id = id.parse().unwrap_or(self.server_id);
         }
         if let Some(reason) = disconnect {
-            return Err(LiveError::Disconnected(if reason.is_empty() { "disconnect".into() } else { reason }));
+            return Err(LiveError::Disconnected(if reason.is_empty() {
+                "disconnect".into()
+            } else {
+                reason
+            }));
         }
         Ok(())
     }
@@ -651,13 +693,20 @@ impl LiveClient {
             }
             None => previous.server_time,
         };
-        let mut cmd = Usercmd { server_time, ..Usercmd::default() };
+        let mut cmd = Usercmd {
+            server_time,
+            ..Usercmd::default()
+        };
         if self.config.movement == Movement::Wander && self.snap.is_some() {
             let ms = now.saturating_duration_since(self.started).as_millis() as u64;
             let turning_right = (ms / 2000) % 2 == 0;
             let step = (65_536u32 / 360 * 3) as u16;
             let yaw = previous.angles[1];
-            cmd.angles[1] = if turning_right { yaw.wrapping_sub(step) } else { yaw.wrapping_add(step) };
+            cmd.angles[1] = if turning_right {
+                yaw.wrapping_sub(step)
+            } else {
+                yaw.wrapping_add(step)
+            };
             cmd.forward = 127;
             cmd.buttons = if (ms / 1000) % 2 == 1 { 1 } else { 0 };
         }
@@ -692,7 +741,9 @@ impl LiveClient {
             self.next_usercmd(now);
             // This packet's command and the previous one (`cl_packetdup 1`).
             let count = self.cmds.len().min(2);
-            let delta = self.snap.is_some_and(|(num, _, _)| num == self.server_message_sequence);
+            let delta = self
+                .snap
+                .is_some_and(|(num, _, _)| num == self.server_message_sequence);
             sink.put_u8(if delta { clc::MOVE } else { clc::MOVE_NO_DELTA })?;
             if delta {
                 self.stats.delta_moves += 1;

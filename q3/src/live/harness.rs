@@ -49,7 +49,11 @@ pub fn feed_server_datagrams(data: &[u8]) -> HarnessOutcome {
         return outcome;
     };
     let challenge = i32::from_le_bytes(*challenge);
-    let protocol = if choice % 2 == 0 { Protocol::V71 } else { Protocol::V68 };
+    let protocol = if choice % 2 == 0 {
+        Protocol::V71
+    } else {
+        Protocol::V68
+    };
     let config = harness_config(protocol);
     let start = Instant::now();
     let mut now = start;
@@ -57,9 +61,16 @@ pub fn feed_server_datagrams(data: &[u8]) -> HarnessOutcome {
     client.poll(now);
     client.handle_datagram(
         now,
-        &oob::text_packet(&format!("challengeResponse {challenge} {} {}", config.client_challenge, protocol.number())),
+        &oob::text_packet(&format!(
+            "challengeResponse {challenge} {} {}",
+            config.client_challenge,
+            protocol.number()
+        )),
     );
-    client.handle_datagram(now, &oob::text_packet(&format!("connectResponse {challenge}")));
+    client.handle_datagram(
+        now,
+        &oob::text_packet(&format!("connectResponse {challenge}")),
+    );
     while let Some((len, tail)) = rest.split_first_chunk::<2>() {
         let len = usize::from(u16::from_le_bytes(*len)).min(tail.len());
         let (datagram, tail) = tail.split_at(len);
@@ -84,13 +95,20 @@ pub fn feed_server_datagrams(data: &[u8]) -> HarnessOutcome {
         }
     }
     outcome.ended = client.stage() == Stage::Ended;
-    outcome.decode_error = matches!(client.end(), Some(End::Error(super::LiveError::Decode { .. })));
+    outcome.decode_error = matches!(
+        client.end(),
+        Some(End::Error(super::LiveError::Decode { .. }))
+    );
     outcome
 }
 
 /// Builds harness input from datagrams the server sent in a session with
 /// `challenge`.
-pub fn harness_input<'a>(protocol: Protocol, challenge: i32, datagrams: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+pub fn harness_input<'a>(
+    protocol: Protocol,
+    challenge: i32,
+    datagrams: impl IntoIterator<Item = &'a [u8]>,
+) -> Vec<u8> {
     let mut out = vec![u8::from(protocol == Protocol::V68)];
     out.extend_from_slice(&challenge.to_le_bytes());
     for datagram in datagrams {

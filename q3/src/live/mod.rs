@@ -41,4 +41,4 @@ pub use client::{
 };
 pub use error::{LiveError, NetchanError};
 pub use netchan::Protocol;
-pub use session::{SnapshotMark, Session, Summary};
+pub use session::{Session, SnapshotMark, Summary};

@@ -195,9 +195,9 @@ impl Netchan {
     pub fn process(&mut self, datagram: &[u8]) -> Result<Result<Incoming, Dropped>, NetchanError> {
         let mut at = 0usize;
         let mut take = |n: usize| -> Result<&[u8], NetchanError> {
-            let bytes = datagram
-                .get(at..at + n)
-                .ok_or(NetchanError::Truncated { len: datagram.len() })?;
+            let bytes = datagram.get(at..at + n).ok_or(NetchanError::Truncated {
+                len: datagram.len(),
+            })?;
             at += n;
             Ok(bytes)
         };
@@ -304,7 +304,12 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn server_datagrams(protocol: Protocol, challenge: i32, sequence: i32, message: &[u8]) -> Vec<Vec<u8>> {
+    fn server_datagrams(
+        protocol: Protocol,
+        challenge: i32,
+        sequence: i32,
+        message: &[u8],
+    ) -> Vec<Vec<u8>> {
         // The server's framing: no qport.
         let word = |out: &mut Vec<u8>| {
             if protocol.has_challenge_word() {
@@ -343,7 +348,7 @@ mod tests {
         let d = &out[0];
         assert_eq!(&d[..4], &1u32.to_le_bytes());
         assert_eq!(&d[4..6], &0x1234u16.to_le_bytes());
-        assert_eq!(&d[6..10], &(77 ^ 77).to_le_bytes());
+        assert_eq!(&d[6..10], &challenge_word(77, 1).to_le_bytes());
         assert_eq!(&d[10..], &[9, 8, 7]);
         let mut chan = Netchan::new(Protocol::V68, 5, 77);
         let mut out = Vec::new();
@@ -356,7 +361,8 @@ mod tests {
     fn exact_multiples_of_the_fragment_size_end_with_an_empty_fragment() {
         let mut chan = Netchan::new(Protocol::V68, 1, 0);
         let mut out = Vec::new();
-        chan.transmit(&vec![3u8; 2 * FRAGMENT_SIZE], &mut out).unwrap();
+        chan.transmit(&vec![3u8; 2 * FRAGMENT_SIZE], &mut out)
+            .unwrap();
         assert_eq!(out.len(), 3);
         assert_eq!(out[2].len(), 4 + 2 + 4);
         assert_eq!(&out[2][6..10], &[0x28, 0x0a, 0, 0]); // start 2600, length 0
@@ -372,9 +378,20 @@ mod tests {
         assert_eq!(chan.process(&d5).unwrap(), Err(Dropped::OutOfOrder));
         assert_eq!(chan.process(&d3).unwrap(), Err(Dropped::OutOfOrder));
         let spoofed = server_datagrams(Protocol::V71, 1, 6, b"six").remove(0);
-        assert_eq!(chan.process(&spoofed).unwrap(), Err(Dropped::BadChallengeWord));
+        assert_eq!(
+            chan.process(&spoofed).unwrap(),
+            Err(Dropped::BadChallengeWord)
+        );
         let stats = chan.stats();
-        assert_eq!((stats.delivered, stats.out_of_order, stats.lost, stats.bad_challenge_word), (1, 2, 4, 1));
+        assert_eq!(
+            (
+                stats.delivered,
+                stats.out_of_order,
+                stats.lost,
+                stats.bad_challenge_word
+            ),
+            (1, 2, 4, 1)
+        );
         assert!(chan.process(&[1, 2]).is_err());
     }
 
@@ -385,7 +402,10 @@ mod tests {
         assert_eq!(parts.len(), 3);
         let mut chan = Netchan::new(Protocol::V68, 1, 0);
         assert_eq!(chan.process(&parts[0]).unwrap(), Err(Dropped::Fragment));
-        assert_eq!(chan.process(&parts[2]).unwrap(), Err(Dropped::MissedFragment));
+        assert_eq!(
+            chan.process(&parts[2]).unwrap(),
+            Err(Dropped::MissedFragment)
+        );
         assert_eq!(chan.process(&parts[1]).unwrap(), Err(Dropped::Fragment));
         let got = chan.process(&parts[2]).unwrap().unwrap();
         assert_eq!(got.payload, message);

@@ -63,7 +63,11 @@ impl Userinfo {
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
         self.text.clear();
-        for (k, v) in pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).chain([(key.as_str(), value.as_str())]) {
+        for (k, v) in pairs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .chain([(key.as_str(), value.as_str())])
+        {
             self.text.push('\\');
             self.text.push_str(k);
             self.text.push('\\');
@@ -220,16 +224,23 @@ mod tests {
         );
         assert_eq!(
             parse_server_oob(b"\xff\xff\xff\xffconnectResponse -5"),
-            Some(ServerOob::ConnectResponse { challenge: Some(-5) })
+            Some(ServerOob::ConnectResponse {
+                challenge: Some(-5)
+            })
         );
         assert_eq!(
             parse_server_oob(b"\xff\xff\xff\xffprint\nServer is full.\n"),
             Some(ServerOob::Print("Server is full.\n".into()))
         );
-        let status = parse_server_oob(b"\xff\xff\xff\xffstatusResponse\n\\mapname\\oa_dm1\n3 50 \"bot\"\n").unwrap();
+        let status =
+            parse_server_oob(b"\xff\xff\xff\xffstatusResponse\n\\mapname\\oa_dm1\n3 50 \"bot\"\n")
+                .unwrap();
         assert_eq!(
             status,
-            ServerOob::StatusResponse { info: "\\mapname\\oa_dm1".into(), players: vec!["3 50 \"bot\"".into()] }
+            ServerOob::StatusResponse {
+                info: "\\mapname\\oa_dm1".into(),
+                players: vec!["3 50 \"bot\"".into()]
+            }
         );
         assert_eq!(parse_server_oob(b"\x01\x00\x00\x00x"), None);
     }
@@ -237,7 +248,9 @@ mod tests {
     #[test]
     fn userinfo_replaces_keys_and_drops_bad_characters() {
         let mut info = Userinfo::default();
-        info.set("name", "net\"q3;").set("rate", "25000").set("name", "a\\b");
+        info.set("name", "net\"q3;")
+            .set("rate", "25000")
+            .set("name", "a\\b");
         assert_eq!(info.as_str(), "\\rate\\25000\\name\\ab");
         assert_eq!(info_value(info.as_str(), "NAME"), "ab");
         assert_eq!(info_value(info.as_str(), "snaps"), "");
@@ -246,7 +259,16 @@ mod tests {
     #[test]
     fn connect_packet_holds_the_quoted_userinfo() {
         let mut info = Userinfo::default();
-        for (k, v) in [("name", "netq3"), ("rate", "25000"), ("snaps", "20"), ("model", "sarge"), ("headmodel", "sarge"), ("protocol", "71"), ("qport", "1234"), ("challenge", "-99")] {
+        for (k, v) in [
+            ("name", "netq3"),
+            ("rate", "25000"),
+            ("snaps", "20"),
+            ("model", "sarge"),
+            ("headmodel", "sarge"),
+            ("protocol", "71"),
+            ("qport", "1234"),
+            ("challenge", "-99"),
+        ] {
             info.set(k, v);
         }
         let packet = connect(&info).unwrap();

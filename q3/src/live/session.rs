@@ -160,7 +160,12 @@ impl Session {
     }
 
     /// Takes one event of `client`.
-    pub fn observe(&mut self, client: &LiveClient, event: &Event, now: Instant) -> Result<(), LiveError> {
+    pub fn observe(
+        &mut self,
+        client: &LiveClient,
+        event: &Event,
+        now: Instant,
+    ) -> Result<(), LiveError> {
         match event {
             Event::Connected => self.connected_at = Some(now),
             Event::Ended => {
@@ -169,7 +174,11 @@ impl Session {
                     self.decode_errors += 1;
                 }
             }
-            Event::Message { sequence, payload, message } => {
+            Event::Message {
+                sequence,
+                payload,
+                message,
+            } => {
                 for command in &message.commands {
                     match &command.command {
                         Command::Gamestate(gamestate) => {
@@ -278,7 +287,11 @@ impl Session {
 
 fn map_name(client: &LiveClient, gamestate: &Gamestate) -> String {
     let _ = gamestate;
-    super::oob::info_value(client.parser().configstring(super::client::CS_SERVERINFO), "mapname").to_owned()
+    super::oob::info_value(
+        client.parser().configstring(super::client::CS_SERVERINFO),
+        "mapname",
+    )
+    .to_owned()
 }
 
 /// A native server holding the gamestate's baselines (its configstrings do

@@ -110,7 +110,11 @@ pub fn run(
             }
             // Nothing yet, or an ICMP "port unreachable" from a server not
             // (yet) listening: the handshake retries cover both.
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::ConnectionRefused) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::ConnectionRefused
+                ) => {}
             Err(e) => return Err(e.into()),
         }
     }
@@ -146,14 +150,29 @@ pub fn query_status(server: SocketAddr, wait: Duration) -> Result<ServerStatus, 
             while Instant::now() < deadline {
                 match socket.recv(&mut buf) {
                     Ok(n) => match parse_server_oob(&buf[..n]) {
-                        Some(answer @ (ServerOob::InfoResponse(_) | ServerOob::StatusResponse { .. }))
-                            if matches!((&answer, stage), (ServerOob::InfoResponse(_), "infoResponse") | (ServerOob::StatusResponse { .. }, "statusResponse")) =>
+                        Some(
+                            answer
+                            @ (ServerOob::InfoResponse(_) | ServerOob::StatusResponse { .. }),
+                        ) if matches!(
+                            (&answer, stage),
+                            (ServerOob::InfoResponse(_), "infoResponse")
+                                | (ServerOob::StatusResponse { .. }, "statusResponse")
+                        ) =>
                         {
                             return Ok(answer)
                         }
                         _ => continue,
                     },
-                    Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::ConnectionRefused) => break,
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            ErrorKind::WouldBlock
+                                | ErrorKind::TimedOut
+                                | ErrorKind::ConnectionRefused
+                        ) =>
+                    {
+                        break
+                    }
                     Err(e) => return Err(e.into()),
                 }
             }
@@ -168,5 +187,9 @@ pub fn query_status(server: SocketAddr, wait: Duration) -> Result<ServerStatus, 
         ServerOob::StatusResponse { info, players } => (info, players),
         _ => (String::new(), Vec::new()),
     };
-    Ok(ServerStatus { info, status, players })
+    Ok(ServerStatus {
+        info,
+        status,
+        players,
+    })
 }

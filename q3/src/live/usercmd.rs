@@ -75,7 +75,11 @@ fn read_keyed<S: BitSource + ?Sized>(
     if source.get_bits(1)? == 0 {
         return Ok(old);
     }
-    let mask = if bits == 32 { u32::MAX } else { (1 << bits) - 1 };
+    let mask = if bits == 32 {
+        u32::MAX
+    } else {
+        (1 << bits) - 1
+    };
     Ok(source.get_bits(bits)? ^ (key as u32 & mask))
 }
 
@@ -116,10 +120,28 @@ impl Usercmd {
         let key = key ^ self.server_time;
         sink.put_bits(1, 1)?;
         for axis in 0..3 {
-            write_keyed(sink, key, from.angles[axis].into(), self.angles[axis].into(), 16)?;
+            write_keyed(
+                sink,
+                key,
+                from.angles[axis].into(),
+                self.angles[axis].into(),
+                16,
+            )?;
         }
-        write_keyed(sink, key, from.forward as u8 as u32, self.forward as u8 as u32, 8)?;
-        write_keyed(sink, key, from.right as u8 as u32, self.right as u8 as u32, 8)?;
+        write_keyed(
+            sink,
+            key,
+            from.forward as u8 as u32,
+            self.forward as u8 as u32,
+            8,
+        )?;
+        write_keyed(
+            sink,
+            key,
+            from.right as u8 as u32,
+            self.right as u8 as u32,
+            8,
+        )?;
         write_keyed(sink, key, from.up as u8 as u32, self.up as u8 as u32, 8)?;
         write_keyed(sink, key, from.buttons.into(), self.buttons.into(), 16)?;
         write_keyed(sink, key, from.weapon.into(), self.weapon.into(), 8)?;
@@ -190,8 +212,14 @@ mod tests {
         let mut buf = [0u8; 64];
         let mut writer = BitWriter::new(&mut buf);
         let mut sink = HuffmanWriter::new(&mut writer, code);
-        let a = Usercmd { server_time: 1000, ..Usercmd::default() };
-        let b = Usercmd { server_time: 1050, ..a };
+        let a = Usercmd {
+            server_time: 1000,
+            ..Usercmd::default()
+        };
+        let b = Usercmd {
+            server_time: 1050,
+            ..a
+        };
         let start = sink.bits_written();
         b.write_delta(&mut sink, 99, &a).unwrap();
         let bits = sink.bits_written() - start;

@@ -162,7 +162,7 @@ pub fn adaptive_compress(input: &[u8]) -> Result<Vec<u8>, AdaptiveError> {
 /// [`adaptive_compress`]), refusing declared lengths above `max_len` before
 /// allocating anything.
 pub fn adaptive_decompress(input: &[u8], max_len: usize) -> Result<Vec<u8>, AdaptiveError> {
-    let Some((&[high, low], bits)) = input.split_first_chunk::<2>().map(|(h, b)| (h, b)) else {
+    let Some((&[high, low], bits)) = input.split_first_chunk::<2>() else {
         return Err(AdaptiveError::Short {
             decoded: 0,
             declared: 0,
