@@ -3,7 +3,7 @@
 //! others — and its own seeded random stream, so a bot is a real client of
 //! the library, not a puppet of the server.
 
-use netchan::conditioner::SplitMix64;
+use netchan::SeededRng;
 
 use crate::interp::RenderEntity;
 use crate::physics::{Map, MoveState, EYE_HEIGHT, PLAYER_HEIGHT};
@@ -62,7 +62,7 @@ pub struct SelfView<'a> {
 /// One bot's decision state.
 #[derive(Debug, Clone)]
 pub struct Bot {
-    rng: SplitMix64,
+    rng: SeededRng,
     waypoint: [f32; 2],
     waypoint_until: u64,
     strafe: i8,
@@ -79,7 +79,7 @@ fn to_angle(radians: f32) -> i32 {
 impl Bot {
     /// A bot whose choices come from `seed`.
     pub fn new(seed: u64) -> Bot {
-        let mut rng = SplitMix64::new(seed);
+        let mut rng = SeededRng::new(seed);
         let next_chat = 2000 + rng.next_u64() % 6000;
         Bot {
             rng,

@@ -76,8 +76,7 @@ pub struct Match {
 
 /// Seeds derived from the match seed, one stream per use.
 fn derive(seed: u64, stream: u64) -> u64 {
-    let mut rng =
-        netchan::conditioner::SplitMix64::new(seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut rng = netchan::SeededRng::new(seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     rng.next_u64()
 }
 

@@ -7,7 +7,7 @@
 //! fixed ticks. Randomness (spawn points) comes from one seeded generator,
 //! so the same seed and the same command stream give the same game.
 
-use netchan::conditioner::SplitMix64;
+use netchan::SeededRng;
 
 use crate::physics::{
     direction, distance, pmove, snap, trace_player, trace_world, Map, MoveState, EYE_HEIGHT,
@@ -181,7 +181,7 @@ pub struct World {
     players: Vec<Option<Player>>,
     projectiles: Vec<Option<Projectile>>,
     items: Vec<Item>,
-    rng: SplitMix64,
+    rng: SeededRng,
     time_ms: u32,
     events: Vec<GameEvent>,
     stats: WorldStats,
@@ -205,7 +205,7 @@ impl World {
             players: vec![None; MAX_PLAYERS],
             projectiles: vec![None; PROJECTILE_SLOTS],
             items,
-            rng: SplitMix64::new(seed ^ 0x05ee_d0fa_4e4a),
+            rng: SeededRng::new(seed ^ 0x05ee_d0fa_4e4a),
             time_ms: 0,
             events: Vec::new(),
             stats: WorldStats::default(),

@@ -236,38 +236,16 @@ pub struct KeyframeEntry {
     pub gamestate_record: u64,
 }
 
-/// CRC-32 (IEEE 802.3, reflected, as zlib and PNG use it).
+/// CRC-32 (IEEE 802.3, reflected, as zlib and PNG use it), by `crc32fast`.
 pub fn crc32(bytes: &[u8]) -> u32 {
-    crc32_update(0, bytes)
+    crc32fast::hash(bytes)
 }
 
 /// Continues a CRC-32 over more bytes (`crc32_update(crc32(a), b)` is the CRC of `a ++ b`).
 pub fn crc32_update(crc: u32, bytes: &[u8]) -> u32 {
-    let table = crc_table();
-    let mut c = !crc;
-    for &b in bytes {
-        c = table[((c ^ b as u32) & 0xFF) as usize] ^ (c >> 8);
-    }
-    !c
-}
-
-fn crc_table() -> &'static [u32; 256] {
-    static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut table = [0u32; 256];
-        for (n, slot) in table.iter_mut().enumerate() {
-            let mut c = n as u32;
-            for _ in 0..8 {
-                c = if c & 1 != 0 {
-                    0xEDB8_8320 ^ (c >> 1)
-                } else {
-                    c >> 1
-                };
-            }
-            *slot = c;
-        }
-        table
-    })
+    let mut hasher = crc32fast::Hasher::new_with_initial(crc);
+    hasher.update(bytes);
+    hasher.finalize()
 }
 
 /// The frame of a record (before its payload).
@@ -402,6 +380,8 @@ mod tests {
     fn crc32_matches_the_standard_check_value() {
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
         assert_eq!(crc32_update(crc32(b"1234"), b"56789"), 0xCBF4_3926);
+        assert_eq!(crc32_update(0, b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b""), 0);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //!
 //! It sits on the send path: datagrams go in with [`LinkConditioner::push`]
 //! and come out of [`LinkConditioner::pop_due`] at their release time, or
-//! never. Every random choice comes from one [`SplitMix64`] stream drawn in a
+//! never. Every random choice comes from one [`SeededRng`] stream drawn in a
 //! fixed order per datagram, so the same seed and the same input give the
 //! same output — in tests on simulated time and in front of a real socket.
 
@@ -12,44 +12,7 @@ use std::collections::BinaryHeap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-/// SplitMix64: a tiny, fast, well-distributed seeded generator.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator seeded with `seed`.
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform float in `[0, 1)`.
-    pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// `true` with probability `p`.
-    pub fn chance(&mut self, p: f64) -> bool {
-        self.next_f64() < p
-    }
-
-    /// A uniform duration in `[0, max]`.
-    pub fn duration_up_to(&mut self, max: Duration) -> Duration {
-        if max.is_zero() {
-            return Duration::ZERO;
-        }
-        let nanos = max.as_nanos().min(u64::MAX as u128) as u64;
-        Duration::from_nanos(self.next_u64() % (nanos + 1))
-    }
-}
+pub use crate::rng::SeededRng;
 
 /// Gilbert–Elliott bursty loss: a good and a bad state with their own loss rates.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -154,7 +117,7 @@ pub struct ConditionerStats {
 #[derive(Debug)]
 pub struct LinkConditioner {
     config: ConditionerConfig,
-    rng: SplitMix64,
+    rng: SeededRng,
     bad: bool,
     link_free_at: Option<Instant>,
     queue: BinaryHeap<Scheduled>,
@@ -168,7 +131,7 @@ impl LinkConditioner {
     pub fn new(config: ConditionerConfig, seed: u64) -> Self {
         Self {
             config,
-            rng: SplitMix64::new(seed),
+            rng: SeededRng::new(seed),
             bad: false,
             link_free_at: None,
             queue: BinaryHeap::new(),

@@ -270,3 +270,48 @@ impl<'a> Iterator for Dm68Decoder<'a> {
         }
     }
 }
+
+/// Writes a `.dm_68` file: each message as a record (sequence, length,
+/// bytes: all little-endian), then the end marker (`-1`, `-1`), as Quake 3's
+/// `record` command does.
+#[derive(Debug)]
+pub struct Dm68Writer<W: std::io::Write> {
+    out: W,
+    records: usize,
+}
+
+impl<W: std::io::Write> Dm68Writer<W> {
+    /// A writer that has written nothing yet.
+    pub fn new(out: W) -> Self {
+        Dm68Writer { out, records: 0 }
+    }
+
+    /// Appends one server message (its bytes after the netchan header).
+    /// Messages longer than [`MAX_MSGLEN`] are refused (no reader accepts them).
+    pub fn write_message(&mut self, sequence: i32, message: &[u8]) -> std::io::Result<()> {
+        if message.len() > MAX_MSGLEN {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("message of {} bytes exceeds {MAX_MSGLEN}", message.len()),
+            ));
+        }
+        self.out.write_all(&sequence.to_le_bytes())?;
+        self.out.write_all(&(message.len() as i32).to_le_bytes())?;
+        self.out.write_all(message)?;
+        self.records += 1;
+        Ok(())
+    }
+
+    /// Records written so far.
+    pub fn records(&self) -> usize {
+        self.records
+    }
+
+    /// Writes the end marker and returns the output.
+    pub fn finish(mut self) -> std::io::Result<W> {
+        self.out.write_all(&END_MARKER_LENGTH.to_le_bytes())?;
+        self.out.write_all(&END_MARKER_LENGTH.to_le_bytes())?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}

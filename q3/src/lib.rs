@@ -31,7 +31,10 @@ mod commands;
 pub mod corpus;
 mod error;
 mod file;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod info;
+pub mod live;
 mod message;
 pub mod model;
 pub mod reencode;
@@ -41,8 +44,8 @@ mod tables;
 pub use client::{Q3Client, MAX_PARSE_ENTITIES, MAX_SNAPSHOT_ENTITIES, PACKET_BACKUP};
 pub use error::{MessageError, Q3Error};
 pub use file::{
-    check_dm68, looks_like_dm68, DecodedRecord, Dm68Decoder, Dm68Reader, Record, END_MARKER_LENGTH,
-    RECORD_HEADER_LEN,
+    check_dm68, looks_like_dm68, DecodedRecord, Dm68Decoder, Dm68Reader, Dm68Writer, Record,
+    END_MARKER_LENGTH, RECORD_HEADER_LEN,
 };
 pub use message::{
     svc, Command, Download, Gamestate, ParsedCommand, ParsedMessage, ServerCommand,

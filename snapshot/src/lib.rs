@@ -125,6 +125,8 @@ pub mod encode;
 mod entity_cache;
 pub mod error;
 mod frame_store;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gamestate;
 pub mod message;
 mod rate;

@@ -75,6 +75,9 @@ use crate::bits::{BitReader, BitSink, BitWriter};
 use crate::error::BitError;
 
 pub use decode::TreeDecoder;
+pub use quake3::adaptive::{
+    adaptive_compress, adaptive_decompress, AdaptiveError, ADAPTIVE_MAX_LEN,
+};
 pub use quake3::{MAX_REPLAY_TOTAL, QUAKE3_FREQUENCIES, QUAKE3_MAX_CODE_LEN};
 pub use stream::{HuffmanReader, HuffmanWriter};
 pub use table::MAX_FREQUENCY_CODE_LEN;

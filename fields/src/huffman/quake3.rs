@@ -37,6 +37,8 @@
 
 use std::sync::OnceLock;
 
+pub(super) mod adaptive;
+
 use super::{CodeWord, HuffmanCode, HuffmanError, MAX_CODE_LEN};
 
 /// Quake 3's byte frequencies (`msg_hData` in ioquake3's `code/qcommon/msg.c`):

@@ -1,0 +1,88 @@
+//! Errors of the live client.
+
+use fields::huffman::AdaptiveError;
+use fields::BitError;
+use thiserror::Error;
+
+use crate::error::MessageError;
+
+/// A datagram the netchan could not read at all.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum NetchanError {
+    /// Shorter than its header.
+    #[error("datagram of {len} bytes is shorter than its netchan header")]
+    Truncated {
+        /// Its length.
+        len: usize,
+    },
+    /// A fragment claiming more bytes than it holds, or overflowing a message.
+    #[error("fragment at {start} of {len} bytes is invalid ({available} bytes present)")]
+    BadFragment {
+        /// Its start offset.
+        start: usize,
+        /// Its claimed length.
+        len: usize,
+        /// Bytes actually present.
+        available: usize,
+    },
+    /// A message longer than Quake 3's `MAX_MSGLEN` to send.
+    #[error("message of {len} bytes exceeds {max} bytes")]
+    MessageTooLong {
+        /// Its length.
+        len: usize,
+        /// The bound.
+        max: usize,
+    },
+}
+
+/// What ends or breaks a live session.
+#[derive(Debug, Error)]
+pub enum LiveError {
+    /// The server refused the connection with a `print` packet.
+    #[error("the server refused the connection: {0}")]
+    Rejected(String),
+    /// No answer to the handshake after every retry.
+    #[error("no {stage} from the server after {attempts} attempts")]
+    NoAnswer {
+        /// What was awaited.
+        stage: &'static str,
+        /// Packets sent.
+        attempts: u32,
+    },
+    /// Nothing from the server for too long.
+    #[error("no packet from the server for {seconds:.1} s")]
+    TimedOut {
+        /// How long it was silent.
+        seconds: f64,
+    },
+    /// The server dropped the client.
+    #[error("the server disconnected the client: {0}")]
+    Disconnected(String),
+    /// A server message that did not decode.
+    #[error("server message {sequence} does not decode: {source}")]
+    Decode {
+        /// Its sequence number.
+        sequence: i32,
+        /// The parser's error.
+        #[source]
+        source: MessageError,
+    },
+    /// The server needs something this client does not do.
+    #[error("unsupported server: {0}")]
+    Unsupported(String),
+    /// Writing a message failed.
+    #[error("bit stream: {0}")]
+    Bits(#[from] BitError),
+    /// The userinfo could not be compressed.
+    #[error("userinfo: {0}")]
+    Adaptive(#[from] AdaptiveError),
+    /// Framing failed.
+    #[error("netchan: {0}")]
+    Netchan(#[from] NetchanError),
+    /// A call the client cannot honour.
+    #[error("{0}")]
+    Usage(&'static str),
+    /// The socket failed.
+    #[error("socket: {0}")]
+    Io(#[from] std::io::Error),
+}

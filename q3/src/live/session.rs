@@ -1,0 +1,317 @@
+//! What a session measured: the summary the CLI writes as JSON, the native
+//! codec's size for the same snapshots, and the `.dm_68` recording.
+
+use std::io::Write;
+use std::time::Instant;
+
+use fields::Codec;
+use serde::Serialize;
+use snapshot::{EncodeOptions, Server, ServerConfig, SnapshotState};
+
+use super::client::{End, Event, LiveClient};
+use super::error::LiveError;
+use crate::file::Dm68Writer;
+use crate::message::{Command, Gamestate};
+use crate::snapshot::Snapshot;
+use crate::tables::{EntityState, PlayerState};
+
+/// The `--summary-json` document (exactly these fields).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// The server address.
+    pub server: String,
+    /// 68 or 71.
+    pub protocol: u32,
+    /// Seconds from the `connectResponse` to the end.
+    pub seconds_connected: f64,
+    /// Snapshots received and decoded after the first gamestate (the
+    /// server also sends a few before it, while it waits for the client's
+    /// first acknowledge; those are counted apart).
+    pub snapshots: u64,
+    /// Of those, deltas from an earlier snapshot.
+    pub delta_snapshots: u64,
+    /// Server messages that did not decode.
+    pub decode_errors: u64,
+    /// Mean size of the snapshots as Quake 3 sent them: the bits of the
+    /// `svc_snapshot` command (command byte to last entity) over 8.
+    pub mean_snapshot_bytes: f64,
+    /// Mean size of the same snapshots, against the same bases, in the
+    /// project's native codec (whole native snapshot message).
+    pub native_mean_snapshot_bytes: f64,
+    /// New reliable server commands received.
+    pub server_commands: u64,
+    /// Why the server ended the session, `null` when the client left.
+    pub disconnect_reason: Option<String>,
+}
+
+/// One decoded snapshot, as the session saw it (for tests and fixtures).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct SnapshotMark {
+    /// Message number.
+    pub message_num: i32,
+    /// Server time.
+    pub server_time: i32,
+    /// Delta byte (0: full).
+    pub delta_num: u8,
+    /// Entities in it.
+    pub entities: u32,
+    /// Bits of its `svc_snapshot` command.
+    pub bits: u32,
+    /// Its player's command time.
+    pub command_time: i32,
+}
+
+/// Accumulates a session's figures from the client's events.
+pub struct Session {
+    server: String,
+    protocol: u32,
+    connected_at: Option<Instant>,
+    ended_at: Option<Instant>,
+    snapshots: u64,
+    delta_snapshots: u64,
+    decode_errors: u64,
+    q3_bits: u64,
+    native_bytes: u64,
+    native_snapshots: u64,
+    native_errors: u64,
+    server_commands: u64,
+    marks: Vec<SnapshotMark>,
+    native: Option<Server<EntityState, PlayerState>>,
+    buf: Vec<u8>,
+    recorder: Option<Dm68Writer<Box<dyn Write + Send>>>,
+    recording: bool,
+    map_restarts: u64,
+    gamestates: u64,
+    before_gamestate: u64,
+    maps: Vec<String>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("server", &self.server)
+            .field("snapshots", &self.snapshots)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// A session with `server` over `protocol` (68 or 71).
+    pub fn new(server: impl Into<String>, protocol: u32) -> Self {
+        Session {
+            server: server.into(),
+            protocol,
+            connected_at: None,
+            ended_at: None,
+            snapshots: 0,
+            delta_snapshots: 0,
+            decode_errors: 0,
+            q3_bits: 0,
+            native_bytes: 0,
+            native_snapshots: 0,
+            native_errors: 0,
+            server_commands: 0,
+            marks: Vec::new(),
+            native: None,
+            buf: Vec::new(),
+            recorder: None,
+            recording: false,
+            map_restarts: 0,
+            gamestates: 0,
+            before_gamestate: 0,
+            maps: Vec::new(),
+        }
+    }
+
+    /// Records every message from the first gamestate on into `out`.
+    pub fn record_to(mut self, out: Box<dyn Write + Send>) -> Self {
+        self.recorder = Some(Dm68Writer::new(out));
+        self
+    }
+
+    /// Every snapshot seen, in order.
+    pub fn marks(&self) -> &[SnapshotMark] {
+        &self.marks
+    }
+
+    /// `map_restart` commands received.
+    pub fn map_restarts(&self) -> u64 {
+        self.map_restarts
+    }
+
+    /// Snapshots received before the first gamestate (not in the summary).
+    pub fn snapshots_before_gamestate(&self) -> u64 {
+        self.before_gamestate
+    }
+
+    /// Gamestates received.
+    pub fn gamestates(&self) -> u64 {
+        self.gamestates
+    }
+
+    /// The map of each gamestate, in order.
+    pub fn maps(&self) -> &[String] {
+        &self.maps
+    }
+
+    /// Snapshots the native codec failed to encode (should be 0).
+    pub fn native_errors(&self) -> u64 {
+        self.native_errors
+    }
+
+    /// Takes one event of `client`.
+    pub fn observe(
+        &mut self,
+        client: &LiveClient,
+        event: &Event,
+        now: Instant,
+    ) -> Result<(), LiveError> {
+        match event {
+            Event::Connected => self.connected_at = Some(now),
+            Event::Ended => {
+                self.ended_at = Some(now);
+                if let Some(End::Error(LiveError::Decode { .. })) = client.end() {
+                    self.decode_errors += 1;
+                }
+            }
+            Event::Message {
+                sequence,
+                payload,
+                message,
+            } => {
+                for command in &message.commands {
+                    match &command.command {
+                        Command::Gamestate(gamestate) => {
+                            self.gamestates += 1;
+                            self.recording = true;
+                            self.maps.push(map_name(client, gamestate));
+                            self.native = native_server(gamestate);
+                        }
+                        Command::ServerCommand(c) if c.is_new => {
+                            self.server_commands += 1;
+                            if c.text.split_whitespace().next() == Some("map_restart") {
+                                self.map_restarts += 1;
+                            }
+                        }
+                        Command::Snapshot(_) if self.gamestates == 0 => {
+                            // Sent while the server waits for us to ask for
+                            // the gamestate: no baselines, no configstrings,
+                            // not recorded; counted apart.
+                            self.before_gamestate += 1;
+                        }
+                        Command::Snapshot(snap) => {
+                            let s = &snap.snapshot;
+                            let bits = (command.bits.end - command.bits.start) as u64;
+                            self.snapshots += 1;
+                            self.delta_snapshots += s.base_message().is_some() as u64;
+                            self.q3_bits += bits;
+                            self.marks.push(SnapshotMark {
+                                message_num: s.message_num,
+                                server_time: s.server_time,
+                                delta_num: s.delta_num,
+                                entities: s.entities.len() as u32,
+                                bits: bits as u32,
+                                command_time: s.ps.command_time,
+                            });
+                            let base = snap.base.as_deref().filter(|_| s.base_message().is_some());
+                            self.measure_native(s, base);
+                        }
+                        _ => {}
+                    }
+                }
+                if self.recording {
+                    if let Some(recorder) = &mut self.recorder {
+                        recorder.write_message(*sequence, payload)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn measure_native(&mut self, snapshot: &Snapshot, base: Option<&Snapshot>) {
+        let Some(server) = &self.native else {
+            return;
+        };
+        let base_state = base.map(state_of);
+        match snapshot::encode_snapshot(
+            Codec::Native,
+            server.gamestate(),
+            &state_of(snapshot),
+            base_state.as_ref(),
+            EncodeOptions::default(),
+            &mut self.buf,
+        ) {
+            Ok(()) => {
+                self.native_bytes += self.buf.len() as u64;
+                self.native_snapshots += 1;
+            }
+            Err(_) => self.native_errors += 1,
+        }
+    }
+
+    /// Writes the recording's end marker (if recording).
+    pub fn finish_recording(&mut self) -> Result<(), LiveError> {
+        if let Some(recorder) = self.recorder.take() {
+            recorder.finish()?;
+        }
+        Ok(())
+    }
+
+    /// The summary so far.
+    pub fn summary(&self, client: &LiveClient) -> Summary {
+        let seconds = match (self.connected_at, self.ended_at) {
+            (Some(a), Some(b)) => b.saturating_duration_since(a).as_secs_f64(),
+            _ => 0.0,
+        };
+        let mean = |total: f64, n: u64| if n == 0 { 0.0 } else { total / n as f64 };
+        let disconnect_reason = match client.end() {
+            None | Some(End::Quit) => None,
+            Some(End::Error(e)) => Some(e.to_string()),
+        };
+        Summary {
+            server: self.server.clone(),
+            protocol: self.protocol,
+            seconds_connected: seconds,
+            snapshots: self.snapshots,
+            delta_snapshots: self.delta_snapshots,
+            decode_errors: self.decode_errors,
+            mean_snapshot_bytes: mean(self.q3_bits as f64 / 8.0, self.snapshots),
+            native_mean_snapshot_bytes: mean(self.native_bytes as f64, self.native_snapshots),
+            server_commands: self.server_commands,
+            disconnect_reason,
+        }
+    }
+}
+
+fn map_name(client: &LiveClient, gamestate: &Gamestate) -> String {
+    let _ = gamestate;
+    super::oob::info_value(
+        client.parser().configstring(super::client::CS_SERVERINFO),
+        "mapname",
+    )
+    .to_owned()
+}
+
+/// A native server holding the gamestate's baselines (its configstrings do
+/// not matter for snapshot sizes).
+fn native_server(gamestate: &Gamestate) -> Option<Server<EntityState, PlayerState>> {
+    let mut server = Server::new(ServerConfig::for_codec(Codec::Native)).ok()?;
+    for (number, state) in &gamestate.baselines {
+        if *state != EntityState::default() {
+            server.set_baseline(*number, Some(*state)).ok()?;
+        }
+    }
+    Some(server)
+}
+
+fn state_of(s: &Snapshot) -> SnapshotState<'_, EntityState, PlayerState> {
+    SnapshotState {
+        sequence: s.message_num as u32,
+        frame: s.message_num as u32,
+        server_time: s.server_time as u32,
+        player: &s.ps,
+        entities: &s.entities,
+    }
+}

@@ -1,0 +1,353 @@
+//! Live tests against a real ioquake3 server: Debian's `ioq3ded` with the
+//! OpenArena data (`apt-get install openarena-server`; `.ci/ioq3` installs
+//! it). Each test starts its own server on a free loopback port with 4 bots
+//! and kills it (by its pid) when done.
+//!
+//! Without the server the tests print why they skip and pass, unless
+//! `NETQ3_REQUIRE_IOQ3=1`, which makes a missing server a failure (CI).
+//!
+//! All sessions run at once (two servers, three clients) so the whole file
+//! takes about 25 seconds.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use q3::live::udp::{self, query_status};
+use q3::live::{End, Event, LiveClient, LiveConfig, Protocol, Session, Summary};
+use q3::{Dm68Decoder, Snapshot};
+
+const IOQ3DED: &str = "/usr/lib/ioquake3/ioq3ded";
+const OPENARENA: &str = "/usr/lib/openarena-server";
+const RCON_PASSWORD: &str = "netq3-live-test";
+const SESSION: Duration = Duration::from_secs(22);
+
+/// Whether the real server is here; panics if it must be and is not.
+fn server_available(test: &str) -> bool {
+    let present = Path::new(IOQ3DED).is_file() && Path::new(OPENARENA).join("baseoa").is_dir();
+    if !present {
+        if std::env::var("NETQ3_REQUIRE_IOQ3").as_deref() == Ok("1") {
+            panic!("{test}: NETQ3_REQUIRE_IOQ3=1 but {IOQ3DED} or {OPENARENA}/baseoa is missing (run .ci/ioq3)");
+        }
+        eprintln!("SKIPPED {test}: no ioquake3 server ({IOQ3DED} with {OPENARENA}); install it with .ci/ioq3");
+    }
+    present
+}
+
+/// A dedicated server on a free loopback port, killed on drop.
+struct Server {
+    child: Child,
+    address: SocketAddr,
+    home: PathBuf,
+}
+
+impl Server {
+    fn start(tag: &str) -> Server {
+        let port = {
+            let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
+            probe.local_addr().unwrap().port()
+        };
+        let home =
+            std::env::temp_dir().join(format!("netq3-ioq3-{tag}-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&home).unwrap();
+        let port_text = port.to_string();
+        let home_text = home.to_string_lossy().into_owned();
+        let mut args: Vec<&str> = vec![
+            "+set",
+            "dedicated",
+            "1",
+            "+set",
+            "net_ip",
+            "127.0.0.1",
+            "+set",
+            "net_port",
+            &port_text,
+            "+set",
+            "net_enabled",
+            "1",
+            "+set",
+            "sv_master1",
+            "",
+            "+set",
+            "sv_master2",
+            "",
+            "+set",
+            "sv_master3",
+            "",
+            "+set",
+            "com_basegame",
+            "baseoa",
+            "+set",
+            "fs_basepath",
+            OPENARENA,
+            "+set",
+            "fs_homepath",
+            &home_text,
+            // This client sends no pk3 checksums; a pure server would keep it out.
+            "+set",
+            "sv_pure",
+            "0",
+            "+set",
+            "rconPassword",
+            RCON_PASSWORD,
+            "+set",
+            "bot_enable",
+            "1",
+            "+set",
+            "bot_minplayers",
+            "4",
+        ];
+        args.extend(["+map", "oa_dm1"]);
+        let child = Command::new(IOQ3DED)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ioq3ded starts");
+        let server = Server {
+            child,
+            address: ([127, 0, 0, 1], port).into(),
+            home,
+        };
+        // Ready when it answers getinfo (loading the map and bots takes a few seconds).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match query_status(server.address, Duration::from_millis(300)) {
+                Ok(status) => {
+                    assert!(status.info.contains("oa_dm1"), "{}", status.info);
+                    return server;
+                }
+                Err(e) if Instant::now() > deadline => {
+                    panic!("ioq3ded on {} never answered: {e}", server.address)
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(200)),
+            }
+        }
+    }
+
+    /// Runs a console command through rcon.
+    fn rcon(&self, command: &str) {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let packet = q3::live::oob::text_packet(&format!("rcon {RCON_PASSWORD} {command}"));
+        socket.send_to(&packet, self.address).unwrap();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
+
+/// What one session produced.
+struct Outcome {
+    summary: Summary,
+    client: LiveClient,
+    session: Session,
+    recording: Vec<u8>,
+    /// Snapshots (alive, after entering) whose view yaw is what our keyed
+    /// usercmd asked for, and all such snapshots.
+    yaw_checks: (u32, u32),
+}
+
+/// The server applied our usercmd: its view yaw is the command's plus the
+/// player's `delta_angles` (`PM_UpdateViewAngles`). A wrong usercmd key
+/// gives garbage angles, so this checks the key. `None` when the player
+/// cannot turn (dead, spectating) or the command is gone.
+fn yaw_applied(client: &LiveClient, snapshot: &Snapshot) -> Option<bool> {
+    let ps = &snapshot.ps;
+    if ps.pm_type != 0 || ps.stats[0] <= 0 {
+        return None;
+    }
+    let cmd = client.usercmd_at(ps.command_time)?;
+    let expected = cmd.angles[1].wrapping_add(ps.delta_angles_1 as u16);
+    let got = ((f64::from(ps.viewangles_1) * 65536.0 / 360.0) as i64 & 0xffff) as u16;
+    let d = expected.wrapping_sub(got);
+    Some(d <= 1 || d == u16::MAX)
+}
+
+fn run_session(
+    server: SocketAddr,
+    protocol: Protocol,
+    name: &str,
+    during: impl FnMut(Duration) + Send,
+) -> Outcome {
+    let config = LiveConfig {
+        protocol,
+        name: name.into(),
+        qport: 1000 + protocol.number() as u16,
+        client_challenge: 0x0102_0304 + protocol.number() as i32,
+        commands_on_enter: vec![format!("say {name} here")],
+        ..LiveConfig::default()
+    };
+    let path = std::env::temp_dir().join(format!("netq3-live-{name}-{}.dm_68", std::process::id()));
+    let file = std::fs::File::create(&path).unwrap();
+    let mut session = Session::new(server.to_string(), protocol.number()).record_to(Box::new(file));
+    let mut yaw_checks = (0, 0);
+    let mut during = during;
+    let started = Instant::now();
+    let client = udp::run(server, config, SESSION, None, &mut |client, event, now| {
+        during(now.saturating_duration_since(started));
+        if let Event::Message { message, .. } = event {
+            for snap in message.snapshots() {
+                if let Some(ok) = yaw_applied(client, &snap.snapshot) {
+                    yaw_checks.0 += ok as u32;
+                    yaw_checks.1 += 1;
+                }
+            }
+        }
+        session.observe(client, event, now)
+    })
+    .expect("the session runs");
+    session.finish_recording().unwrap();
+    let recording = std::fs::read(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    Outcome {
+        summary: session.summary(&client),
+        client,
+        session,
+        recording,
+        yaw_checks,
+    }
+}
+
+/// The figures every healthy session must show.
+fn check_healthy(name: &str, outcome: &Outcome) {
+    let summary = &outcome.summary;
+    eprintln!(
+        "{name}: {summary:?}; yaw applied {}/{}; stats {:?}; netchan {:?}",
+        outcome.yaw_checks.0,
+        outcome.yaw_checks.1,
+        outcome.client.stats(),
+        outcome.client.netchan_stats()
+    );
+    assert!(
+        matches!(outcome.client.end(), Some(End::Quit)),
+        "{name}: {:?}",
+        outcome.client.end()
+    );
+    assert_eq!(summary.disconnect_reason, None, "{name}: never dropped");
+    assert_eq!(summary.decode_errors, 0, "{name}");
+    assert!(summary.seconds_connected >= 20.0, "{name}: {summary:?}");
+    // 20 snapshots a second are asked for.
+    assert!(summary.snapshots >= 300, "{name}: {summary:?}");
+    assert!(
+        summary.delta_snapshots * 10 >= summary.snapshots * 9,
+        "{name}: delta share {summary:?}"
+    );
+    assert!(summary.native_mean_snapshot_bytes > 0.0 && summary.mean_snapshot_bytes > 0.0);
+    assert_eq!(outcome.session.native_errors(), 0);
+    // Every reliable server command arrived (and is acknowledged in each
+    // packet); every client command was acknowledged except the final
+    // `disconnect`, which the server acts on instead.
+    assert_eq!(outcome.client.stats().server_command_gaps, 0, "{name}");
+    assert!(outcome.client.stats().server_commands >= 1, "{name}");
+    let (sent, acknowledged) = outcome.client.reliable_sequences();
+    assert_eq!(
+        (sent, acknowledged),
+        (2, 1),
+        "{name}: say acknowledged, then disconnect"
+    );
+    // The server applied our keyed usercmds.
+    let (ok, all) = outcome.yaw_checks;
+    assert!(
+        all >= 50 && ok * 10 >= all * 9,
+        "{name}: yaw applied in {ok} of {all} snapshots"
+    );
+    // The recording decodes with the q3 reader: the same snapshots.
+    let marks = outcome.session.marks();
+    let mut snapshots = 0;
+    for record in Dm68Decoder::new(&outcome.recording).expect("a .dm_68") {
+        let record = record.unwrap_or_else(|e| panic!("{name}: recording: {e}"));
+        for snap in record.message.snapshots() {
+            assert_eq!(snap.snapshot.message_num, marks[snapshots].message_num);
+            snapshots += 1;
+        }
+    }
+    assert_eq!(
+        snapshots as u64, summary.snapshots,
+        "{name}: recording holds every snapshot"
+    );
+}
+
+#[test]
+fn live_sessions_against_ioquake3() {
+    if !server_available("live_sessions_against_ioquake3") {
+        return;
+    }
+    let steady = Server::start("steady");
+    let changing = Server::start("changing");
+    let (a, b, c) = std::thread::scope(|scope| {
+        let p71 = scope.spawn(|| run_session(steady.address, Protocol::V71, "netq3_71", |_| {}));
+        let p68 = scope.spawn(|| run_session(steady.address, Protocol::V68, "netq3_68", |_| {}));
+        let changed = scope.spawn(|| {
+            let mut step = 0;
+            run_session(changing.address, Protocol::V71, "netq3_map", |elapsed| {
+                if step == 0 && elapsed >= Duration::from_secs(6) {
+                    changing.rcon("map_restart");
+                    step = 1;
+                } else if step == 1 && elapsed >= Duration::from_secs(12) {
+                    changing.rcon("map oa_dm2");
+                    step = 2;
+                }
+            })
+        });
+        (
+            p71.join().unwrap(),
+            p68.join().unwrap(),
+            changed.join().unwrap(),
+        )
+    });
+    drop((steady, changing));
+    check_healthy("protocol 71", &a);
+    check_healthy("protocol 68", &b);
+
+    // The console's map_restart and map change were followed: a restart
+    // command, then a second gamestate for the new map, and the session
+    // went on (and stayed healthy) after both.
+    let summary = &c.summary;
+    eprintln!(
+        "map change: {summary:?}; maps {:?}; restarts {}",
+        c.session.maps(),
+        c.session.map_restarts()
+    );
+    assert!(
+        matches!(c.client.end(), Some(End::Quit)),
+        "{:?}",
+        c.client.end()
+    );
+    assert_eq!(summary.decode_errors, 0);
+    assert!(
+        c.session.map_restarts() >= 1,
+        "map_restart reached the client"
+    );
+    assert_eq!(c.session.maps(), ["oa_dm1", "oa_dm2"]);
+    assert_eq!(c.client.stats().server_command_gaps, 0);
+    let after = c
+        .session
+        .marks()
+        .iter()
+        .rev()
+        .take_while(|m| m.message_num > 0)
+        .count();
+    assert!(after >= 300, "{after} snapshots");
+    let last_gamestate_snapshots = c
+        .session
+        .marks()
+        .windows(2)
+        .filter(|w| w[1].server_time < w[0].server_time)
+        .count();
+    assert!(
+        last_gamestate_snapshots <= 2,
+        "server time runs forward except at a map change"
+    );
+    let tail = &c.session.marks()[c.session.marks().len() - 100..];
+    assert!(
+        tail.iter().filter(|m| m.delta_num != 0).count() >= 90,
+        "deltas again after the map change"
+    );
+}

@@ -1,0 +1,560 @@
+//! The client end: connect (retrying until a deadline), gamestate,
+//! snapshot stream, Quake 3 style command packets, reliable commands,
+//! disconnect reasons and automatic reconnects.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use fields::NetFields;
+use netchan::{
+    ConnectError, ConnectOptions, ConnectionId, Endpoint, EndpointConfig, Event, StateId,
+};
+use snapshot::{Received, SnapshotReport, SyncCheck};
+
+use crate::config::ClientConfig;
+use crate::error::SessionError;
+use crate::reason::{codes, DisconnectReason};
+use crate::stats::ClientStats;
+use crate::wire::{
+    ClientMessage, CommandPacket, ServerMessage, SnapshotPayload, MAX_COMMAND_PACKET,
+};
+
+/// A command packet goes out again after this long without a delivery
+/// report, even with no new command (a lost packet and an idle player).
+const RESEND_AFTER: Duration = Duration::from_millis(250);
+
+/// Where a client is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientState {
+    /// Not started.
+    Idle,
+    /// Handshake in progress (retrying until the deadline).
+    Connecting,
+    /// Connected, waiting for the gamestate.
+    Loading,
+    /// Has the gamestate: snapshots and commands flow.
+    Active,
+    /// Leaving (its disconnect is going out).
+    Leaving,
+    /// Over; see [`Client::disconnect_reason`].
+    Disconnected,
+}
+
+/// What happened on the client, for the game.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientEvent {
+    /// The handshake completed (a new session).
+    Connected,
+    /// A gamestate arrived (first, or a map change / restart): the game
+    /// loads the map from the configstrings; snapshots restart with a full
+    /// one, and no snapshot of the earlier gamestate is ever applied.
+    Gamestate {
+        /// Its epoch.
+        epoch: u8,
+    },
+    /// A configstring changed.
+    Configstring {
+        /// Its index.
+        index: usize,
+    },
+    /// A new newest snapshot ([`Client::snapshots`] has it).
+    Snapshot(SnapshotReport),
+    /// A reliable game command from the server.
+    Message(Vec<u8>),
+    /// The session ended for a reason that warrants a new one (the server
+    /// restarted or timed out): the client reconnects on its own, with
+    /// command numbers and snapshots starting over.
+    Reconnecting {
+        /// Why the old session ended.
+        reason: DisconnectReason,
+    },
+    /// The client is disconnected for good.
+    Disconnected {
+        /// Why, in words a player can read (`Display`).
+        reason: DisconnectReason,
+    },
+}
+
+/// The client end of the session, generic over the game's entity `E`,
+/// player state `P` and command `C` (all `net_struct!` types).
+///
+/// Sans-IO: every call that talks to the server takes the netchan
+/// [`Endpoint`] (from any driver: `driver.endpoint_mut()`).
+pub struct Client<E, P, C> {
+    config: ClientConfig,
+    snap: snapshot::Client<E, P>,
+    state: ClientState,
+    server: Option<SocketAddr>,
+    conn: Option<ConnectionId>,
+    epoch: Option<u8>,
+    full_requested: bool,
+    deadline: Option<Instant>,
+    retry_at: Option<Instant>,
+    reason: Option<DisconnectReason>,
+    /// Commands not yet known delivered, oldest first, numbered from
+    /// `pending_first`.
+    pending: VecDeque<C>,
+    pending_first: u32,
+    /// Commands queued since the last packet (or a packet was lost).
+    dirty: bool,
+    /// Command packets in flight and the newest command each carried.
+    in_flight: VecDeque<(StateId, u32)>,
+    next_packet_at: Option<Instant>,
+    last_packet_at: Option<Instant>,
+    events: VecDeque<ClientEvent>,
+    /// The time of the latest call that passed one.
+    now: Instant,
+    stats: ClientStats,
+    message: Vec<u8>,
+    packet: Box<[u8; MAX_COMMAND_PACKET]>,
+}
+
+impl<E, P, C> std::fmt::Debug for Client<E, P, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("session::Client")
+            .field("name", &self.config.name)
+            .field("state", &self.state)
+            .field("epoch", &self.epoch)
+            .finish_non_exhaustive()
+    }
+}
+
+type Result<T> = std::result::Result<T, SessionError>;
+
+impl<E, P, C> Client<E, P, C>
+where
+    E: NetFields,
+    P: NetFields,
+    C: NetFields,
+{
+    /// A client that has not connected yet.
+    pub fn new(config: ClientConfig) -> Self {
+        Client {
+            config,
+            snap: snapshot::Client::new(),
+            state: ClientState::Idle,
+            server: None,
+            conn: None,
+            epoch: None,
+            full_requested: false,
+            deadline: None,
+            retry_at: None,
+            reason: None,
+            pending: VecDeque::new(),
+            pending_first: 1,
+            dirty: false,
+            in_flight: VecDeque::new(),
+            next_packet_at: None,
+            last_packet_at: None,
+            events: VecDeque::new(),
+            now: Instant::now(),
+            stats: ClientStats::default(),
+            message: Vec::new(),
+            packet: Box::new([0; MAX_COMMAND_PACKET]),
+        }
+    }
+
+    /// The netchan endpoint configuration this client needs.
+    pub fn endpoint_config(&self) -> EndpointConfig {
+        self.config.endpoint::<E, P, C>()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// Where the client is.
+    pub fn state(&self) -> ClientState {
+        self.state
+    }
+
+    /// The snapshots received (newest and previous for interpolation) and
+    /// the gamestate.
+    pub fn snapshots(&self) -> &snapshot::Client<E, P> {
+        &self.snap
+    }
+
+    /// The epoch of the gamestate held.
+    pub fn epoch(&self) -> Option<u8> {
+        self.epoch
+    }
+
+    /// Why the client is disconnected (after [`ClientEvent::Disconnected`]),
+    /// or why the last session ended (after a reconnect).
+    pub fn disconnect_reason(&self) -> Option<DisconnectReason> {
+        self.reason
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &ClientStats {
+        &self.stats
+    }
+
+    /// The netchan connection of the current session, if any.
+    pub fn connection<'a>(&self, endpoint: &'a Endpoint) -> Option<&'a netchan::Connection> {
+        endpoint.connection(self.conn?)
+    }
+
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<ClientEvent> {
+        self.events.pop_front()
+    }
+
+    /// Commands queued and not yet known delivered.
+    pub fn pending_commands(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The number the next command gets.
+    pub fn next_command_number(&self) -> u32 {
+        self.pending_first + self.pending.len() as u32
+    }
+
+    /// Starts connecting to `server`; the handshake is retried (a fresh one
+    /// each time netchan gives up) until `config.connect_deadline`.
+    pub fn connect(
+        &mut self,
+        endpoint: &mut Endpoint,
+        now: Instant,
+        server: SocketAddr,
+    ) -> Result<()> {
+        self.now = now;
+        self.server = Some(server);
+        self.deadline = self.config.connect_deadline.map(|d| now + d);
+        self.reason = None;
+        self.reset_session();
+        self.start_connect(endpoint, now)
+    }
+
+    fn start_connect(&mut self, endpoint: &mut Endpoint, now: Instant) -> Result<()> {
+        let Some(server) = self.server else {
+            return Err(SessionError::NotConnected);
+        };
+        let options = ConnectOptions {
+            client_id: self.config.client_id,
+            encrypt: false,
+            compress: true,
+        };
+        match endpoint.connect(now, server, options) {
+            Ok(conn) => {
+                self.conn = Some(conn);
+                self.state = ClientState::Connecting;
+                self.retry_at = None;
+                self.stats.connect_attempts += 1;
+                ClientMessage::Hello {
+                    snaps: self.config.snaps.min(u16::MAX as u32) as u16,
+                    rate: self.config.rate,
+                    name: &self.config.name,
+                }
+                .encode(&mut self.message);
+                if let Some(c) = endpoint.connection_mut(conn) {
+                    c.send_ordered(&self.message)?;
+                }
+                Ok(())
+            }
+            // The old connection is still being torn down: try again on the
+            // next update.
+            Err(ConnectError::AlreadyConnected) => {
+                self.state = ClientState::Connecting;
+                self.retry_at = Some(now);
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn reset_session(&mut self) {
+        self.snap = snapshot::Client::new();
+        self.conn = None;
+        self.epoch = None;
+        self.full_requested = false;
+        self.pending.clear();
+        self.pending_first = 1;
+        self.dirty = false;
+        self.in_flight.clear();
+        self.next_packet_at = None;
+        self.last_packet_at = None;
+    }
+
+    /// Leaves the server cleanly.
+    pub fn disconnect(&mut self, endpoint: &mut Endpoint) {
+        if let Some(conn) = self.conn {
+            endpoint.disconnect(conn, codes::NORMAL);
+        }
+        self.retry_at = None;
+        self.state = match self.conn {
+            Some(_) => ClientState::Leaving,
+            None => ClientState::Disconnected,
+        };
+        self.reason = Some(DisconnectReason::Left);
+    }
+
+    /// Stops without telling the server (a crashed or unplugged client);
+    /// the server times it out.
+    pub fn abandon(&mut self) {
+        self.conn = None;
+        self.retry_at = None;
+        self.state = ClientState::Disconnected;
+        self.reason = Some(DisconnectReason::Left);
+    }
+
+    /// Queues a command (one client frame of input) and returns its
+    /// number. It goes out with the next command packet and is repeated in
+    /// every packet until one holding it is delivered.
+    pub fn command(&mut self, command: C) -> Result<u32> {
+        if self.state != ClientState::Active {
+            return Err(SessionError::NotConnected);
+        }
+        if self.pending.len() >= self.config.max_pending_commands {
+            return Err(SessionError::CommandQueueFull {
+                pending: self.pending.len(),
+            });
+        }
+        let number = self.next_command_number();
+        self.pending.push_back(command);
+        self.dirty = true;
+        self.stats.commands += 1;
+        Ok(number)
+    }
+
+    /// Sends a reliable game command (chat…) to the server.
+    pub fn send_reliable(&mut self, endpoint: &mut Endpoint, data: &[u8]) -> Result<()> {
+        if !matches!(self.state, ClientState::Loading | ClientState::Active) {
+            return Err(SessionError::NotConnected);
+        }
+        ClientMessage::Game(data).encode(&mut self.message);
+        let conn = self.conn.ok_or(SessionError::NotConnected)?;
+        endpoint
+            .connection_mut(conn)
+            .ok_or(SessionError::NotConnected)?
+            .send_ordered(&self.message)?;
+        self.stats.reliable_sent += 1;
+        Ok(())
+    }
+
+    /// When [`Self::update`] next has work of its own (a command packet or
+    /// a connect retry), besides what the endpoint reports.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let packet = if self.state == ClientState::Active && !self.pending.is_empty() {
+            let resend = self.last_packet_at.map(|t| t + RESEND_AFTER);
+            match (self.dirty, self.next_packet_at) {
+                (true, Some(t)) => Some(t),
+                (true, None) => Some(self.now),
+                (false, _) => resend,
+            }
+        } else {
+            None
+        };
+        match (packet, self.retry_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Handles what arrived, retries or reconnects when due, and sends a
+    /// command packet when one is due (at most `max_packets` a second).
+    /// Call after pumping the driver, and again after queueing commands.
+    pub fn update(&mut self, endpoint: &mut Endpoint, now: Instant) -> Result<()> {
+        self.now = now;
+        while let Some(event) = endpoint.poll_event() {
+            self.handle(endpoint, now, event)?;
+        }
+        if self.retry_at.is_some_and(|t| now >= t) {
+            self.start_connect(endpoint, now)?;
+        }
+        self.send_commands(endpoint, now)
+    }
+
+    fn handle(&mut self, endpoint: &mut Endpoint, now: Instant, event: Event) -> Result<()> {
+        let ours = |conn: ConnectionId| Some(conn) == self.conn;
+        match event {
+            Event::Connected { conn, .. } if ours(conn) => {
+                self.state = ClientState::Loading;
+                self.stats.sessions += 1;
+                self.events.push_back(ClientEvent::Connected);
+            }
+            Event::Disconnected { conn, reason } if ours(conn) => {
+                self.conn = None;
+                self.disconnected(now, DisconnectReason::from_netchan(reason));
+            }
+            Event::Message { conn, data } if ours(conn) => {
+                self.message_in(endpoint, &data)?;
+                endpoint.recycle(data);
+            }
+            Event::State { conn, data, .. } if ours(conn) => {
+                self.snapshot_in(endpoint, &data)?;
+                endpoint.recycle(data);
+            }
+            Event::StateDelivered { conn, id } if ours(conn) => self.packet_report(id, true),
+            Event::StateDropped { conn, id } if ours(conn) => self.packet_report(id, false),
+            Event::Message { data, .. }
+            | Event::State { data, .. }
+            | Event::Quickest { data, .. }
+            | Event::Unguaranteed { data, .. } => endpoint.recycle(data),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn disconnected(&mut self, now: Instant, reason: DisconnectReason) {
+        if self.state == ClientState::Leaving {
+            self.state = ClientState::Disconnected;
+            return;
+        }
+        let in_time = self.deadline.is_none_or(|d| now < d);
+        if reason == DisconnectReason::ConnectFailed && in_time {
+            // netchan gave up on this handshake; Quake 3 keeps trying.
+            self.retry_at = Some(now);
+            return;
+        }
+        self.reason = Some(reason);
+        if reason.reconnects() && self.config.reconnect {
+            self.stats.reconnects += 1;
+            self.reset_session();
+            self.deadline = self.config.connect_deadline.map(|d| now + d);
+            self.state = ClientState::Connecting;
+            self.retry_at = Some(now);
+            self.events.push_back(ClientEvent::Reconnecting { reason });
+        } else {
+            self.reset_session();
+            self.state = ClientState::Disconnected;
+            self.events.push_back(ClientEvent::Disconnected { reason });
+        }
+    }
+
+    fn send_session(&mut self, endpoint: &mut Endpoint, message: ClientMessage<'_>) -> Result<()> {
+        message.encode(&mut self.message);
+        if let Some(c) = self.conn.and_then(|conn| endpoint.connection_mut(conn)) {
+            c.send_ordered(&self.message)?;
+        }
+        Ok(())
+    }
+
+    fn message_in(&mut self, endpoint: &mut Endpoint, data: &[u8]) -> Result<()> {
+        let Ok(message) = ServerMessage::decode(data) else {
+            self.stats.bad_messages += 1;
+            return Ok(());
+        };
+        match message {
+            ServerMessage::Gamestate { epoch, bytes } => match self.snap.read_message(bytes) {
+                Ok(Received::Gamestate) => {
+                    self.epoch = Some(epoch);
+                    self.full_requested = false;
+                    self.state = ClientState::Active;
+                    self.stats.gamestates += 1;
+                    self.send_session(endpoint, ClientMessage::Begin { epoch })?;
+                    self.events.push_back(ClientEvent::Gamestate { epoch });
+                }
+                _ => self.stats.bad_messages += 1,
+            },
+            ServerMessage::Configstring(bytes) => match self.snap.read_message(bytes) {
+                Ok(Received::Configstring { index }) => {
+                    self.events.push_back(ClientEvent::Configstring { index })
+                }
+                _ => self.stats.bad_messages += 1,
+            },
+            ServerMessage::Game(bytes) => {
+                self.stats.reliable_received += 1;
+                self.events.push_back(ClientEvent::Message(bytes.to_vec()));
+            }
+        }
+        Ok(())
+    }
+
+    fn snapshot_in(&mut self, endpoint: &mut Endpoint, data: &[u8]) -> Result<()> {
+        let Ok(payload) = SnapshotPayload::decode(data) else {
+            self.stats.snapshot_errors += 1;
+            return Ok(());
+        };
+        let Some(epoch) = self.epoch.filter(|&e| e == payload.epoch) else {
+            // Built against another gamestate (the old map): never applied.
+            self.stats.old_epoch_snapshots += 1;
+            return Ok(());
+        };
+        match self.snap.read_message(payload.bytes) {
+            Ok(Received::Snapshot(report)) => {
+                self.stats.snapshots += 1;
+                if report.base.is_none() {
+                    self.stats.full_snapshots += 1;
+                    self.full_requested = false;
+                }
+                match report.sync {
+                    SyncCheck::Matched => self.stats.checksums_matched += 1,
+                    SyncCheck::Mismatched => self.stats.checksum_mismatches += 1,
+                    SyncCheck::Absent => {}
+                }
+                self.events.push_back(ClientEvent::Snapshot(report));
+            }
+            Ok(Received::Stale { .. }) => self.stats.stale_snapshots += 1,
+            Ok(_) => self.stats.snapshot_errors += 1,
+            Err(_) => self.stats.snapshot_errors += 1,
+        }
+        if self.snap.needs_full_update() && !self.full_requested {
+            self.full_requested = true;
+            self.stats.full_requests += 1;
+            self.send_session(endpoint, ClientMessage::FullUpdate { epoch })?;
+        }
+        Ok(())
+    }
+
+    fn packet_report(&mut self, id: StateId, delivered: bool) {
+        while self.in_flight.front().is_some_and(|(s, _)| *s < id) {
+            self.in_flight.pop_front();
+        }
+        let Some(&(front, newest)) = self.in_flight.front() else {
+            return;
+        };
+        if front != id {
+            return;
+        }
+        self.in_flight.pop_front();
+        if !delivered {
+            // Its commands are still pending: send them again soon.
+            self.dirty = true;
+            return;
+        }
+        while self.pending_first <= newest && !self.pending.is_empty() {
+            self.pending.pop_front();
+            self.pending_first += 1;
+            self.stats.commands_acked += 1;
+        }
+    }
+
+    fn send_commands(&mut self, endpoint: &mut Endpoint, now: Instant) -> Result<()> {
+        if self.state != ClientState::Active || self.pending.is_empty() {
+            return Ok(());
+        }
+        if self.next_packet_at.is_some_and(|t| now < t) {
+            return Ok(());
+        }
+        let resend = self.last_packet_at.is_none_or(|t| now >= t + RESEND_AFTER);
+        if !(self.dirty || resend) {
+            return Ok(());
+        }
+        let Some(connection) = self.conn.and_then(|c| endpoint.connection_mut(c)) else {
+            return Ok(());
+        };
+        let (len, count) = CommandPacket::encode(
+            self.config.codec,
+            self.pending_first,
+            self.pending.iter(),
+            &mut self.packet[..],
+        )?;
+        if count == 0 {
+            return Ok(());
+        }
+        let id = connection.send_state(&self.packet[..len])?;
+        self.in_flight
+            .push_back((id, self.pending_first + count as u32 - 1));
+        // Commands beyond one packet's worth go in the next one.
+        self.dirty = count < self.pending.len();
+        self.last_packet_at = Some(now);
+        let interval = Duration::from_secs(1) / self.config.max_packets.max(1);
+        self.next_packet_at = Some(now + interval);
+        self.stats.command_packets += 1;
+        self.stats.command_bytes += len as u64;
+        Ok(())
+    }
+}

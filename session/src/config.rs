@@ -1,0 +1,223 @@
+//! Settings of both ends, the schema fingerprint checked at connect, and
+//! the netchan endpoint configurations that go with them.
+
+use std::time::Duration;
+
+use fields::schema::combined_fingerprint;
+use fields::{Codec, NetFields};
+use netchan::{ConnectionConfig, EndpointConfig, RateAnnounce};
+use snapshot::ClientSettings;
+
+/// The session protocol's own version, mixed into the handshake's version.
+pub const SESSION_VERSION: u32 = 1;
+
+/// The handshake's schema fingerprint for entity type `E`, player state
+/// `P` and command `C`: their tables, the codec and (native codec) the
+/// trained models, so a client that would code anything differently is
+/// rejected at connect with [`crate::DisconnectReason::SchemaMismatch`].
+pub fn schema_fingerprint<E: NetFields, P: NetFields, C: NetFields>(codec: Codec) -> u64 {
+    let tables =
+        combined_fingerprint(&[&E::TABLE.schema(), &P::TABLE.schema(), &C::TABLE.schema()]);
+    // FNV-1a of the codec and the models, on top of the tables.
+    let mut hash = tables ^ 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &byte in bytes {
+            hash = (hash ^ byte as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    eat(codec.name().as_bytes());
+    if codec == Codec::Native {
+        for model in [
+            E::static_native_model(),
+            P::static_native_model(),
+            C::static_native_model(),
+        ] {
+            eat(&model.map_or(0, |m| m.id()).to_le_bytes());
+        }
+    }
+    hash
+}
+
+/// How a server runs.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Wire format of every delta (snapshots and commands).
+    pub codec: Codec,
+    /// Entity numbers `0..max_entities`.
+    pub max_entities: u32,
+    /// A sync checksum every this many snapshots to a client (0: none).
+    pub checksum_interval: u32,
+    /// Player slots; a client beyond them is rejected as "server full".
+    pub max_clients: usize,
+    /// Most reliable commands queued or unacknowledged to one client;
+    /// beyond it the client is disconnected with
+    /// [`crate::DisconnectReason::ReliableOverflow`] (Quake 3's
+    /// `MAX_RELIABLE_COMMANDS`).
+    pub max_reliable: usize,
+    /// The game's protocol version (both ends must agree).
+    pub game_version: u32,
+    /// A keyframe in a recording every this many ms of server time.
+    pub keyframe_ms: u32,
+    /// Netchan settings of every connection (idle timeout, rates…).
+    pub connection: ConnectionConfig,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            codec: Codec::Native,
+            max_entities: 1024,
+            checksum_interval: 8,
+            max_clients: 64,
+            max_reliable: 128,
+            game_version: 1,
+            keyframe_ms: 5000,
+            connection: ConnectionConfig::default(),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// The netchan endpoint configuration of a server for `E`, `P`, `C`.
+    pub fn endpoint<E: NetFields, P: NetFields, C: NetFields>(&self) -> EndpointConfig {
+        let mut endpoint = EndpointConfig::server();
+        endpoint.protocol_version = protocol_version(self.game_version);
+        endpoint.schema_fingerprint = schema_fingerprint::<E, P, C>(self.codec);
+        endpoint.connection = self.connection.clone();
+        if let Some(server) = endpoint.server.as_mut() {
+            // Headroom over the player slots: a client whose accept was lost
+            // starts a fresh handshake while its first connection still
+            // counts (pending or closing) in netchan. The session itself
+            // refuses a client beyond the slots, saying the server is full.
+            let headroom = self.max_clients / 4 + 4;
+            server.max_clients = self.max_clients + headroom;
+            server.max_pending = server.max_pending.max(self.max_clients + headroom);
+        }
+        endpoint
+    }
+}
+
+/// How a client connects and plays.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Player name sent in the hello.
+    pub name: String,
+    /// The client id (Quake 3's qport): random per client process, nonzero.
+    pub client_id: u32,
+    /// Snapshots per second wanted.
+    pub snaps: u32,
+    /// Bytes per second the client can receive.
+    pub rate: u32,
+    /// Most command packets per second (Quake 3's `cl_maxpackets`),
+    /// whatever the frame rate.
+    pub max_packets: u32,
+    /// Most commands waiting for acknowledgement; a command beyond it is
+    /// refused ([`crate::SessionError::CommandQueueFull`]), never dropped
+    /// silently.
+    pub max_pending_commands: usize,
+    /// Keep retrying a connect this long (Quake 3 retries until the user
+    /// gives up; `None`: forever).
+    pub connect_deadline: Option<Duration>,
+    /// Reconnect on its own when the server restarts or times out.
+    pub reconnect: bool,
+    /// Wire format (must match the server's).
+    pub codec: Codec,
+    /// The game's protocol version (must match the server's).
+    pub game_version: u32,
+    /// Netchan settings of the connection.
+    pub connection: ConnectionConfig,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            name: "player".into(),
+            client_id: 1,
+            snaps: 20,
+            rate: 25_000,
+            max_packets: 30,
+            max_pending_commands: 512,
+            connect_deadline: Some(Duration::from_secs(60)),
+            reconnect: true,
+            codec: Codec::Native,
+            game_version: 1,
+            connection: ConnectionConfig::default(),
+        }
+    }
+}
+
+impl ClientConfig {
+    /// Defaults with a name (and a client id derived from it).
+    pub fn named(name: &str) -> ClientConfig {
+        let id = name.bytes().fold(0x811c_9dc5u32, |h, b| {
+            (h ^ b as u32).wrapping_mul(0x0100_0193)
+        });
+        ClientConfig {
+            name: name.into(),
+            client_id: id | 1,
+            ..ClientConfig::default()
+        }
+    }
+
+    /// The netchan endpoint configuration of a client for `E`, `P`, `C`:
+    /// its receive rate announced, its packet rate capped, and handshake
+    /// retries every second at most (a lost handshake packet costs little).
+    pub fn endpoint<E: NetFields, P: NetFields, C: NetFields>(&self) -> EndpointConfig {
+        let mut endpoint = EndpointConfig::client();
+        endpoint.protocol_version = protocol_version(self.game_version);
+        endpoint.schema_fingerprint = schema_fingerprint::<E, P, C>(self.codec);
+        endpoint.handshake_retry = Duration::from_millis(250);
+        endpoint.handshake_retry_max = Duration::from_secs(1);
+        endpoint.connection = self.connection.clone();
+        endpoint.connection.receive_rate = RateAnnounce {
+            bytes_per_sec: self.rate,
+            packets_per_sec: (self.snaps * 2).clamp(30, 1000) as u16,
+        };
+        // Room for the command packets and the acks of what arrives.
+        endpoint.connection.send_rate = RateAnnounce {
+            bytes_per_sec: RateAnnounce::UNLIMITED.bytes_per_sec,
+            packets_per_sec: self.max_packets.clamp(1, 1000) as u16,
+        };
+        endpoint
+    }
+}
+
+fn protocol_version(game: u32) -> u32 {
+    SESSION_VERSION << 24 ^ game
+}
+
+/// The snapshot stream a client asked for: its snapshot rate, and a byte
+/// budget a little under its announced rate so that netchan (which also
+/// carries acks and reliable commands at that rate) is never the one
+/// holding snapshots back.
+pub fn client_settings(snaps: u32, rate: u32) -> ClientSettings {
+    let snaps = snaps.clamp(1, 1000);
+    let rate = rate.clamp(1000, 10_000_000);
+    let byte_rate = rate / 10 * 8;
+    let per_snapshot = (byte_rate / snaps).clamp(256, 16 * 1024);
+    ClientSettings {
+        snapshot_rate: snaps,
+        byte_rate,
+        // A full update after joining may take two snapshots' worth at once.
+        burst_bytes: (per_snapshot * 2).max(1024),
+        max_snapshot_bytes: per_snapshot.max(512),
+        auto_ack: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_settings_follow_the_requested_rates() {
+        let s = client_settings(20, 25_000);
+        assert_eq!(s.snapshot_rate, 20);
+        assert_eq!(s.byte_rate, 20_000);
+        assert_eq!(s.max_snapshot_bytes, 1000);
+        assert!(s.validate().is_ok());
+        // Nonsense from the network is clamped into something valid.
+        assert!(client_settings(0, 0).validate().is_ok());
+        assert!(client_settings(u32::MAX, u32::MAX).validate().is_ok());
+    }
+}

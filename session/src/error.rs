@@ -1,0 +1,41 @@
+//! Errors of the session layer's calls (bad input from the network is
+//! never an error of a call: it is counted and dropped).
+
+use crate::server::ClientKey;
+use crate::wire::WireError;
+
+/// Why a session call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The snapshot server refused (an entity number out of range, …).
+    #[error("snapshot server: {0}")]
+    Snapshot(#[from] snapshot::ServerError),
+    /// The snapshot server configuration is invalid.
+    #[error("snapshot configuration: {0}")]
+    Config(#[from] snapshot::ConfigError),
+    /// No such client (it left, or the key is from an earlier occupant).
+    #[error("no client {0:?}")]
+    UnknownClient(ClientKey),
+    /// The client is not in a game (not connected, or no gamestate yet).
+    #[error("not connected")]
+    NotConnected,
+    /// Too many commands wait for acknowledgement (the server stopped
+    /// answering): the command was not queued.
+    #[error("{pending} commands wait for acknowledgement; the command was not queued")]
+    CommandQueueFull {
+        /// Commands waiting.
+        pending: usize,
+    },
+    /// netchan refused to connect.
+    #[error("connect: {0}")]
+    Connect(#[from] netchan::ConnectError),
+    /// netchan refused to send.
+    #[error("send: {0}")]
+    Send(#[from] netchan::SendError),
+    /// The recording failed.
+    #[error("recording: {0}")]
+    Demo(#[from] demo::DemoError),
+    /// A message could not be encoded.
+    #[error("wire: {0}")]
+    Wire(#[from] WireError),
+}

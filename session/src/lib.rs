@@ -1,0 +1,94 @@
+//! # session
+//!
+//! The layer a game embeds: a server and a client that join `netchan`
+//! (the channel) and `snapshot` (the world's deltas) the way Quake 3's
+//! `sv_client.c` / `cl_main.c` join its netchan and snapshots — so that a
+//! game only says what its world is, what its players press, and what it
+//! wants to tell them.
+//!
+//! Generic over the game's three `net_struct!` types: the entity `E`, the
+//! player state `P` and the command `C` (a frame of input, Quake 3's
+//! `usercmd_t`). Sans-IO like netchan: every call takes the current time
+//! and the netchan [`Endpoint`](netchan::Endpoint) (from any driver — UDP,
+//! the in-process link, a test harness), and nothing here sleeps or reads
+//! a clock.
+//!
+//! ## What it does
+//!
+//! **Server** ([`Server`]):
+//!
+//! * accepts clients up to `max_clients` player slots; netchan's handshake
+//!   rejects a client built with other tables, codec or models (the
+//!   [`schema_fingerprint`]) and the client gets a readable
+//!   [`DisconnectReason`];
+//! * sends each client the gamestate after its hello, and once the client
+//!   has it ([`ServerEvent::Entered`]), one snapshot stream — deltas
+//!   against the newest snapshot netchan reported delivered (the mapping
+//!   from netchan's state ids to snapshot sequences lives here), full
+//!   updates when the client asks;
+//! * delivers the client's commands to the game in order, each exactly once
+//!   ([`ServerEvent::Command`]);
+//! * sends reliable game commands (chat, events) and configstring changes,
+//!   with a bounded queue per client: overflow disconnects that client with
+//!   [`DisconnectReason::ReliableOverflow`] instead of growing;
+//! * changes map or restarts ([`Server::change_map`]): a new gamestate with a
+//!   new *epoch* to everyone, every stream restarted from a full update, and
+//!   no snapshot of the old map ever applied on the new one;
+//! * times clients out, kicks them, shuts down telling everyone why (or
+//!   that it restarts), records a spectator's or a client's view through
+//!   `demo`'s recorder, and counts everything per client.
+//!
+//! **Client** ([`Client`]):
+//!
+//! * connects, retrying the handshake until a deadline (30% loss each way
+//!   only makes it take longer), sends its hello, takes the gamestate and
+//!   the snapshot stream (two newest snapshots for interpolation);
+//! * sends commands Quake 3's way ([`wire::CommandPacket`]): at most
+//!   `max_packets` packets a second whatever the frame rate, several
+//!   commands per packet, each delta-coded against the previous one, every
+//!   command repeated until a packet holding it is reported delivered — so
+//!   a lost datagram loses no command, and the upstream stays small;
+//! * surfaces why it was disconnected, and reconnects on its own when the
+//!   server restarts or times out (a new session, a full resync).
+//!
+//! ## A loop
+//!
+//! `examples/embed.rs` is a complete server and client in one loop over
+//! the in-process link with the link conditioner:
+//!
+//! ```sh
+//! cargo run -p session --example embed
+//! ```
+//!
+//! Per frame the server pumps its driver, calls [`Server::update`] and
+//! drains [`Server::poll_event`] (connects, commands, messages,
+//! disconnects), simulates, sets entities through [`Server::world_mut`]
+//! and each player's state with [`Server::set_player_state`], then calls
+//! [`Server::send_snapshots`]. The client pumps its driver, calls
+//! [`Client::update`], drains [`Client::poll_event`], reads
+//! [`Client::snapshots`], and queues its input with [`Client::command`].
+//!
+//! ## Wire
+//!
+//! See [`wire`]: reliable session messages on netchan's guaranteed-ordered
+//! class, snapshots (prefixed with their gamestate epoch) and command
+//! packets as each direction's most-recent-state payload.
+#![forbid(unsafe_code)]
+
+pub mod client;
+pub mod config;
+pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
+pub mod reason;
+pub mod server;
+pub mod stats;
+pub mod wire;
+
+pub use client::{Client, ClientEvent, ClientState};
+pub use config::{client_settings, schema_fingerprint, ClientConfig, ServerConfig};
+pub use error::SessionError;
+pub use reason::DisconnectReason;
+pub use server::{ClientInfo, ClientKey, RecordView, RecordingStats, Server, ServerEvent};
+pub use snapshot::{AllInScope, Scope};
+pub use stats::{ClientStats, ServerClientStats, ServerStats};

@@ -1,0 +1,346 @@
+//! The session's wire messages, on top of netchan's delivery classes.
+//!
+//! | direction | netchan class | message |
+//! | --- | --- | --- |
+//! | server → client | guaranteed ordered | [`ServerMessage`]: gamestate (with its epoch), configstring change, game command |
+//! | client → server | guaranteed ordered | [`ClientMessage`]: hello, begin, full-update request, game command |
+//! | server → client | most-recent state | a snapshot: `[epoch u8][snapshot message]` ([`SnapshotPayload`]) |
+//! | client → server | most-recent state | a command packet ([`CommandPacket`]) |
+//!
+//! The epoch numbers gamestates: it changes with every map change or
+//! restart, so a snapshot built for the old map that arrives after the new
+//! gamestate is recognised and dropped, never decoded against the new map.
+//!
+//! Command packets are Quake 3's `clc_move`: several commands per datagram,
+//! the first delta-coded against a zeroed command and each next one against
+//! the one before it (the game's `net_struct!` type, through its codec).
+//! The client repeats every command until netchan reports a packet carrying
+//! it delivered, so a lost datagram loses no command; the server executes
+//! commands by number, each exactly once and in order.
+//!
+//! Every decoder returns a [`WireError`] on bad input and never allocates
+//! more than a fixed bound.
+
+use fields::{BitReader, BitSink, BitSource, BitWriter, Codec, NetFields};
+
+/// Most commands in one packet.
+pub const MAX_COMMANDS_PER_PACKET: usize = 64;
+/// Largest command packet, bytes (keeps it in one datagram).
+pub const MAX_COMMAND_PACKET: usize = 1024;
+/// Longest player name in a hello, bytes.
+pub const MAX_NAME: usize = 32;
+
+/// What was wrong with a session message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    /// The message ended before its fixed part.
+    #[error("message truncated: {len} bytes, need {needed}")]
+    Truncated {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes present.
+        len: usize,
+    },
+    /// An unknown message tag.
+    #[error("unknown message tag {0}")]
+    UnknownTag(u8),
+    /// A name that is not UTF-8 or is too long.
+    #[error("name is not UTF-8 or longer than {MAX_NAME} bytes")]
+    BadName,
+    /// A command packet announced no commands or more than allowed.
+    #[error("command packet with {0} commands (1..={MAX_COMMANDS_PER_PACKET} allowed)")]
+    BadCount(usize),
+    /// A command packet's first command number is 0 or the numbers overflow.
+    #[error("command numbers {first}.. (+{count}) out of range")]
+    BadNumber {
+        /// The first number.
+        first: u32,
+        /// Commands in the packet.
+        count: usize,
+    },
+    /// A command packet is larger than [`MAX_COMMAND_PACKET`].
+    #[error("command packet of {0} bytes (at most {MAX_COMMAND_PACKET})")]
+    TooLarge(usize),
+    /// The bit stream of a command packet was malformed.
+    #[error("command packet: {0}")]
+    Bits(#[from] fields::BitError),
+}
+
+const TAG_GAMESTATE: u8 = 1;
+const TAG_CONFIGSTRING: u8 = 2;
+const TAG_SERVER_GAME: u8 = 3;
+
+const TAG_HELLO: u8 = 16;
+const TAG_BEGIN: u8 = 17;
+const TAG_FULL_UPDATE: u8 = 18;
+const TAG_CLIENT_GAME: u8 = 19;
+
+/// A guaranteed-ordered message from the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerMessage<'a> {
+    /// A new gamestate (on connect, map change, restart) and its epoch.
+    Gamestate {
+        /// Epoch of every snapshot built against it.
+        epoch: u8,
+        /// The snapshot layer's gamestate message.
+        bytes: &'a [u8],
+    },
+    /// The snapshot layer's configstring-change message.
+    Configstring(&'a [u8]),
+    /// A game command (chat, events…), opaque to the session.
+    Game(&'a [u8]),
+}
+
+impl<'a> ServerMessage<'a> {
+    /// Encodes the message into `out` (cleared first).
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.clear();
+        match *self {
+            ServerMessage::Gamestate { epoch, bytes } => {
+                out.extend_from_slice(&[TAG_GAMESTATE, epoch]);
+                out.extend_from_slice(bytes);
+            }
+            ServerMessage::Configstring(bytes) => {
+                out.push(TAG_CONFIGSTRING);
+                out.extend_from_slice(bytes);
+            }
+            ServerMessage::Game(bytes) => {
+                out.push(TAG_SERVER_GAME);
+                out.extend_from_slice(bytes);
+            }
+        }
+    }
+
+    /// Decodes a message.
+    pub fn decode(bytes: &'a [u8]) -> Result<ServerMessage<'a>, WireError> {
+        let (&tag, body) = bytes
+            .split_first()
+            .ok_or(WireError::Truncated { needed: 1, len: 0 })?;
+        Ok(match tag {
+            TAG_GAMESTATE => {
+                let (&epoch, bytes) = body
+                    .split_first()
+                    .ok_or(WireError::Truncated { needed: 2, len: 1 })?;
+                ServerMessage::Gamestate { epoch, bytes }
+            }
+            TAG_CONFIGSTRING => ServerMessage::Configstring(body),
+            TAG_SERVER_GAME => ServerMessage::Game(body),
+            other => return Err(WireError::UnknownTag(other)),
+        })
+    }
+}
+
+/// A guaranteed-ordered message from a client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientMessage<'a> {
+    /// Sent first: who the client is and the snapshot stream it wants
+    /// (Quake 3's userinfo `name`, `snaps`, `rate`).
+    Hello {
+        /// Snapshots per second wanted.
+        snaps: u16,
+        /// Bytes per second the client can receive.
+        rate: u32,
+        /// Player name.
+        name: &'a str,
+    },
+    /// The client holds the gamestate of `epoch`: start its snapshots
+    /// (Quake 3's `begin`).
+    Begin {
+        /// The gamestate's epoch.
+        epoch: u8,
+    },
+    /// The client's snapshots of `epoch` are unusable: send a full update.
+    FullUpdate {
+        /// The gamestate's epoch.
+        epoch: u8,
+    },
+    /// A game command (chat…), opaque to the session.
+    Game(&'a [u8]),
+}
+
+impl<'a> ClientMessage<'a> {
+    /// Encodes the message into `out` (cleared first); a name is clipped
+    /// to [`MAX_NAME`] bytes on a character boundary.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.clear();
+        match *self {
+            ClientMessage::Hello { snaps, rate, name } => {
+                out.push(TAG_HELLO);
+                out.extend_from_slice(&snaps.to_le_bytes());
+                out.extend_from_slice(&rate.to_le_bytes());
+                out.extend_from_slice(clip(name, MAX_NAME).as_bytes());
+            }
+            ClientMessage::Begin { epoch } => out.extend_from_slice(&[TAG_BEGIN, epoch]),
+            ClientMessage::FullUpdate { epoch } => out.extend_from_slice(&[TAG_FULL_UPDATE, epoch]),
+            ClientMessage::Game(bytes) => {
+                out.push(TAG_CLIENT_GAME);
+                out.extend_from_slice(bytes);
+            }
+        }
+    }
+
+    /// Decodes a message.
+    pub fn decode(bytes: &'a [u8]) -> Result<ClientMessage<'a>, WireError> {
+        let (&tag, body) = bytes
+            .split_first()
+            .ok_or(WireError::Truncated { needed: 1, len: 0 })?;
+        let need = |n: usize| {
+            if body.len() < n {
+                Err(WireError::Truncated {
+                    needed: n + 1,
+                    len: bytes.len(),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        Ok(match tag {
+            TAG_HELLO => {
+                need(6)?;
+                let name = &body[6..];
+                if name.len() > MAX_NAME {
+                    return Err(WireError::BadName);
+                }
+                ClientMessage::Hello {
+                    snaps: u16::from_le_bytes([body[0], body[1]]),
+                    rate: u32::from_le_bytes([body[2], body[3], body[4], body[5]]),
+                    name: std::str::from_utf8(name).map_err(|_| WireError::BadName)?,
+                }
+            }
+            TAG_BEGIN => {
+                need(1)?;
+                ClientMessage::Begin { epoch: body[0] }
+            }
+            TAG_FULL_UPDATE => {
+                need(1)?;
+                ClientMessage::FullUpdate { epoch: body[0] }
+            }
+            TAG_CLIENT_GAME => ClientMessage::Game(body),
+            other => return Err(WireError::UnknownTag(other)),
+        })
+    }
+}
+
+/// Cuts `text` to at most `max` bytes on a character boundary.
+pub fn clip(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// A snapshot as the state payload: the epoch of the gamestate it was
+/// built against, then the snapshot layer's message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotPayload<'a> {
+    /// The gamestate epoch.
+    pub epoch: u8,
+    /// The snapshot message.
+    pub bytes: &'a [u8],
+}
+
+impl<'a> SnapshotPayload<'a> {
+    /// Writes `[epoch][bytes]` into `out` (cleared first).
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.clear();
+        out.push(self.epoch);
+        out.extend_from_slice(self.bytes);
+    }
+
+    /// Splits a payload.
+    pub fn decode(bytes: &'a [u8]) -> Result<SnapshotPayload<'a>, WireError> {
+        let (&epoch, bytes) = bytes
+            .split_first()
+            .ok_or(WireError::Truncated { needed: 1, len: 0 })?;
+        Ok(SnapshotPayload { epoch, bytes })
+    }
+}
+
+/// Quake 3's `clc_move`: consecutive commands `first, first + 1, …`, each
+/// delta-coded against the one before (the first against a zeroed command).
+///
+/// Layout (bits, LSB first): `first` (32), `count − 1` (6), then each
+/// command as a [`Codec::write_delta`].
+#[derive(Debug)]
+pub struct CommandPacket;
+
+impl CommandPacket {
+    /// Writes as many of `commands` (numbered from `first`) as fit in
+    /// `buf` (at most [`MAX_COMMANDS_PER_PACKET`]) and returns the bytes
+    /// used and the commands written. Writes nothing when not even one fits.
+    pub fn encode<'c, C: NetFields + 'c>(
+        codec: Codec,
+        first: u32,
+        commands: impl IntoIterator<Item = &'c C>,
+        buf: &mut [u8],
+    ) -> Result<(usize, usize), WireError> {
+        let limit = buf.len().min(MAX_COMMAND_PACKET);
+        let zero = C::default();
+        let mut count = 0usize;
+        let mut end_bits = 0usize;
+        {
+            let mut writer = BitWriter::new(&mut buf[..limit]);
+            if writer.put_bits(first, 32).is_err() || writer.put_bits(0, 6).is_err() {
+                return Ok((0, 0));
+            }
+            let mut previous = &zero;
+            for command in commands.into_iter().take(MAX_COMMANDS_PER_PACKET) {
+                if first.checked_add(count as u32).is_none() {
+                    break;
+                }
+                match codec.write_delta(&mut writer, previous, command) {
+                    Ok(()) => {
+                        count += 1;
+                        end_bits = writer.bits_written();
+                        previous = command;
+                    }
+                    Err(fields::BitError::Overflow { .. }) => break,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        if count == 0 {
+            return Ok((0, 0));
+        }
+        if first == 0 {
+            return Err(WireError::BadNumber { first, count });
+        }
+        // The count sits in bits 0..6 of byte 4 (LSB first); it is patched
+        // in once known, and bits of a command that did not fit are cleared.
+        buf[4] = (buf[4] & !0x3f) | (count - 1) as u8;
+        let used = end_bits.div_ceil(8);
+        if end_bits % 8 != 0 {
+            buf[used - 1] &= (1u8 << (end_bits % 8)) - 1;
+        }
+        Ok((used, count))
+    }
+
+    /// Decodes a packet into `out` (cleared first) as `(number, command)`
+    /// pairs.
+    pub fn decode<C: NetFields>(
+        codec: Codec,
+        bytes: &[u8],
+        out: &mut Vec<(u32, C)>,
+    ) -> Result<(), WireError> {
+        out.clear();
+        if bytes.len() > MAX_COMMAND_PACKET {
+            return Err(WireError::TooLarge(bytes.len()));
+        }
+        let mut reader = BitReader::new(bytes);
+        let first = reader.get_bits(32)?;
+        let count = reader.get_bits(6)? as usize + 1;
+        if first == 0 || first.checked_add(count as u32 - 1).is_none() {
+            return Err(WireError::BadNumber { first, count });
+        }
+        let mut command = C::default();
+        for i in 0..count {
+            codec.read_delta(&mut reader, &mut command)?;
+            out.push((first + i as u32, command.clone()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,199 @@
+//! The session's wire messages: round trips of valid messages and
+//! packets, exact sizes, and mutated valid packets (never a panic).
+
+use fields::Codec;
+use proptest::prelude::*;
+use session::fuzzing::FuzzCommand;
+use session::wire::{
+    ClientMessage, CommandPacket, ServerMessage, SnapshotPayload, WireError,
+    MAX_COMMANDS_PER_PACKET, MAX_COMMAND_PACKET,
+};
+
+fn command() -> impl Strategy<Value = FuzzCommand> {
+    (
+        any::<u8>(),
+        0u8..16,
+        any::<i8>(),
+        any::<i8>(),
+        any::<u16>(),
+        any::<i16>(),
+    )
+        .prop_map(|(msec, buttons, forward, right, yaw, pitch)| FuzzCommand {
+            msec,
+            buttons,
+            forward,
+            right,
+            yaw,
+            pitch,
+        })
+}
+
+/// A run of commands as a player makes them: mostly small changes.
+fn commands() -> impl Strategy<Value = Vec<FuzzCommand>> {
+    (
+        command(),
+        prop::collection::vec((0u8..4, any::<i16>()), 1..100),
+    )
+        .prop_map(|(start, steps)| {
+            let mut c = start;
+            steps
+                .into_iter()
+                .map(|(which, delta)| {
+                    match which {
+                        0 => c.yaw = c.yaw.wrapping_add(delta as u16 % 512),
+                        1 => c.forward = (delta % 127) as i8,
+                        2 => c.buttons = (delta as u8) % 16,
+                        _ => c.msec = 16 + (delta as u8 % 2),
+                    }
+                    c
+                })
+                .collect()
+        })
+}
+
+fn codec() -> impl Strategy<Value = Codec> {
+    prop_oneof![Just(Codec::Native), Just(Codec::Q3)]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn command_packets_round_trip(codec in codec(), first in 1u32..u32::MAX / 2, list in commands()) {
+        let mut buf = [0u8; MAX_COMMAND_PACKET];
+        let (len, count) = CommandPacket::encode(codec, first, list.iter(), &mut buf).unwrap();
+        prop_assert_eq!(count, list.len().min(MAX_COMMANDS_PER_PACKET));
+        let mut out = Vec::new();
+        CommandPacket::decode(codec, &buf[..len], &mut out).unwrap();
+        let expected: Vec<(u32, FuzzCommand)> =
+            list.iter().take(count).enumerate().map(|(i, c)| (first + i as u32, *c)).collect();
+        prop_assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn a_small_buffer_takes_a_prefix(codec in codec(), list in commands(), size in 6usize..64) {
+        let mut buf = vec![0u8; size];
+        let (len, count) = CommandPacket::encode(codec, 9, list.iter(), &mut buf).unwrap();
+        prop_assert!(len <= size);
+        if count > 0 {
+            let mut out = Vec::new();
+            CommandPacket::decode(codec, &buf[..len], &mut out).unwrap();
+            prop_assert_eq!(out.len(), count);
+            prop_assert_eq!(out.last().map(|(_, c)| *c), Some(list[count - 1]));
+        }
+    }
+
+    #[test]
+    fn mutated_packets_never_panic(
+        codec in codec(),
+        list in commands(),
+        flips in prop::collection::vec((any::<usize>(), 0u8..8), 1..4),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let mut buf = [0u8; MAX_COMMAND_PACKET];
+        let (len, _) = CommandPacket::encode(codec, 1, list.iter(), &mut buf).unwrap();
+        let mut bytes = buf[..len].to_vec();
+        for (at, bit) in flips {
+            let i = at % bytes.len();
+            bytes[i] ^= 1 << bit;
+        }
+        bytes.truncate(cut.index(bytes.len() + 1));
+        let mut input = vec![if codec == Codec::Native { 1 } else { 2 }];
+        input.extend_from_slice(&bytes);
+        // Decodes or errs; what decodes re-encodes to the same commands.
+        session::fuzzing::client_input(&input);
+    }
+
+    #[test]
+    fn reliable_messages_round_trip(
+        epoch in any::<u8>(),
+        bytes in prop::collection::vec(any::<u8>(), 0..64),
+        snaps in any::<u16>(),
+        rate in any::<u32>(),
+        name in "[a-zA-Z0-9 éü]{0,40}",
+    ) {
+        let mut out = Vec::new();
+        for message in [
+            ServerMessage::Gamestate { epoch, bytes: &bytes },
+            ServerMessage::Configstring(&bytes),
+            ServerMessage::Game(&bytes),
+        ] {
+            message.encode(&mut out);
+            prop_assert_eq!(ServerMessage::decode(&out), Ok(message));
+        }
+        let clipped = session::wire::clip(&name, session::wire::MAX_NAME);
+        for message in [
+            ClientMessage::Hello { snaps, rate, name: clipped },
+            ClientMessage::Begin { epoch },
+            ClientMessage::FullUpdate { epoch },
+            ClientMessage::Game(&bytes),
+        ] {
+            message.encode(&mut out);
+            prop_assert_eq!(ClientMessage::decode(&out), Ok(message));
+        }
+        SnapshotPayload { epoch, bytes: &bytes }.encode(&mut out);
+        prop_assert_eq!(SnapshotPayload::decode(&out), Ok(SnapshotPayload { epoch, bytes: &bytes }));
+    }
+
+    #[test]
+    fn any_bytes_decode_or_err(bytes in prop::collection::vec(any::<u8>(), 0..200), which in 0u8..6) {
+        let mut input = vec![which];
+        input.extend_from_slice(&bytes);
+        session::fuzzing::client_input(&input);
+        session::fuzzing::server_input(&input);
+    }
+}
+
+#[test]
+fn repeated_commands_cost_almost_nothing() {
+    let c = FuzzCommand {
+        msec: 16,
+        buttons: 1,
+        forward: 127,
+        right: -64,
+        yaw: 12_345,
+        pitch: -300,
+    };
+    let mut buf = [0u8; MAX_COMMAND_PACKET];
+    let (one, _) = CommandPacket::encode(Codec::Native, 5, [c].iter(), &mut buf).unwrap();
+    let (ten, count) = CommandPacket::encode(Codec::Native, 5, [c; 10].iter(), &mut buf).unwrap();
+    assert_eq!(count, 10);
+    // Header and the first command in full, then nine unchanged deltas of
+    // about a bit each.
+    assert_eq!(one, 16);
+    assert_eq!(ten, 17);
+    let (q3, _) = CommandPacket::encode(Codec::Q3, 5, [c; 10].iter(), &mut buf).unwrap();
+    assert_eq!(q3, 23);
+}
+
+#[test]
+fn bad_packets_are_errors() {
+    let mut out: Vec<(u32, FuzzCommand)> = Vec::new();
+    assert!(matches!(
+        CommandPacket::decode(Codec::Native, &[], &mut out),
+        Err(WireError::Bits(_))
+    ));
+    // Command number 0.
+    assert!(matches!(
+        CommandPacket::decode(Codec::Native, &[0, 0, 0, 0, 0, 0, 0], &mut out),
+        Err(WireError::BadNumber { first: 0, .. })
+    ));
+    // Numbers that overflow u32.
+    let mut bytes = vec![0xff, 0xff, 0xff, 0xff, 0x3f];
+    bytes.extend_from_slice(&[0; 40]);
+    assert!(matches!(
+        CommandPacket::decode(Codec::Native, &bytes, &mut out),
+        Err(WireError::BadNumber { .. })
+    ));
+    let big = vec![1u8; MAX_COMMAND_PACKET + 1];
+    assert_eq!(
+        CommandPacket::decode(Codec::Native, &big, &mut out),
+        Err(WireError::TooLarge(MAX_COMMAND_PACKET + 1))
+    );
+    assert_eq!(ServerMessage::decode(&[99]), Err(WireError::UnknownTag(99)));
+    assert!(ServerMessage::decode(&[]).is_err());
+    assert!(ClientMessage::decode(&[16, 1]).is_err());
+    let mut long = vec![16, 0, 0, 0, 0, 0, 0];
+    long.extend_from_slice(&[b'a'; 33]);
+    assert_eq!(ClientMessage::decode(&long), Err(WireError::BadName));
+}

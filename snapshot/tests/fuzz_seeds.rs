@@ -1,0 +1,64 @@
+//! Replays the committed seeds (valid message sequences) and past crashes of
+//! the `snapshot/fuzz` target through the function it calls.
+//! `FUZZ_SEEDS_WRITE=1 cargo test -p snapshot --test fuzz_seeds` rewrites the seeds.
+
+use fields::fuzzing::{corpus_files, write_seeds};
+use fields::Codec;
+use snapshot::fuzzing::{client_parse, fixture};
+use snapshot::AllInScope;
+
+const CRATE: &str = env!("CARGO_MANIFEST_DIR");
+
+/// For each codec: the fixture server's next messages — a configstring
+/// change and three snapshots in which entities move, appear and leave — as
+/// one length-prefixed sequence, and the first snapshot alone.
+fn seeds() -> Vec<Vec<u8>> {
+    let mut seeds = Vec::new();
+    for (bit, codec) in [(0u8, Codec::Q3), (1, Codec::Native)] {
+        let (mut server, id, _) = fixture(codec);
+        let mut messages = Vec::new();
+        let mut bytes = Vec::new();
+        server.set_configstring(1, "round=2").unwrap();
+        server.write_configstring(1, &mut bytes).unwrap();
+        messages.push(bytes.clone());
+        for frame in 2..5u32 {
+            server.entity_mut(5).unwrap().y += 2.0;
+            if frame == 3 {
+                server.remove_entity(40);
+                server.set_entity(7, Default::default()).unwrap();
+            }
+            server.commit_frame(frame * 50).unwrap();
+            server
+                .build_snapshot(id, &mut AllInScope, &mut bytes)
+                .unwrap();
+            messages.push(bytes.clone());
+        }
+        let mut sequence = vec![bit];
+        for message in &messages {
+            sequence.push(u8::try_from(message.len()).expect("short messages"));
+            sequence.extend_from_slice(message);
+        }
+        seeds.push(sequence);
+        let mut single = vec![bit | 2];
+        single.extend_from_slice(&messages[1]);
+        seeds.push(single);
+    }
+    seeds
+}
+
+#[test]
+fn client_parse_replays() {
+    let seeds = seeds();
+    write_seeds(CRATE, "client_parse", &seeds).unwrap();
+    assert_eq!(client_parse(&seeds[0]), 4, "Quake 3: all four messages");
+    assert_eq!(client_parse(&seeds[2]), 4, "native: all four messages");
+    let committed = corpus_files(CRATE, "seeds", "client_parse").unwrap();
+    assert_eq!(committed.len(), seeds.len());
+    for (path, data) in committed {
+        let want = if data[0] & 2 != 0 { 1 } else { 4 };
+        assert_eq!(client_parse(&data), want, "{}", path.display());
+    }
+    for (_, data) in corpus_files(CRATE, "regressions", "client_parse").unwrap() {
+        client_parse(&data);
+    }
+}
