@@ -23,6 +23,9 @@
 //! | [`game`] | the match loop on a real or simulated clock |
 //! | [`summary`] / [`status`] | the report, JSON, invariants; live status line |
 //! | [`recording`] | the demo recorder behind the server's recording hook |
+//! | [`server_status`] | the connectionless status payload and `arena status`'s query |
+//! | [`metrics`] / [`http`] | Prometheus metrics and the `/metrics` responder |
+//! | [`logging`] / [`shutdown`] | `tracing` setup, throttled reject logs; SIGINT/SIGTERM |
 //!
 //! ```no_run
 //! let mut config = arena::MatchConfig::short(arena::transport::TransportKind::Local, 3.0, 7);
@@ -38,13 +41,18 @@ pub mod client;
 pub mod config;
 pub mod error;
 pub mod game;
+pub mod http;
 pub mod interp;
+pub mod logging;
+pub mod metrics;
 pub mod model;
 pub mod physics;
 pub mod predict;
 pub mod protocol;
 pub mod recording;
 pub mod server;
+pub mod server_status;
+pub mod shutdown;
 pub mod status;
 pub mod summary;
 pub mod transport;

@@ -41,20 +41,23 @@ use crate::connection::{
     Role, Scratch,
 };
 use crate::crypto::{Direction, PresharedKey, SessionCipher};
-use crate::error::ConnectError;
+use crate::error::{ConnectError, SendError};
 use crate::handshake::{
     ConnectRequest, CookieError, CookieKey, Handshake, RejectReason, OPT_COMPRESS, OPT_ENCRYPT,
 };
 use crate::metrics::EndpointMetrics;
 use crate::outcome::{DropReason, HandleOutcome};
-use crate::packet::{packet_type, DataHeader, MAX_DATAGRAM, TYPE_DATA};
+use crate::packet::{packet_type, DataHeader, MAX_DATAGRAM, TYPE_DATA, TYPE_STATUS_REQUEST};
 use crate::pool::BufPool;
 use crate::rate::{RateLimiter, MIN_BUDGET};
+use crate::status::{StatusLimiter, StatusLimits, StatusReply, StatusRequest, MAX_STATUS_PAYLOAD};
 
 /// Most connectionless responses waiting to be sent; beyond it they are dropped.
 const MAX_OUTGOING: usize = 256;
 /// Most cookies remembered as used (for replay rejection).
 const MAX_USED_COOKIES: usize = 4096;
+/// Most status replies waiting to be sent; beyond it requests are dropped.
+const MAX_STATUS_OUTGOING: usize = 64;
 
 /// Server-side settings: present only on endpoints that accept connections.
 #[derive(Debug, Clone)]
@@ -73,6 +76,8 @@ pub struct ServerConfig {
     pub require_encryption: bool,
     /// Grant compression to clients that ask for it.
     pub allow_compression: bool,
+    /// Rate limits on connectionless status replies.
+    pub status_limits: StatusLimits,
 }
 
 impl Default for ServerConfig {
@@ -85,6 +90,7 @@ impl Default for ServerConfig {
             total_rate: None,
             require_encryption: false,
             allow_compression: true,
+            status_limits: StatusLimits::default(),
         }
     }
 }
@@ -228,6 +234,12 @@ pub struct Endpoint {
     scratch_b: Box<[u8; MAX_DATAGRAM]>,
     pool: BufPool,
     metrics: EndpointMetrics,
+    /// What status requests are answered with; `None` ignores them.
+    status: Option<Vec<u8>>,
+    status_limiter: StatusLimiter,
+    /// Replies are rendered at send time from the newest payload, so the
+    /// queue holds only who asked and how large the reply may be.
+    status_out: VecDeque<(SocketAddr, StatusRequest)>,
 }
 
 impl Endpoint {
@@ -261,6 +273,16 @@ impl Endpoint {
             scratch_b: Box::new([0; MAX_DATAGRAM]),
             pool: BufPool::new(4096, config.connection.max_message_size.max(MAX_DATAGRAM)),
             metrics: EndpointMetrics::default(),
+            status: None,
+            status_limiter: StatusLimiter::new(
+                &config
+                    .server
+                    .as_ref()
+                    .map(|s| s.status_limits.clone())
+                    .unwrap_or_default(),
+                now,
+            ),
+            status_out: VecDeque::new(),
             config,
         }
     }
@@ -273,6 +295,22 @@ impl Endpoint {
     /// Counters of all traffic received and sent, and of input rejected by reason.
     pub fn metrics(&self) -> &EndpointMetrics {
         &self.metrics
+    }
+
+    /// Sets what a server answers connectionless status requests with
+    /// (see [`crate::status`]); until it is set they are ignored. Call again
+    /// whenever the status changes: replies use the newest payload.
+    pub fn set_status(&mut self, payload: &[u8]) -> Result<(), SendError> {
+        if payload.len() > MAX_STATUS_PAYLOAD {
+            return Err(SendError::TooLarge {
+                len: payload.len(),
+                max: MAX_STATUS_PAYLOAD,
+            });
+        }
+        let status = self.status.get_or_insert_with(Vec::new);
+        status.clear();
+        status.extend_from_slice(payload);
+        Ok(())
     }
 
     /// The sizes of the endpoint's internal tables.
@@ -434,6 +472,7 @@ impl Endpoint {
         }
         match packet_type(datagram) {
             Ok(TYPE_DATA) => self.handle_data(now, from, datagram),
+            Ok(TYPE_STATUS_REQUEST) => self.handle_status(now, from, datagram),
             Ok(_) => match Handshake::parse(datagram) {
                 Ok(packet) => self.handle_handshake(now, from, packet, datagram.len()),
                 Err(e) => HandleOutcome::Rejected(DropReason::of_decode(&e)),
@@ -485,6 +524,24 @@ impl Endpoint {
             Ok(()) => HandleOutcome::Data(id),
             Err(reason) => HandleOutcome::Rejected(reason),
         }
+    }
+
+    fn handle_status(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) -> HandleOutcome {
+        let request = match StatusRequest::parse(datagram) {
+            Ok(request) => request,
+            Err(e) => return HandleOutcome::Rejected(DropReason::of_decode(&e)),
+        };
+        if self.config.server.is_none() || self.status.is_none() {
+            return HandleOutcome::Rejected(DropReason::Unexpected);
+        }
+        if self.status_out.len() >= MAX_STATUS_OUTGOING
+            || self.status_limiter.allow(now, from.ip()).is_err()
+        {
+            self.metrics.status_rate_limited += 1;
+            return HandleOutcome::Rejected(DropReason::RateLimited);
+        }
+        self.status_out.push_back((from, request));
+        HandleOutcome::Status
     }
 
     fn handle_handshake(
@@ -777,6 +834,24 @@ impl Endpoint {
                 len,
             });
         }
+        if let Some((to, request)) = self.status_out.pop_front() {
+            let payload = self.status.as_deref().unwrap_or_default();
+            let reply = StatusReply::answer(&request, payload);
+            // Cannot fail: the reply is at most the request's length, which
+            // is at most MAX_DATAGRAM.
+            if let Ok(len) = reply.write(buf) {
+                debug_assert!(len <= request.len);
+                match reply {
+                    StatusReply::Status { .. } => self.metrics.status_answered += 1,
+                    StatusReply::TooLarge { .. } => self.metrics.status_too_large += 1,
+                }
+                self.count_sent(len);
+                return Some(Transmit {
+                    destination: to,
+                    len,
+                });
+            }
+        }
         let n = self.slots.len();
         for step in 0..n {
             let index = (self.round_robin + step) % n;
@@ -829,7 +904,7 @@ impl Endpoint {
 
     /// The earliest time [`Self::handle_timeout`] or [`Self::poll_transmit`] has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if !self.outgoing.is_empty() {
+        if !self.outgoing.is_empty() || !self.status_out.is_empty() {
             return Some(self.now);
         }
         let mut earliest = self

@@ -148,6 +148,7 @@ pub mod rng;
 pub mod sequence;
 pub mod state;
 pub mod testing;
+pub mod status;
 pub mod udp;
 
 pub use compress::{Compressor, HuffmanCompressor};
@@ -170,6 +171,7 @@ pub use packet::MAX_DATAGRAM;
 pub use rate::RateAnnounce;
 pub use rng::SeededRng;
 pub use state::StateId;
+pub use status::{StatusLimits, StatusReply, StatusRequest};
 pub use udp::{UdpDriver, UdpTransport};
 
 /// The `mio` version the UDP driver is built on, for callers that share one

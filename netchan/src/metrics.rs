@@ -117,6 +117,13 @@ pub struct EndpointMetrics {
     pub refused: u64,
     /// Connections whose client moved to a new port (NAT rebinding).
     pub migrations: u64,
+    /// Status requests answered with the status payload.
+    pub status_answered: u64,
+    /// Status requests answered "too large" (the payload would outgrow the request).
+    pub status_too_large: u64,
+    /// Status requests refused by the per-source, total or table limits
+    /// (also counted in [`Self::rejected`] as [`DropReason::RateLimited`]).
+    pub status_rate_limited: u64,
     /// Received datagrams dropped without a reply, by reason.
     pub rejected: RejectedCounts,
 }

@@ -20,6 +20,9 @@ pub enum HandleOutcome {
     AcceptRepeated(ConnectionId),
     /// Server: a challenge request was answered with a cookie; no state was kept.
     Challenged,
+    /// Server: a status request was taken; its reply (the status payload,
+    /// or "too large" when that would outgrow the request) is queued.
+    Status,
     /// Server: a connect request with a valid cookie was refused, and the
     /// client is told why with a reject packet.
     Refused(RejectReason),
@@ -75,7 +78,8 @@ pub enum DropReason {
     BadBody,
     /// A challenge or connect that would be answered, but the queue of
     /// connectionless responses is full: answers are rate-limited to what
-    /// the application sends between polls.
+    /// the application sends between polls. Also a status request over its
+    /// per-source or total limits ([`crate::status`]).
     RateLimited,
 }
 

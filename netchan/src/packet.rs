@@ -26,6 +26,8 @@ pub(crate) const TYPE_CONNECT: u8 = 0x3;
 pub(crate) const TYPE_ACCEPT: u8 = 0x4;
 pub(crate) const TYPE_REJECT: u8 = 0x5;
 pub(crate) const TYPE_DATA: u8 = 0x6;
+pub(crate) const TYPE_STATUS_REQUEST: u8 = 0x7;
+pub(crate) const TYPE_STATUS_REPLY: u8 = 0x8;
 
 /// Data-header flag: the ack fields are meaningful.
 pub const FLAG_HAS_ACK: u8 = 0x1;
