@@ -77,6 +77,7 @@ enum O {
     Challenged,
     Refused(RejectReason),
     Data,
+    Status,
     Dropped(DropReason),
 }
 
@@ -89,6 +90,7 @@ fn shapes(outcomes: Vec<HandleOutcome>) -> Vec<O> {
             HandleOutcome::Challenged => O::Challenged,
             HandleOutcome::Refused(r) => O::Refused(r),
             HandleOutcome::Data(_) => O::Data,
+            HandleOutcome::Status => O::Status,
             HandleOutcome::Rejected(r) => O::Dropped(r),
             HandleOutcome::Handshake(_) => panic!("the server never takes a client's handshake"),
         })
