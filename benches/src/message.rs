@@ -25,8 +25,8 @@ use fields::{
 
 use crate::state::{merge, Baselines, Change, State, Step, Zeros};
 
-/// Quake 3's `svc_snapshot` command byte.
-pub const SVC_SNAPSHOT: u8 = 7;
+/// Quake 3's `svc_snapshot` command byte (the q3 crate's).
+pub const SVC_SNAPSHOT: u8 = q3::svc::SNAPSHOT;
 
 /// Bits of the compact header's message-kind tag (as in the snapshot crate's messages).
 pub const COMPACT_KIND_BITS: u32 = 2;

@@ -649,10 +649,17 @@ impl Endpoint {
         } else if server.require_encryption && !wants_encrypt {
             Some(RejectReason::EncryptionRequired)
         } else {
+            // A client starting over from the same address replaces its old
+            // connection below, so that one does not count against the limits
+            // (else a full server would lock out a client whose accepts were lost).
+            let replaced = self.by_addr.get(&from).copied();
             let mut live = 0;
             let mut pending = 0;
             for c in self.slots.iter().filter_map(|s| s.conn.as_ref()) {
-                if c.role() == Role::Server && c.phase() != Phase::Closed {
+                if c.role() == Role::Server
+                    && c.phase() != Phase::Closed
+                    && Some(c.id()) != replaced
+                {
                     live += 1;
                     pending += usize::from(c.phase() == Phase::Pending);
                 }

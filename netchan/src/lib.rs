@@ -133,6 +133,8 @@ pub mod endpoint;
 pub mod error;
 pub mod event;
 pub mod fragment;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod handshake;
 pub mod local;
 pub mod metrics;
@@ -145,6 +147,7 @@ pub mod reliable;
 pub mod rng;
 pub mod sequence;
 pub mod state;
+pub mod testing;
 pub mod status;
 pub mod udp;
 

@@ -68,3 +68,17 @@ pub fn valid_files() -> Vec<PathBuf> {
 pub fn path(file: &str) -> PathBuf {
     dir().join(file)
 }
+
+/// For a test that needs the demos: `true` when they are here; otherwise it
+/// says on stderr that `test` is skipped and where the demos were looked
+/// for, and returns `false` (the test then returns without failing).
+pub fn available_or_skip(test: &str) -> bool {
+    if available() {
+        return true;
+    }
+    eprintln!(
+        "skipping {test}: the Quake 3 demos are not in {} (put them there or set {DIR_VARIABLE})",
+        dir().display()
+    );
+    false
+}

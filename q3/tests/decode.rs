@@ -56,6 +56,9 @@ fn duel() -> &'static Decoded {
 
 #[test]
 fn duel_decodes_to_the_known_counts() {
+    if !common::here("duel_decodes_to_the_known_counts") {
+        return;
+    }
     let duel = duel();
     assert!(duel.ending.is_none(), "{:?}", duel.ending);
     assert_eq!(duel.records, 17_758);
@@ -66,6 +69,9 @@ fn duel_decodes_to_the_known_counts() {
 
 #[test]
 fn plasma_clip_decodes_to_the_known_counts() {
+    if !common::here("plasma_clip_decodes_to_the_known_counts") {
+        return;
+    }
     let decoded = decode(&common::read_demo("one_frag_only_with_plasma.dm_68"));
     assert!(decoded.ending.is_none(), "{:?}", decoded.ending);
     assert_eq!(decoded.records, 635);
@@ -74,6 +80,9 @@ fn plasma_clip_decodes_to_the_known_counts() {
 
 #[test]
 fn every_valid_demo_decodes_completely_and_plausibly() {
+    if !common::here("every_valid_demo_decodes_completely_and_plausibly") {
+        return;
+    }
     for path in common::valid_demo_paths() {
         let name = common::name(&path);
         let data = std::fs::read(&path).unwrap();
@@ -157,6 +166,9 @@ fn check_snapshots(name: &str, snapshots: &[std::sync::Arc<Snapshot>]) {
 
 #[test]
 fn truncated_demo_yields_its_complete_records_then_truncation() {
+    if !common::here("truncated_demo_yields_its_complete_records_then_truncation") {
+        return;
+    }
     let data = common::read_demo("truncated.dm_68");
     let decoded = decode(&data);
     assert_eq!(decoded.records, 238);
@@ -178,6 +190,9 @@ fn truncated_demo_yields_its_complete_records_then_truncation() {
 
 #[test]
 fn invalid_command_byte_demo_fails_with_a_clear_error() {
+    if !common::here("invalid_command_byte_demo_fails_with_a_clear_error") {
+        return;
+    }
     let data = common::read_demo("invalid_command_byte.dm_68");
     assert!(looks_like_dm68(&data), "it is a demo, only a broken one");
     let decoded = decode(&data);
@@ -229,6 +244,9 @@ fn other_content_is_not_taken_for_a_demo() {
 
 #[test]
 fn sniffing_works_on_the_first_bytes_only() {
+    if !common::here("sniffing_works_on_the_first_bytes_only") {
+        return;
+    }
     for path in common::demo_paths() {
         let data = std::fs::read(&path).unwrap();
         assert!(looks_like_dm68(&data[..64]), "{}", common::name(&path));

@@ -389,6 +389,9 @@ proptest! {
         flips in prop::collection::vec(any::<usize>(), 0..8),
         cut in prop::option::of(any::<usize>()),
     ) {
+        if !common::here("mutated_real_records_parse_or_fail_cleanly") {
+            return Ok(());
+        }
         let (data, states) = primed();
         let (start, len, sequence, client) = &states[index];
         let mut bytes = data[*start..*start + *len].to_vec();
@@ -416,6 +419,9 @@ proptest! {
         flips in prop::collection::vec(any::<usize>(), 1..6),
         cut in prop::option::of(any::<usize>()),
     ) {
+        if !common::here("mutated_files_decode_or_fail_cleanly") {
+            return Ok(());
+        }
         let mut data = common::read_demo("dm_68_cpma_core_gameplay_dev.dm_68");
         for flip in flips {
             let bit = flip % (data.len() * 8);

@@ -7,7 +7,14 @@ use std::path::{Path, PathBuf};
 
 pub use q3::corpus::name;
 
-/// Every `.dm_68` file of the corpus; fails when there are not all eight.
+/// Whether the demos are here (else the calling test says it skips; see
+/// [`q3::corpus::available_or_skip`]).
+pub fn here(test: &str) -> bool {
+    q3::corpus::available_or_skip(test)
+}
+
+/// Every `.dm_68` file of the corpus; fails when there are not all eight
+/// (call [`here`] first: an absent corpus is a skip, an incomplete one a failure).
 pub fn demo_paths() -> Vec<PathBuf> {
     let paths = q3::corpus::files();
     assert!(
