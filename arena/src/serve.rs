@@ -31,6 +31,7 @@ use crate::recording;
 use crate::server::{GameServer, PeerReport, PeerStatus, ServerOptions};
 use crate::server_status::ServerStatus;
 use crate::shutdown::Shutdown;
+use crate::status::StatusLine;
 
 /// How often the status payload, the metrics gauges and the logs catch up.
 const HOUSEKEEPING: Duration = Duration::from_millis(250);
@@ -114,6 +115,7 @@ pub struct Dedicated {
     seen: BTreeMap<u32, PeerStatus>,
     timeouts_seen: u64,
     started: Instant,
+    status_line: Option<StatusLine>,
     next_tick: Instant,
     next_housekeeping: Instant,
     drain_complete: bool,
@@ -186,12 +188,18 @@ impl Dedicated {
             seen: BTreeMap::new(),
             timeouts_seen: 0,
             started: now,
+            status_line: None,
             next_tick: now + config.tick_interval(),
             next_housekeeping: now,
             drain_complete: false,
         };
         dedicated.housekeeping(now);
         Ok(dedicated)
+    }
+
+    /// Shows a live status line on stdout (a terminal is assumed).
+    pub fn enable_status(&mut self) {
+        self.status_line = Some(StatusLine::new(self.started));
     }
 
     /// The UDP address clients connect to.
@@ -264,6 +272,9 @@ impl Dedicated {
             if !wait.is_zero() {
                 self.network.wait(wait)?;
             }
+        }
+        if let Some(line) = self.status_line.as_mut() {
+            line.clear();
         }
         let stopped_by = shutdown.signal_name().unwrap_or("time").to_owned();
         tracing::info!(
@@ -347,6 +358,17 @@ impl Dedicated {
         self.timeouts_seen = timeouts;
         if let Some(line) = self.reject_log.poll(now, &totals) {
             log_rejected(&line);
+        }
+        if let Some(line) = self.status_line.as_mut() {
+            let frames = self.server.stats().frames;
+            let max = self.args.max_clients;
+            let uptime = now.saturating_duration_since(self.started).as_secs_f64();
+            line.draw(now, self.server.net().meter(), |down, up| {
+                format!(
+                    "up {uptime:7.1}s | clients {connected:2}/{max} | down {down:7.1} kbps | up {up:6.1} kbps | frames {frames} | rejected {}",
+                    totals.rejected.iter().sum::<u64>()
+                )
+            });
         }
         for (bytes, full) in self.server.take_snapshot_sizes() {
             self.metrics.snapshot(bytes as usize, full);
