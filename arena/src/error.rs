@@ -14,6 +14,8 @@ pub enum Error {
     Config(String),
     /// Recording the demo failed.
     Demo(String),
+    /// The session layer refused something the arena asked (a bug here).
+    Session(session::SessionError),
 }
 
 impl fmt::Display for Error {
@@ -23,6 +25,7 @@ impl fmt::Display for Error {
             Error::Snapshot(e) => write!(f, "snapshot server: {e}"),
             Error::Config(e) => write!(f, "configuration: {e}"),
             Error::Demo(e) => write!(f, "demo recording: {e}"),
+            Error::Session(e) => write!(f, "session: {e}"),
         }
     }
 }
@@ -32,6 +35,7 @@ impl std::error::Error for Error {
         match self {
             Error::Io(e) => Some(e),
             Error::Snapshot(e) => Some(e),
+            Error::Session(e) => Some(e),
             Error::Config(_) | Error::Demo(_) => None,
         }
     }
@@ -46,5 +50,14 @@ impl From<io::Error> for Error {
 impl From<snapshot::ServerError> for Error {
     fn from(e: snapshot::ServerError) -> Self {
         Error::Snapshot(e)
+    }
+}
+
+impl From<session::SessionError> for Error {
+    fn from(e: session::SessionError) -> Self {
+        match e {
+            session::SessionError::Demo(e) => Error::Demo(e.to_string()),
+            other => Error::Session(other),
+        }
     }
 }

@@ -52,12 +52,44 @@ pub struct ServerSummary {
     pub recorded_snapshots: u64,
     /// Of which keyframes.
     pub recorded_keyframes: u64,
-    /// Largest datagram through the server's socket.
+    /// Largest datagram the engine sent (server or any client).
     pub max_datagram_bytes: usize,
+    /// Datagrams the server dropped as bad input, by reason (a stranger's
+    /// traffic: counted, never a broken invariant).
+    pub rejected_input: RejectedInput,
     /// Digest of the final world state (same seed, same game).
     pub world_checksum: String,
     /// Whether every guaranteed message was acknowledged before the end.
     pub drain_complete: bool,
+}
+
+/// Datagrams the server's endpoint received and dropped, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RejectedInput {
+    /// Longer than the 1,400-byte limit.
+    pub oversized: u64,
+    /// Connectionless packets that failed to parse.
+    pub malformed: u64,
+    /// Data datagrams from addresses with no connection.
+    pub unknown_sender: u64,
+    /// Connect requests with a forged cookie.
+    pub forged_cookie: u64,
+    /// Connect requests with an expired cookie.
+    pub expired_cookie: u64,
+    /// Connect requests with a cookie already used.
+    pub replayed_cookie: u64,
+}
+
+impl RejectedInput {
+    /// All of them.
+    pub fn total(&self) -> u64 {
+        self.oversized
+            + self.malformed
+            + self.unknown_sender
+            + self.forged_cookie
+            + self.expired_cookie
+            + self.replayed_cookie
+    }
 }
 
 /// One client's part of the summary.
@@ -236,7 +268,7 @@ impl Summary {
                 delta_snapshots: s.delta_snapshots,
                 mean_snapshot_bytes: mean,
                 p99_snapshot_bytes: quantile(&sizes, 0.99),
-                max_datagram_bytes: meter.largest,
+                max_datagram_bytes: meter.largest.max(meter.largest_received),
                 reliable_sent,
                 reliable_delivered,
                 reliable_lost,
@@ -294,10 +326,19 @@ impl Summary {
         }
         if oversized > 0 {
             violations.push(format!(
-                "{oversized} datagrams over {} bytes",
+                "{oversized} datagrams sent over {} bytes",
                 netchan::MAX_DATAGRAM
             ));
         }
+        let endpoint = server.net().endpoint().metrics();
+        let rejected_input = RejectedInput {
+            oversized: server_meter.oversized_received,
+            malformed: endpoint.malformed,
+            unknown_sender: endpoint.unknown_sender,
+            forged_cookie: endpoint.cookies_forged,
+            expired_cookie: endpoint.cookies_expired,
+            replayed_cookie: endpoint.cookies_replayed,
+        };
         if !game.drain_complete() {
             violations.push("guaranteed messages still unacknowledged after the drain".into());
         }
@@ -314,7 +355,7 @@ impl Summary {
                 frame_ms_p50: quantile(&frame_ms, 0.5),
                 frame_ms_p99: quantile(&frame_ms, 0.99),
                 timeouts: stats.timeouts,
-                refused: stats.refused,
+                refused: server.session().stats().refused,
                 shots: world_stats.shots,
                 hits: world_stats.hits,
                 kills: world_stats.kills,
@@ -323,6 +364,7 @@ impl Summary {
                 recorded_snapshots: stats.recorded,
                 recorded_keyframes: stats.recorded_keyframes,
                 max_datagram_bytes: max_datagram,
+                rejected_input,
                 world_checksum: format!("{:016x}", world.checksum()),
                 drain_complete: game.drain_complete(),
             },
@@ -414,8 +456,8 @@ impl Summary {
         let s = &self.server;
         let _ = writeln!(
             out,
-            "server: {} frames, frame p50 {:.3} ms, p99 {:.3} ms, {} timeouts, {} shots, {} hits, {} kills, {} pickups, {} chat lines, largest datagram {} B",
-            s.frames, s.frame_ms_p50, s.frame_ms_p99, s.timeouts, s.shots, s.hits, s.kills, s.pickups, s.chat, s.max_datagram_bytes
+            "server: {} frames, frame p50 {:.3} ms, p99 {:.3} ms, {} timeouts, {} shots, {} hits, {} kills, {} pickups, {} chat lines, largest datagram {} B, {} datagrams rejected",
+            s.frames, s.frame_ms_p50, s.frame_ms_p99, s.timeouts, s.shots, s.hits, s.kills, s.pickups, s.chat, s.max_datagram_bytes, s.rejected_input.total()
         );
         let _ = writeln!(
             out,
