@@ -211,7 +211,8 @@ fn the_netchan_pair_delivers_one_state_per_tick() {
         }
         eprintln!("compress {compress}: {datagrams} datagrams, {states} states, {delivered} delivered, {dropped} dropped");
         assert_eq!(states, 40);
-        assert!(delivered >= 38, "{delivered} delivered");
+        // The last state's ack is still on its way; nothing is lost in memory.
+        assert_eq!((delivered, dropped), (39, 0));
         assert_eq!(datagrams, 80, "a state datagram and an ack per tick");
     }
 }
