@@ -14,6 +14,9 @@ pub enum Error {
     Config(String),
     /// Recording the demo failed.
     Demo(String),
+    /// The server refused the connection (schema or version mismatch, full)
+    /// or never answered.
+    Refused(String),
 }
 
 impl fmt::Display for Error {
@@ -23,6 +26,7 @@ impl fmt::Display for Error {
             Error::Snapshot(e) => write!(f, "snapshot server: {e}"),
             Error::Config(e) => write!(f, "configuration: {e}"),
             Error::Demo(e) => write!(f, "demo recording: {e}"),
+            Error::Refused(e) => write!(f, "connection refused: {e}"),
         }
     }
 }
@@ -32,7 +36,7 @@ impl std::error::Error for Error {
         match self {
             Error::Io(e) => Some(e),
             Error::Snapshot(e) => Some(e),
-            Error::Config(_) | Error::Demo(_) => None,
+            Error::Config(_) | Error::Demo(_) | Error::Refused(_) => None,
         }
     }
 }

@@ -75,7 +75,7 @@ pub struct Match {
 }
 
 /// Seeds derived from the match seed, one stream per use.
-fn derive(seed: u64, stream: u64) -> u64 {
+pub fn derive(seed: u64, stream: u64) -> u64 {
     let mut rng = netchan::SeededRng::new(seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     rng.next_u64()
 }
@@ -372,35 +372,16 @@ impl Match {
 
     fn make_client(&mut self, index: usize, now: Instant) -> Result<GameClient, Error> {
         let config = &self.config;
-        let pps = (config.snaps * 2).clamp(30, 1000) as u16;
-        let receive = RateAnnounce {
-            bytes_per_sec: config.rate,
-            packets_per_sec: pps,
-        };
-        let mut endpoint = EndpointConfig::client();
-        endpoint.protocol_version = PROTOCOL_VERSION;
-        endpoint.schema_fingerprint = schema_fingerprint(config.codec);
-        endpoint.connection = ConnectionConfig {
-            // Quake 3's cl_maxpackets: commands from faster frames share
-            // datagrams instead of each paying for a header.
-            send_rate: RateAnnounce {
-                bytes_per_sec: RateAnnounce::UNLIMITED.bytes_per_sec,
-                packets_per_sec: CLIENT_MAX_PACKETS,
-            },
-            ..connection_config(config, receive)
-        };
-        let mut net = self.network.bind(Endpoint::new(endpoint, now))?;
+        let mut net = self
+            .network
+            .bind(Endpoint::new(client_endpoint_config(config), now))?;
         net.set_conditioner(config.link.clone(), derive(config.seed, 100 + index as u64));
-        let options = ClientOptions {
-            name: format!("bot{index}"),
-            // A qport: random-looking, unique per bot, never zero.
-            client_id: (derive(config.seed, 200 + index as u64) as u32) | 1,
-            snaps: config.snaps,
-            rate: config.rate,
-            fps: config.client_fps,
-            seed: derive(config.seed, 300 + index as u64),
-        };
-        let mut client = GameClient::new(options, net, self.server_addr, self.epoch);
+        let mut client = GameClient::new(
+            bot_options(config, index),
+            net,
+            self.server_addr,
+            self.epoch,
+        );
         client.connect(now);
         Ok(client)
     }
@@ -419,6 +400,41 @@ impl Match {
             }
         }
         Ok(())
+    }
+}
+
+/// The endpoint settings of a bot client.
+pub fn client_endpoint_config(config: &MatchConfig) -> EndpointConfig {
+    let pps = (config.snaps * 2).clamp(30, 1000) as u16;
+    let receive = RateAnnounce {
+        bytes_per_sec: config.rate,
+        packets_per_sec: pps,
+    };
+    let mut endpoint = EndpointConfig::client();
+    endpoint.protocol_version = PROTOCOL_VERSION;
+    endpoint.schema_fingerprint = schema_fingerprint(config.codec);
+    endpoint.connection = ConnectionConfig {
+        // Quake 3's cl_maxpackets: commands from faster frames share
+        // datagrams instead of each paying for a header.
+        send_rate: RateAnnounce {
+            bytes_per_sec: RateAnnounce::UNLIMITED.bytes_per_sec,
+            packets_per_sec: CLIENT_MAX_PACKETS,
+        },
+        ..connection_config(config, receive)
+    };
+    endpoint
+}
+
+/// Bot `index`'s options: its name, a qport and seeds from the match seed.
+pub fn bot_options(config: &MatchConfig, index: usize) -> ClientOptions {
+    ClientOptions {
+        name: format!("bot{index}"),
+        // A qport: random-looking, unique per bot, never zero.
+        client_id: (derive(config.seed, 200 + index as u64) as u32) | 1,
+        snaps: config.snaps,
+        rate: config.rate,
+        fps: config.client_fps,
+        seed: derive(config.seed, 300 + index as u64),
     }
 }
 

@@ -23,6 +23,7 @@
 //! | [`game`] | the match loop on a real or simulated clock |
 //! | [`summary`] / [`status`] | the report, JSON, invariants; live status line |
 //! | [`recording`] | the demo recorder behind the server's recording hook |
+//! | [`cli`] / [`serve`] / [`bots`] | subcommands: a dedicated server, remote bots |
 //! | [`server_status`] | the connectionless status payload and `arena status`'s query |
 //! | [`metrics`] / [`http`] | Prometheus metrics and the `/metrics` responder |
 //! | [`logging`] / [`shutdown`] | `tracing` setup, throttled reject logs; SIGINT/SIGTERM |
@@ -37,6 +38,8 @@
 #![forbid(unsafe_code)]
 
 pub mod bot;
+pub mod bots;
+pub mod cli;
 pub mod client;
 pub mod config;
 pub mod error;
@@ -50,6 +53,7 @@ pub mod physics;
 pub mod predict;
 pub mod protocol;
 pub mod recording;
+pub mod serve;
 pub mod server;
 pub mod server_status;
 pub mod shutdown;

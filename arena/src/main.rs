@@ -1,4 +1,5 @@
-//! `cargo run --release`: the default arena match. See `arena --help`.
+//! `cargo run --release`: the default arena match; `arena serve`, `arena
+//! bots` and `arena status` split it across processes. See `arena --help`.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -7,12 +8,134 @@ use std::sync::Arc;
 
 use clap::Parser;
 
+use arena::bots::Bots;
+use arena::cli::{BotsArgs, Cli, Command, ServeArgs, StatusArgs};
 use arena::config::ClockKind;
+use arena::serve::Dedicated;
+use arena::shutdown::Shutdown;
 use arena::{Args, MatchConfig};
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    let config = MatchConfig::from_args(&args);
+    let cli = Cli::parse();
+    match cli.command {
+        None => local_match(&cli.local),
+        Some(Command::Serve(args)) => serve(&args),
+        Some(Command::Bots(args)) => bots(&args),
+        Some(Command::Status(args)) => status(&args),
+    }
+}
+
+/// Installs the logger and the signal handlers, or says why not.
+fn setup() -> Result<Shutdown, ExitCode> {
+    arena::logging::init("info");
+    Shutdown::install().map_err(|e| {
+        eprintln!("arena: cannot install signal handlers: {e}");
+        ExitCode::FAILURE
+    })
+}
+
+fn serve(args: &ServeArgs) -> ExitCode {
+    if let Err(e) = args.validate() {
+        eprintln!("arena serve: {e}");
+        return ExitCode::from(2);
+    }
+    let shutdown = match setup() {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let mut server = match Dedicated::bind(args, std::time::Instant::now()) {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("arena serve: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // On stdout as well as in the log: with port 0 this is how a script
+    // (or the multi-process test) learns the ports.
+    println!("arena serve: listening on {}", server.local_addr());
+    if let Some(addr) = server.metrics_addr() {
+        println!("arena serve: metrics on http://{addr}/metrics");
+    }
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let summary = match server.run(&shutdown) {
+        Ok(summary) => summary,
+        Err(e) => {
+            eprintln!("arena serve: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    print!("{}", summary.table());
+    if let Some(path) = &args.record {
+        println!(
+            "demo: {} (replay: cargo run --release -p demo-cli -- play {} --verify)",
+            path.display(),
+            path.display()
+        );
+    }
+    if let Some(path) = &args.summary_json {
+        if let Err(e) = summary.write_json(path) {
+            eprintln!("arena serve: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn bots(args: &BotsArgs) -> ExitCode {
+    if let Err(e) = args.validate() {
+        eprintln!("arena bots: {e}");
+        return ExitCode::from(2);
+    }
+    let shutdown = match setup() {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let result = Bots::new(args, std::time::Instant::now())
+        .and_then(|mut bots| bots.run(args.seconds, &shutdown));
+    let summary = match result {
+        Ok(summary) => summary,
+        Err(e) => {
+            eprintln!("arena bots: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    print!("{}", summary.table());
+    if let Some(path) = &args.summary_json {
+        if let Err(e) = summary.write_json(path) {
+            eprintln!("arena bots: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if summary.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn status(args: &StatusArgs) -> ExitCode {
+    let wait = std::time::Duration::from_secs_f64(args.wait.clamp(0.01, 60.0));
+    match arena::server_status::query(args.addr, wait, 3) {
+        Ok(status) if args.json => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&status).unwrap_or_default()
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(status) => {
+            println!("{}: {}", args.addr, status.line());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("arena status: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn local_match(args: &Args) -> ExitCode {
+    let config = MatchConfig::from_args(args);
     if let Err(e) = config.validate() {
         eprintln!("arena: {e}");
         return ExitCode::from(2);

@@ -92,6 +92,8 @@ pub enum PeerStatus {
     TimedOut,
     /// Closed for another reason (ordered overflow, kicked when full).
     Dropped,
+    /// Told by the server that it shuts down (a remote bot's view).
+    Shutdown,
 }
 
 /// The server's record of one client (by its netchan client id).
@@ -148,6 +150,9 @@ pub struct ServerStats {
     pub kills: u64,
     /// Events for connections the server does not know (late reports).
     pub stray_events: u64,
+    /// Size of each snapshot message built and whether it was a full
+    /// update, until [`GameServer::take_snapshot_sizes`] takes them.
+    pub snapshot_sizes: Vec<(u32, bool)>,
 }
 
 /// A connected client.
@@ -322,6 +327,12 @@ impl GameServer {
         &self.reports
     }
 
+    /// The sizes of the snapshots built since the last call (and whether
+    /// each was a full update), for metrics.
+    pub fn take_snapshot_sizes(&mut self) -> Vec<(u32, bool)> {
+        std::mem::take(&mut self.stats.snapshot_sizes)
+    }
+
     /// Milliseconds per tick.
     pub fn tick_ms(&self) -> u32 {
         (1000 / self.options.tick_hz.max(1)).max(1)
@@ -446,6 +457,9 @@ impl GameServer {
                 (PeerStatus::TimedOut, LeaveReason::TimedOut)
             }
             DisconnectReason::Peer(codes::NORMAL) => (PeerStatus::Left, LeaveReason::Disconnected),
+            DisconnectReason::Local(codes::SHUTDOWN) => {
+                (PeerStatus::Shutdown, LeaveReason::Disconnected)
+            }
             _ => (PeerStatus::Dropped, LeaveReason::Disconnected),
         };
         if let Some(report) = self.reports.get_mut(&peer.client_id) {
@@ -754,6 +768,9 @@ impl GameServer {
             if let Ok(id) = conn.send_state(&self.buf) {
                 peer.states.push_back((id, info.sequence));
             }
+            self.stats
+                .snapshot_sizes
+                .push((self.buf.len() as u32, info.base.is_none()));
             if let Some(report) = self.reports.get_mut(&peer.client_id) {
                 report.snapshots += 1;
                 report.full_snapshots += info.base.is_none() as u64;

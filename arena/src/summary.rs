@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::client::ClientPhase;
+use crate::client::{ClientPhase, GameClient};
 use crate::game::Match;
 use crate::server::PeerStatus;
 
@@ -121,6 +121,168 @@ pub struct ClientSummary {
     pub score: i32,
 }
 
+/// A client's guaranteed-message figures, as its summary counts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reliable {
+    /// Guaranteed messages the server queued to it.
+    pub sent: u64,
+    /// Of which it received.
+    pub delivered: u64,
+    /// Whether `sent - delivered` counts as lost (connected to the end).
+    pub count_lost: bool,
+    /// Its guaranteed messages to the server received out of sequence.
+    pub upstream_out_of_order: u64,
+}
+
+impl ClientSummary {
+    /// The summary of one client's session.
+    pub fn of(id: usize, client: &GameClient, status: PeerStatus, reliable: Reliable) -> Self {
+        let s = client.stats();
+        let meter = client.meter();
+        let session = match (client.connected_at(), client.ended_at()) {
+            (Some(a), Some(b)) => b.saturating_duration_since(a),
+            _ => Duration::ZERO,
+        }
+        .as_secs_f64();
+        let kbps = |bytes: u64| {
+            if session > 0.0 {
+                bytes as f64 * 8.0 / 1000.0 / session
+            } else {
+                0.0
+            }
+        };
+        let mut sizes: Vec<f64> = s.snapshot_bytes.iter().map(|&b| b as f64).collect();
+        sizes.sort_by(f64::total_cmp);
+        let mean = if sizes.is_empty() {
+            0.0
+        } else {
+            sizes.iter().sum::<f64>() / sizes.len() as f64
+        };
+        let prediction = client.predictor().stats();
+        ClientSummary {
+            id,
+            kbps_down: kbps(meter.bytes_received),
+            kbps_up: kbps(meter.bytes_sent),
+            snapshots: s.snapshots,
+            full_snapshots: s.full_snapshots,
+            delta_snapshots: s.delta_snapshots,
+            mean_snapshot_bytes: mean,
+            p99_snapshot_bytes: quantile(&sizes, 0.99),
+            max_datagram_bytes: meter.largest,
+            reliable_sent: reliable.sent,
+            reliable_delivered: reliable.delivered,
+            reliable_lost: if reliable.count_lost {
+                reliable.sent.saturating_sub(reliable.delivered)
+            } else {
+                0
+            },
+            reliable_out_of_order: s.reliable_out_of_order,
+            checksum_mismatches: s.checksum_mismatches,
+            prediction_error_mean: prediction.mean(),
+            rtt_ms: millis(client.rtt()),
+            name: client.name().to_owned(),
+            status,
+            session_seconds: session,
+            prediction_error_max: prediction.error_max,
+            prediction_samples: prediction.samples,
+            checksums_matched: s.checksums_matched,
+            full_requests: s.full_requests,
+            snapshot_errors: s.snapshot_errors,
+            commands: s.commands,
+            upstream_out_of_order: reliable.upstream_out_of_order,
+            interp_stalls: s.interp_stalls,
+            score: client
+                .snapshots()
+                .newest()
+                .map_or(0, |s| s.player().score as i32),
+        }
+    }
+
+    /// Adds the client's broken invariants to `violations`.
+    pub fn check(&self, client: &GameClient, violations: &mut Vec<String>) {
+        let who = &self.name;
+        if self.checksum_mismatches > 0 {
+            violations.push(format!(
+                "{who}: {} checksum mismatches",
+                self.checksum_mismatches
+            ));
+        }
+        if self.reliable_lost > 0 {
+            violations.push(format!(
+                "{who}: {} guaranteed messages lost",
+                self.reliable_lost
+            ));
+        }
+        if self.reliable_out_of_order > 0 || self.upstream_out_of_order > 0 {
+            violations.push(format!(
+                "{who}: {} guaranteed messages out of order ({} upstream)",
+                self.reliable_out_of_order, self.upstream_out_of_order
+            ));
+        }
+        if client.stats().reliable_malformed > 0 {
+            violations.push(format!(
+                "{who}: {} malformed guaranteed messages",
+                client.stats().reliable_malformed
+            ));
+        }
+    }
+}
+
+/// The per-client table: a header and one row per client.
+pub fn client_table(per_client: &[ClientSummary]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+            out,
+            "{:<6} {:<9} {:>7} {:>6} {:>5} {:>9} {:>6} {:>6} {:>5} {:>9} {:>6} {:>4} {:>5} {:>6} {:>6} {:>5}",
+            "client",
+            "status",
+            "kbps↓",
+            "kbps↑",
+            "snaps",
+            "full/Δ",
+            "mean B",
+            "p99 B",
+            "max B",
+            "rel s/d",
+            "lost",
+            "ooo",
+            "csum✗",
+            "pred",
+            "rtt ms",
+            "score"
+        );
+    for c in per_client {
+        let status = match c.status {
+            PeerStatus::Connected => "connected",
+            PeerStatus::Left => "left",
+            PeerStatus::TimedOut => "timed out",
+            PeerStatus::Dropped => "dropped",
+            PeerStatus::Shutdown => "shutdown",
+        };
+        let _ = writeln!(
+                out,
+                "{:<6} {:<9} {:>7.1} {:>6.1} {:>5} {:>9} {:>6.1} {:>6.0} {:>5} {:>9} {:>6} {:>4} {:>5} {:>6.2} {:>6.0} {:>5}",
+                c.name,
+                status,
+                c.kbps_down,
+                c.kbps_up,
+                c.snapshots,
+                format!("{}/{}", c.full_snapshots, c.delta_snapshots),
+                c.mean_snapshot_bytes,
+                c.p99_snapshot_bytes,
+                c.max_datagram_bytes,
+                format!("{}/{}", c.reliable_sent, c.reliable_delivered),
+                c.reliable_lost,
+                c.reliable_out_of_order,
+                c.checksum_mismatches,
+                c.prediction_error_mean,
+                c.rtt_ms,
+                c.score
+            );
+    }
+    out
+}
+
 /// The whole summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
@@ -145,7 +307,7 @@ pub struct Summary {
 }
 
 /// The `p`-quantile (0..=1) of sorted values, nearest rank.
-fn quantile(sorted: &[f64], p: f64) -> f64 {
+pub fn quantile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -177,36 +339,17 @@ impl Summary {
                 continue;
             };
             let report = server.reports().get(&client.client_id());
-            let s = client.stats();
             let meter = client.meter();
             max_datagram = max_datagram.max(meter.largest);
             oversized += meter.oversized;
-            let session = match (client.connected_at(), client.ended_at()) {
-                (Some(a), Some(b)) => b.saturating_duration_since(a),
-                _ => Duration::ZERO,
-            }
-            .as_secs_f64();
-            let kbps = |bytes: u64| {
-                if session > 0.0 {
-                    bytes as f64 * 8.0 / 1000.0 / session
-                } else {
-                    0.0
-                }
-            };
-            let mut sizes: Vec<f64> = s.snapshot_bytes.iter().map(|&b| b as f64).collect();
-            sizes.sort_by(f64::total_cmp);
-            let mean = if sizes.is_empty() {
-                0.0
-            } else {
-                sizes.iter().sum::<f64>() / sizes.len() as f64
-            };
             let status = report.map_or(PeerStatus::Dropped, |r| r.status);
             // Counted when the drain ended: what was sent while the match
             // still waited for delivery (leave notices queued while everyone
             // disconnects afterwards are not waited for).
-            let (reliable_sent, reliable_delivered) = seat
-                .reliable_at_drain
-                .unwrap_or((report.map_or(0, |r| r.reliable_sent), s.reliable_delivered));
+            let (reliable_sent, reliable_delivered) = seat.reliable_at_drain.unwrap_or((
+                report.map_or(0, |r| r.reliable_sent),
+                client.stats().reliable_delivered,
+            ));
             // Lost only counts for clients connected to the end of the drain
             // (they disconnect cleanly after it): the others left with
             // messages legitimately in flight.
@@ -221,73 +364,18 @@ impl Summary {
                     client.disconnect_reason()
                 ));
             }
-            let reliable_lost = if connected_at_end {
-                reliable_sent.saturating_sub(reliable_delivered)
-            } else {
-                0
-            };
-            let prediction = client.predictor().stats();
-            let summary = ClientSummary {
-                id,
-                kbps_down: kbps(meter.bytes_received),
-                kbps_up: kbps(meter.bytes_sent),
-                snapshots: s.snapshots,
-                full_snapshots: s.full_snapshots,
-                delta_snapshots: s.delta_snapshots,
-                mean_snapshot_bytes: mean,
-                p99_snapshot_bytes: quantile(&sizes, 0.99),
-                max_datagram_bytes: meter.largest,
-                reliable_sent,
-                reliable_delivered,
-                reliable_lost,
-                reliable_out_of_order: s.reliable_out_of_order,
-                checksum_mismatches: s.checksum_mismatches,
-                prediction_error_mean: prediction.mean(),
-                rtt_ms: millis(client.rtt()),
-                name: client.name().to_owned(),
-                status,
-                session_seconds: session,
-                prediction_error_max: prediction.error_max,
-                prediction_samples: prediction.samples,
-                checksums_matched: s.checksums_matched,
-                full_requests: s.full_requests,
-                snapshot_errors: s.snapshot_errors,
-                commands: s.commands,
+            let reliable = Reliable {
+                sent: reliable_sent,
+                delivered: reliable_delivered,
+                count_lost: connected_at_end,
                 upstream_out_of_order: report.map_or(0, |r| r.upstream_out_of_order),
-                interp_stalls: s.interp_stalls,
-                score: client
-                    .snapshots()
-                    .newest()
-                    .map_or(0, |s| s.player().score as i32),
             };
-            let who = &summary.name;
-            if summary.checksum_mismatches > 0 {
-                violations.push(format!(
-                    "{who}: {} checksum mismatches",
-                    summary.checksum_mismatches
-                ));
-            }
-            if summary.reliable_lost > 0 {
-                violations.push(format!(
-                    "{who}: {} guaranteed messages lost",
-                    summary.reliable_lost
-                ));
-            }
-            if summary.reliable_out_of_order > 0 || summary.upstream_out_of_order > 0 {
-                violations.push(format!(
-                    "{who}: {} guaranteed messages out of order ({} upstream)",
-                    summary.reliable_out_of_order, summary.upstream_out_of_order
-                ));
-            }
-            if s.reliable_malformed > 0 {
-                violations.push(format!(
-                    "{who}: {} malformed guaranteed messages",
-                    s.reliable_malformed
-                ));
-            }
+            let summary = ClientSummary::of(id, client, status, reliable);
+            summary.check(client, &mut violations);
             if seat.plan.silent_at.is_some() && status != PeerStatus::TimedOut {
                 violations.push(format!(
-                    "{who}: went silent but was not timed out ({status:?})"
+                    "{}: went silent but was not timed out ({status:?})",
+                    summary.name
                 ));
             }
             per_client.push(summary);
@@ -363,54 +451,7 @@ impl Summary {
             "arena: {} bots, {:.0} s, {} codec, {} Hz ticks, {} transport, seed {}",
             self.clients, self.seconds, self.codec, self.tick_hz, self.transport, self.seed
         );
-        let _ = writeln!(
-            out,
-            "{:<6} {:<9} {:>7} {:>6} {:>5} {:>9} {:>6} {:>6} {:>5} {:>9} {:>6} {:>4} {:>5} {:>6} {:>6} {:>5}",
-            "client",
-            "status",
-            "kbps↓",
-            "kbps↑",
-            "snaps",
-            "full/Δ",
-            "mean B",
-            "p99 B",
-            "max B",
-            "rel s/d",
-            "lost",
-            "ooo",
-            "csum✗",
-            "pred",
-            "rtt ms",
-            "score"
-        );
-        for c in &self.per_client {
-            let status = match c.status {
-                PeerStatus::Connected => "connected",
-                PeerStatus::Left => "left",
-                PeerStatus::TimedOut => "timed out",
-                PeerStatus::Dropped => "dropped",
-            };
-            let _ = writeln!(
-                out,
-                "{:<6} {:<9} {:>7.1} {:>6.1} {:>5} {:>9} {:>6.1} {:>6.0} {:>5} {:>9} {:>6} {:>4} {:>5} {:>6.2} {:>6.0} {:>5}",
-                c.name,
-                status,
-                c.kbps_down,
-                c.kbps_up,
-                c.snapshots,
-                format!("{}/{}", c.full_snapshots, c.delta_snapshots),
-                c.mean_snapshot_bytes,
-                c.p99_snapshot_bytes,
-                c.max_datagram_bytes,
-                format!("{}/{}", c.reliable_sent, c.reliable_delivered),
-                c.reliable_lost,
-                c.reliable_out_of_order,
-                c.checksum_mismatches,
-                c.prediction_error_mean,
-                c.rtt_ms,
-                c.score
-            );
-        }
+        out.push_str(&client_table(&self.per_client));
         let s = &self.server;
         let _ = writeln!(
             out,

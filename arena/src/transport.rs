@@ -215,6 +215,20 @@ impl Network {
         }
     }
 
+    /// Binds a new endpoint on a UDP socket at `addr` (a dedicated server's
+    /// `--bind`, or port 0 for a client). UDP networks only.
+    pub fn bind_udp_at(&mut self, addr: SocketAddr, endpoint: Endpoint) -> io::Result<Net> {
+        let Some(poll) = self.poll.as_ref() else {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the in-process link has no addresses to bind",
+            ));
+        };
+        self.next_token += 1;
+        let socket = UdpTransport::bind_registered(addr, poll.registry(), Token(self.next_token))?;
+        Ok(Net::Udp(Driver::new(endpoint, Metered::new(socket))))
+    }
+
     /// Sleeps until a socket may be readable or `timeout` passes (UDP), or
     /// for `timeout` (the in-process link has nothing to wait on: every
     /// datagram is queued by the time the sender's pump returns).
