@@ -25,16 +25,33 @@ fn small_demo() -> Q3Demo {
     Q3Demo::open(&path).expect("the shared demos are beside the checkout")
 }
 
+/// Whether the shared demos are here (else the test says it skips).
+fn demos_here(test: &str) -> bool {
+    q3::corpus::available_or_skip(test)
+}
+
 #[test]
 fn q3_reproduces_the_original_size_of_a_real_demo() {
+    if !demos_here("q3_reproduces_the_original_size_of_a_real_demo") {
+        return;
+    }
     let report = measure(&mut small_demo()).unwrap();
     assert_eq!(report.status, "complete");
-    assert!(report.snapshots > 0);
+    assert_eq!(report.snapshots, 71);
     let check = report.q3_check.expect("a recording is checked");
-    assert_eq!(check.snapshots, report.snapshots);
-    assert_eq!(format!("{:.3}", check.ratio_to_original), "1.000");
-    assert_eq!(check.same_as_reencode, check.snapshots);
+    assert_eq!(check.snapshots, 71);
+    // Every snapshot has Quake 3's bit count, so the totals are equal.
+    assert_eq!(check.same_bit_count, 71);
+    assert_eq!(check.ratio_to_original, 1.0);
+    assert_eq!(check.same_as_reencode, 71);
+    // 7,231 bits of snapshot commands (see q3/tests/reencode.rs).
+    assert!((check.original_mean_bytes - 7_231.0 / 8.0 / 71.0).abs() < 1e-9);
     assert_eq!(report.encodings["q3"].ratio_to_q3, 1.0);
+    // The native format with the committed models: measured 0.4103 (16/39
+    // bytes per snapshot), with a small margin, so losing compression fails.
+    let native = report.encodings["native"].ratio_to_q3;
+    println!("native/q3 on {SMALL_DEMO}: {native:.4}");
+    assert!(native > 0.0 && native <= 0.43, "native/q3 ratio {native}");
 }
 
 #[test]
@@ -42,8 +59,11 @@ fn both_formats_decode_back_to_every_snapshot() {
     let zeros = Zeros::default();
     let mut buf = vec![0u8; 1 << 16];
     let mut breakdown = Breakdown::default();
-    let steps = small_demo().collect().unwrap();
-    assert!(!steps.is_empty());
+    let steps = if demos_here("both_formats_decode_back_to_every_snapshot (demo part)") {
+        small_demo().collect().unwrap()
+    } else {
+        Vec::new()
+    };
     for owned in &steps {
         let step = owned.step();
         for format in [MessageFormat::Q3, MessageFormat::NATIVE] {
@@ -107,6 +127,9 @@ fn both_formats_decode_back_to_every_snapshot() {
 
 #[test]
 fn the_retrained_wrapper_codes_like_the_type_with_the_same_model() {
+    if !demos_here("the_retrained_wrapper_codes_like_the_type_with_the_same_model") {
+        return;
+    }
     let committed = TrainedModels {
         entity: Arc::clone(q3::model::entity_model().unwrap()),
         player: Arc::clone(q3::model::player_model().unwrap()),
@@ -116,16 +139,22 @@ fn the_retrained_wrapper_codes_like_the_type_with_the_same_model() {
     let mut native = FormatEncoder::native();
     let zeros = Zeros::default();
     let mut breakdown = Breakdown::default();
+    let mut compared = 0;
     for owned in small_demo().collect().unwrap() {
         let step: Step<'_, _, _> = owned.step();
         let a = native.encode(&step, &zeros, &mut breakdown).unwrap();
         let b = wrapped.encode(&step, &zeros, &mut breakdown).unwrap();
         assert_eq!(a, b);
+        compared += 1;
     }
+    assert_eq!(compared, 71);
 }
 
 #[test]
 fn the_json_has_the_documented_keys() {
+    if !demos_here("the_json_has_the_documented_keys") {
+        return;
+    }
     let mut report = Report::default();
     report.workloads.push(measure(&mut small_demo()).unwrap());
     report
@@ -182,7 +211,8 @@ fn the_netchan_pair_delivers_one_state_per_tick() {
         }
         eprintln!("compress {compress}: {datagrams} datagrams, {states} states, {delivered} delivered, {dropped} dropped");
         assert_eq!(states, 40);
-        assert!(delivered >= 38, "{delivered} delivered");
+        // The last state's ack is still on its way; nothing is lost in memory.
+        assert_eq!((delivered, dropped), (39, 0));
         assert_eq!(datagrams, 80, "a state datagram and an ack per tick");
     }
 }

@@ -6,64 +6,31 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use netchan::crypto::{Direction, SessionCipher};
-use netchan::{
-    ConnectOptions, ConnectionId, Endpoint, EndpointConfig, Event, PresharedKey, MAX_DATAGRAM,
-};
+use netchan::testing::{Pair, Side};
+use netchan::{Event, HandleOutcome, PresharedKey};
 use proptest::prelude::*;
 
+/// A connected pair with some traffic behind it, and every datagram the client sent.
 struct Live {
-    now: Instant,
-    client: Endpoint,
-    server: Endpoint,
-    cid: ConnectionId,
-    caddr: SocketAddr,
-    saddr: SocketAddr,
+    pair: Pair,
     captured: Vec<Vec<u8>>,
 }
 
 fn live(encrypt: bool) -> Live {
-    let now = Instant::now();
-    let caddr = SocketAddr::from(([127, 0, 0, 1], 2));
-    let saddr = SocketAddr::from(([127, 0, 0, 1], 1));
     let psk = Some(PresharedKey([4; 32]));
-    let mut client = Endpoint::new(
-        EndpointConfig {
-            secret: [1; 32],
-            psk: psk.clone(),
-            ..EndpointConfig::client()
-        },
-        now,
-    );
-    let server = Endpoint::new(
-        EndpointConfig {
-            secret: [2; 32],
-            psk,
-            ..EndpointConfig::server()
-        },
-        now,
-    );
-    let cid = client
-        .connect(
-            now,
-            saddr,
-            ConnectOptions {
-                client_id: 77,
-                encrypt,
-                compress: true,
-            },
-        )
-        .unwrap();
+    let pair = Pair::new(
+        Instant::now(),
+        Pair::client_config(psk.clone()),
+        Pair::server_config(psk),
+        Pair::options(77, encrypt, true),
+    )
+    .unwrap();
     let mut l = Live {
-        now,
-        client,
-        server,
-        cid,
-        caddr,
-        saddr,
+        pair,
         captured: Vec::new(),
     };
     for i in 0..40u32 {
-        if let Some(c) = l.client.connection_mut(cid) {
+        if let Some(c) = l.pair.client_connection() {
             if c.is_established() {
                 c.send_ordered(&vec![i as u8; (i as usize * 300) % 5000])
                     .unwrap();
@@ -75,18 +42,13 @@ fn live(encrypt: bool) -> Live {
 }
 
 fn step(l: &mut Live) {
-    let mut buf = [0u8; MAX_DATAGRAM];
-    l.now += Duration::from_millis(10);
-    let now = l.now;
-    l.client.handle_timeout(now);
-    while let Some(t) = l.client.poll_transmit(now, &mut buf) {
-        l.captured.push(buf[..t.len].to_vec());
-        l.server.handle(now, l.caddr, &buf[..t.len]);
-    }
-    l.server.handle_timeout(now);
-    while let Some(t) = l.server.poll_transmit(now, &mut buf) {
-        l.client.handle(now, l.saddr, &buf[..t.len]);
-    }
+    let captured = &mut l.captured;
+    l.pair
+        .step_with(Duration::from_millis(10), |side, bytes, _| {
+            if side == Side::Client {
+                captured.push(bytes.to_vec());
+            }
+        });
 }
 
 fn mutations() -> impl Strategy<Value = Vec<(usize, usize, u8, usize)>> {
@@ -102,19 +64,23 @@ proptest! {
     #[test]
     fn arbitrary_datagrams_are_harmless(datagrams in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..1500), 1..30)) {
         let mut l = live(false);
-        let before = l.server.connections().count();
-        let now = l.now;
+        let before = l.pair.server.connections().count();
+        let (now, caddr) = (l.pair.now, l.pair.client_addr);
         for d in &datagrams {
-            l.server.handle(now, SocketAddr::from(([10, 0, 0, 9], 9)), d);
-            l.server.handle(now, l.caddr, d);
+            let stranger = l.pair.server.handle(now, SocketAddr::from(([10, 0, 0, 9], 9)), d);
+            prop_assert!(matches!(stranger, HandleOutcome::Rejected(_)), "{:?}", stranger);
+            let client = l.pair.server.handle(now, caddr, d);
+            prop_assert!(matches!(client, HandleOutcome::Rejected(_)), "{:?}", client);
         }
-        prop_assert_eq!(l.server.connections().count(), before);
+        prop_assert_eq!(l.pair.server.connections().count(), before);
+        let rejected = l.pair.server.metrics().rejected.total();
+        prop_assert_eq!(rejected, 2 * datagrams.len() as u64);
     }
 
     #[test]
     fn mutated_real_datagrams_never_break_the_stream(muts in mutations(), encrypt in any::<bool>()) {
         let mut l = live(encrypt);
-        let now = l.now;
+        let (now, caddr) = (l.pair.now, l.pair.client_addr);
         for (pick, pos, value, cut) in muts {
             if l.captured.is_empty() {
                 break;
@@ -131,19 +97,19 @@ proptest! {
                 d[i] ^= value | 1;
             }
             d.truncate(cut.max(1));
-            l.server.handle(now, l.caddr, &d);
+            l.pair.server.handle(now, caddr, &d);
         }
         // The genuine stream still completes, in order, exactly once.
         for _ in 0..300 {
             step(&mut l);
         }
         let mut got = Vec::new();
-        while let Some(e) = l.server.poll_event() {
+        while let Some(e) = l.pair.server.poll_event() {
             if let Event::Message { data, .. } = e {
                 got.push(data);
             }
         }
-        let sent = l.client.connection(l.cid).unwrap().metrics().ordered_queued as usize;
+        let sent = l.pair.client_connection().unwrap().metrics().ordered_queued as usize;
         prop_assert_eq!(got.len(), sent);
         for (i, m) in got.iter().enumerate() {
             let n = m.first().copied().unwrap_or(0) as usize;

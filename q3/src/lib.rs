@@ -18,6 +18,10 @@
 //! * [`Dm68Decoder`] — the two together, with errors naming the record.
 //! * [`reencode`] — writes each parsed snapshot again with the q3 encoder
 //!   and compares bit counts with Quake 3's own, explaining differences.
+//! * [`live`] — a client that plays on a real (ioquake3) server over
+//!   protocol 71 or 68: handshake, netchan, keyed usercmds, acknowledged
+//!   deltas, `.dm_68` recording ([`Dm68Writer`]); the `q3` binary
+//!   (`q3 connect ADDR`, `q3 status ADDR`) drives it.
 //!
 //! Text: Quake 3's client turns `%` and bytes above 127 into `.` when it
 //! reads a string; this reader does the same, so every string is ASCII.

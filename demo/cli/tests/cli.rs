@@ -221,6 +221,9 @@ fn a_short_end_record_is_an_error_in_every_command() {
 
 #[test]
 fn quake3_demos_through_info_play_dump_and_convert() {
+    if !q3::corpus::available_or_skip("quake3_demos_through_info_play_dump_and_convert") {
+        return;
+    }
     let duel = q3("dm_68_osp_duel_2.dm_68");
     let info = json(&demo(&["info", &duel, "--json"]));
     assert_eq!(info["format"], "q3-dm68");

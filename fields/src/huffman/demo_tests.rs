@@ -15,7 +15,27 @@
 use super::*;
 use crate::bits::{BitReader, BitSink, BitSource, BitWriter};
 
-const DEMO_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/q3demos");
+/// The demos' directory, found as `q3::corpus::dir` finds it (this crate
+/// sits below `q3`): `NETQ3_Q3DEMOS`, else `shared/q3demos` beside the checkout.
+fn demo_dir() -> std::path::PathBuf {
+    match std::env::var_os("NETQ3_Q3DEMOS") {
+        Some(dir) => dir.into(),
+        None => concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/q3demos").into(),
+    }
+}
+
+/// Whether the demos are here; if not, says that `test` is skipped.
+fn demos_here(test: &str) -> bool {
+    let dir = demo_dir();
+    if dir.is_dir() {
+        return true;
+    }
+    eprintln!(
+        "skipping {test}: the Quake 3 demos are not in {} (put them there or set NETQ3_Q3DEMOS)",
+        dir.display()
+    );
+    false
+}
 
 const SVC_GAMESTATE: u8 = 2;
 const SVC_CONFIGSTRING: u8 = 3;
@@ -29,13 +49,14 @@ const MAX_CONFIGSTRINGS: u32 = 1024;
 const BIG_INFO_STRING: usize = 8192;
 
 fn read_demo(name: &str) -> Vec<u8> {
-    let path = format!("{DEMO_DIR}/{name}");
-    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"))
+    let path = demo_dir().join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
 fn demo_names() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(DEMO_DIR)
-        .unwrap_or_else(|e| panic!("listing {DEMO_DIR}: {e}"))
+    let dir = demo_dir();
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("listing {}: {e}", dir.display()))
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|name| name.ends_with(".dm_68"))
         .collect();
@@ -95,6 +116,9 @@ fn gamestate(name: &str) -> (Vec<(u32, String)>, u8) {
 
 #[test]
 fn first_record_of_a_real_demo_decodes_to_its_gamestate() {
+    if !demos_here("first_record_of_a_real_demo_decodes_to_its_gamestate") {
+        return;
+    }
     let data = read_demo("one_frag_only_with_plasma.dm_68");
     let (_, message) = records(&data)[0];
     let code = HuffmanCode::quake3();
@@ -126,6 +150,9 @@ fn first_record_of_a_real_demo_decodes_to_its_gamestate() {
 
 #[test]
 fn re_encoding_a_gamestate_reproduces_quake3s_bits() {
+    if !demos_here("re_encoding_a_gamestate_reproduces_quake3s_bits") {
+        return;
+    }
     let code = HuffmanCode::quake3();
     for name in demo_names() {
         let data = read_demo(&name);
@@ -164,6 +191,9 @@ fn re_encoding_a_gamestate_reproduces_quake3s_bits() {
 
 #[test]
 fn every_demo_gamestate_decodes_to_clean_configstrings() {
+    if !demos_here("every_demo_gamestate_decodes_to_clean_configstrings") {
+        return;
+    }
     let names = demo_names();
     assert!(names.iter().any(|n| n == "one_frag_only_with_plasma.dm_68"));
     for name in &names {
@@ -195,6 +225,9 @@ fn every_demo_gamestate_decodes_to_clean_configstrings() {
 
 #[test]
 fn every_demo_record_opens_with_clean_server_commands() {
+    if !demos_here("every_demo_record_opens_with_clean_server_commands") {
+        return;
+    }
     let code = HuffmanCode::quake3();
     let (mut messages, mut commands) = (0, 0);
     for name in demo_names() {
@@ -220,8 +253,7 @@ fn every_demo_record_opens_with_clean_server_commands() {
             messages += 1;
         }
     }
-    // Counts for the demos in shared/q3demos when this was written; more
-    // demos only raise them.
-    assert!(messages >= 21_000, "{messages} messages");
-    assert!(commands >= 2_000, "{commands} server commands");
+    // Counts for the eight demos in shared/q3demos.
+    assert_eq!(messages, 21_517);
+    assert_eq!(commands, 2_289);
 }

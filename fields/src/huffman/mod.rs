@@ -37,6 +37,13 @@
 //! code word is valid on the wire but decodes to no byte, so decoding it is a
 //! [`BitError::InvalidCode`].
 //!
+//! ## Adaptive coding of whole buffers
+//!
+//! Quake 3 also compresses one thing with the adaptive coder itself: the
+//! userinfo of the `connect` packet. [`adaptive_compress`] and
+//! [`adaptive_decompress`] do what its `Huff_Compress`/`Huff_Decompress` do,
+//! on the same tree the replay above uses.
+//!
 //! ## Example
 //!
 //! ```

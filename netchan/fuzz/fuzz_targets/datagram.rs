@@ -4,46 +4,18 @@
 //! parser. Nothing may panic; memory stays bounded by the configured limits.
 #![no_main]
 
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use libfuzzer_sys::fuzz_target;
-use netchan::{ConnectOptions, Endpoint, EndpointConfig, Event, MAX_DATAGRAM};
+use netchan::testing::Pair;
+use netchan::{Event, MAX_DATAGRAM};
 
 const CLIENT_ID: u32 = 0x1234_5678;
 
-fn established() -> (Endpoint, Instant, SocketAddr) {
-    let now = Instant::now();
-    let caddr = SocketAddr::from(([127, 0, 0, 1], 2));
-    let saddr = SocketAddr::from(([127, 0, 0, 1], 1));
-    let mut client = Endpoint::new(EndpointConfig { secret: [1; 32], ..EndpointConfig::client() }, now);
-    let mut server = Endpoint::new(EndpointConfig { secret: [2; 32], ..EndpointConfig::server() }, now);
-    client
-        .connect(now, saddr, ConnectOptions { client_id: CLIENT_ID, encrypt: false, compress: true })
-        .unwrap();
-    let mut buf = [0u8; MAX_DATAGRAM];
-    let mut t = now;
-    for _ in 0..50 {
-        t += Duration::from_millis(10);
-        client.handle_timeout(t);
-        while let Some(x) = client.poll_transmit(t, &mut buf) {
-            server.handle(t, caddr, &buf[..x.len]);
-        }
-        server.handle_timeout(t);
-        while let Some(x) = server.poll_transmit(t, &mut buf) {
-            client.handle(t, saddr, &buf[..x.len]);
-        }
-        while let Some(e) = server.poll_event() {
-            if matches!(e, Event::Connected { .. }) {
-                return (server, t, caddr);
-            }
-        }
-    }
-    panic!("handshake failed");
-}
-
 fuzz_target!(|data: &[u8]| {
-    let (mut server, mut now, caddr) = established();
+    let pair = Pair::connected(Instant::now(), Pair::options(CLIENT_ID, false, true), None)
+        .expect("handshake");
+    let (mut server, mut now, caddr) = (pair.server, pair.now, pair.client_addr);
     let mut buf = [0u8; MAX_DATAGRAM];
     // Input: a sequence of [len u16][bytes] datagrams.
     let mut rest = data;

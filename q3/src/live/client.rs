@@ -268,6 +268,7 @@ pub struct LiveClient {
     events: VecDeque<Event>,
     stats: ClientStats,
     entered: bool,
+    packet_buf: Vec<u8>,
 }
 
 fn ring_index(sequence: i32) -> usize {
@@ -304,6 +305,7 @@ impl LiveClient {
             events: VecDeque::new(),
             stats: ClientStats::default(),
             entered: false,
+            packet_buf: Vec::with_capacity(MAX_MSGLEN),
         }
     }
 
@@ -583,7 +585,7 @@ impl LiveClient {
             // the acknowledge is read before unscrambling, as Quake 3 does.
             let acknowledge = read_long(&payload).unwrap_or(0);
             let seed = self.challenge ^ incoming.sequence;
-            let text = self.reliable_commands[ring_index(acknowledge)].clone();
+            let text = &self.reliable_commands[ring_index(acknowledge)];
             scramble(&mut payload, SERVER_SCRAMBLE_START, seed, text.as_bytes());
         }
         self.server_message_sequence = incoming.sequence;
@@ -721,8 +723,22 @@ impl LiveClient {
     /// Builds and frames one client message (`CL_WritePacket`).
     fn write_packet(&mut self, now: Instant) -> Result<(), LiveError> {
         let code = HuffmanCode::quake3();
-        let mut buf = vec![0u8; MAX_MSGLEN];
-        let mut writer = BitWriter::new(&mut buf);
+        // One buffer for every packet (taken out so `self` stays borrowable).
+        let mut buf = std::mem::take(&mut self.packet_buf);
+        buf.clear();
+        buf.resize(MAX_MSGLEN, 0);
+        let result = self.write_packet_into(now, code, &mut buf);
+        self.packet_buf = buf;
+        result
+    }
+
+    fn write_packet_into(
+        &mut self,
+        now: Instant,
+        code: &HuffmanCode,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), LiveError> {
+        let mut writer = BitWriter::new(buf);
         let mut sink = HuffmanWriter::new(&mut writer, code);
         sink.put_bits(self.server_id as u32, 32)?;
         sink.put_bits(self.server_message_sequence as u32, 32)?;
@@ -730,11 +746,13 @@ impl LiveClient {
         for sequence in self.reliable_acknowledge + 1..=self.reliable_sequence {
             sink.put_u8(clc::CLIENT_COMMAND)?;
             sink.put_bits(sequence as u32, 32)?;
-            let text: Vec<u8> = self.reliable_commands[ring_index(sequence)]
-                .bytes()
-                .map(|b| if b > 127 || b == b'%' { b'.' } else { b })
-                .collect();
-            sink.put_bytes(&text)?;
+            for byte in self.reliable_commands[ring_index(sequence)].bytes() {
+                sink.put_u8(if byte > 127 || byte == b'%' {
+                    b'.'
+                } else {
+                    byte
+                })?;
+            }
             sink.put_u8(0)?;
         }
         if matches!(self.stage, Stage::Primed | Stage::Active) {
@@ -767,11 +785,11 @@ impl LiveClient {
         buf.truncate(len);
         if self.config.protocol == Protocol::V68 {
             let seed = self.challenge ^ self.server_id ^ self.server_message_sequence;
-            let text = self.server_commands[ring_index(self.server_command_sequence)].clone();
-            scramble(&mut buf, CLIENT_SCRAMBLE_START, seed, text.as_bytes());
+            let text = &self.server_commands[ring_index(self.server_command_sequence)];
+            scramble(buf, CLIENT_SCRAMBLE_START, seed, text.as_bytes());
         }
         let mut datagrams = Vec::new();
-        self.netchan.transmit(&buf, &mut datagrams)?;
+        self.netchan.transmit(buf, &mut datagrams)?;
         self.outgoing.extend(datagrams);
         self.last_sent = Some(now);
         Ok(())
