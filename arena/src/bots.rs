@@ -15,14 +15,16 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fields::Codec;
-use netchan::{codes, DisconnectReason, Endpoint};
+use netchan::Endpoint;
 use serde::Serialize;
+use session::DisconnectReason;
 
 use crate::cli::BotsArgs;
 use crate::client::{ClientPhase, GameClient};
 use crate::config::MatchConfig;
 use crate::error::Error;
-use crate::game::{bot_options, client_endpoint_config, derive};
+use crate::game::{bot_config, derive};
+use crate::protocol::{Command, EntityState, PlayerState};
 use crate::server::PeerStatus;
 use crate::shutdown::Shutdown;
 use crate::summary::{client_table, ClientSummary, Reliable};
@@ -30,6 +32,8 @@ use crate::transport::{Network, TransportKind};
 
 /// Time between two bots' joins.
 const JOIN_SPACING: Duration = Duration::from_millis(100);
+/// How long a bot keeps trying to connect before it gives up.
+const CONNECT_FOR: Duration = Duration::from_secs(10);
 /// Longest wait for the goodbyes at the end.
 const LEAVE_LIMIT: Duration = Duration::from_secs(2);
 
@@ -155,18 +159,16 @@ impl Bots {
         } else {
             ([0, 0, 0, 0], 0).into()
         };
-        let endpoint = Endpoint::new(client_endpoint_config(&self.config), now);
-        let mut net = self.network.bind_udp_at(local, endpoint)?;
+        let (options, session) = bot_config(&self.config, index, CONNECT_FOR);
+        let endpoint = session.endpoint::<EntityState, PlayerState, Command>();
+        let mut net = self
+            .network
+            .bind_udp_at(local, Endpoint::new(endpoint, now))?;
         net.set_conditioner(
             self.config.link.clone(),
             derive(self.config.seed, 100 + index as u64),
         );
-        let mut client = GameClient::new(
-            bot_options(&self.config, index),
-            net,
-            self.server,
-            self.epoch,
-        );
+        let mut client = GameClient::new(options, session, net, self.server, self.epoch);
         client.connect(now);
         tracing::debug!("{} connecting to {}", client.name(), self.server);
         self.clients.push(client);
@@ -187,12 +189,17 @@ impl Bots {
         self.clients
             .iter()
             .find_map(|c| match c.disconnect_reason() {
-                Some(DisconnectReason::Rejected(reason)) => Some(Error::Refused(format!(
-                    "{} rejected {}: {reason:?}",
+                Some(
+                    reason @ (DisconnectReason::Rejected(_)
+                    | DisconnectReason::SchemaMismatch
+                    | DisconnectReason::VersionMismatch
+                    | DisconnectReason::ServerFull),
+                ) => Some(Error::Refused(format!(
+                    "{} rejected {}: {reason:?} ({reason})",
                     self.server,
                     c.name()
                 ))),
-                Some(DisconnectReason::HandshakeTimedOut) => Some(Error::Refused(format!(
+                Some(DisconnectReason::ConnectFailed) => Some(Error::Refused(format!(
                     "no answer from {} ({} gave up connecting)",
                     self.server,
                     c.name()
@@ -237,7 +244,7 @@ impl Bots {
                 if c.phase() == ClientPhase::Playing {
                     wake = wake.min(c.next_frame());
                 }
-                if let Some(t) = c.net().and_then(|n| n.next_wakeup()) {
+                if let Some(t) = c.next_wakeup() {
                     wake = wake.min(t);
                 }
             }
@@ -269,8 +276,8 @@ impl Bots {
         let mut per_client = Vec::new();
         for (id, client) in self.clients.iter().enumerate() {
             let status = match client.disconnect_reason() {
-                None | Some(DisconnectReason::Local(codes::NORMAL)) => PeerStatus::Left,
-                Some(DisconnectReason::Peer(codes::SHUTDOWN)) => PeerStatus::Shutdown,
+                None | Some(DisconnectReason::Left) => PeerStatus::Left,
+                Some(DisconnectReason::ServerShutdown) => PeerStatus::Shutdown,
                 Some(DisconnectReason::TimedOut) => PeerStatus::TimedOut,
                 Some(_) => PeerStatus::Dropped,
             };

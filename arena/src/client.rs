@@ -1,17 +1,20 @@
-//! A bot's client: its own netchan endpoint and socket, the snapshot
-//! client, prediction, interpolation and the bot brain.
+//! A bot's client: its own netchan endpoint and socket, a
+//! `session::Client` (connect, gamestate, snapshots, command packets),
+//! prediction, interpolation and the bot brain.
 //!
 //! Each client frame it reads what arrived, renders (interpolates) the
-//! others, lets the bot decide, sends the command as guaranteed-quickest
-//! data and predicts its effect. Every guaranteed-ordered message from the
-//! server carries a sequence number the client checks, so loss or
-//! reordering on the guaranteed channel would show up in its counters.
+//! others, lets the bot decide, queues the command with the session (which
+//! sends it Quake 3's way: packed, delta-coded, repeated until delivered,
+//! at most `max_packets` a second) and predicts its effect. Every reliable
+//! game command from the server carries a sequence number the client
+//! checks, so loss or reordering on the guaranteed channel would show up in
+//! its counters.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use netchan::{codes, ConnectOptions, ConnectionId, DisconnectReason, Event, SendError};
-use snapshot::{Received, SyncCheck};
+use session::{ClientConfig, ClientEvent, DisconnectReason};
+use snapshot::SyncCheck;
 
 use crate::bot::{Bot, SelfView};
 use crate::interp::{interpolate, RenderEntity, ServerClock};
@@ -19,6 +22,9 @@ use crate::physics::Map;
 use crate::predict::Predictor;
 use crate::protocol::{buttons, ClientMessage, Command, EntityState, PlayerState, ServerMessage};
 use crate::transport::{Meter, Net};
+
+/// The session client of the arena's types.
+pub type SessionClient = session::Client<EntityState, PlayerState, Command>;
 
 /// How a bot client is set up.
 #[derive(Debug, Clone)]
@@ -104,10 +110,9 @@ pub struct GameClient {
     options: ClientOptions,
     net: Option<Net>,
     server: SocketAddr,
-    conn: Option<ConnectionId>,
+    session: SessionClient,
     phase: ClientPhase,
     disconnect: Option<DisconnectReason>,
-    snap: snapshot::Client<EntityState, PlayerState>,
     predictor: Predictor,
     clock: ServerClock,
     bot: Bot,
@@ -116,10 +121,8 @@ pub struct GameClient {
     epoch: Instant,
     next_frame: Instant,
     last_command_ms: u64,
-    command_seq: u32,
     send_seq: u32,
     expect_seq: u32,
-    full_requested: bool,
     message: Vec<u8>,
     stats: ClientStats,
     connected_at: Option<Instant>,
@@ -138,18 +141,24 @@ impl std::fmt::Debug for GameClient {
 }
 
 impl GameClient {
-    /// A client on `net` that will connect to `server`; `epoch` is time zero
-    /// of its local clock.
-    pub fn new(options: ClientOptions, net: Net, server: SocketAddr, epoch: Instant) -> Self {
+    /// A client on `net` (whose endpoint was made from
+    /// `config.endpoint::<…>()`) that will connect to `server`; `epoch` is
+    /// time zero of its local clock.
+    pub fn new(
+        options: ClientOptions,
+        config: ClientConfig,
+        net: Net,
+        server: SocketAddr,
+        epoch: Instant,
+    ) -> Self {
         GameClient {
             bot: Bot::new(options.seed),
             options,
             net: Some(net),
             server,
-            conn: None,
+            session: SessionClient::new(config),
             phase: ClientPhase::Idle,
             disconnect: None,
-            snap: snapshot::Client::new(),
             predictor: Predictor::new(),
             clock: ServerClock::new(),
             map: Map::arena(),
@@ -157,10 +166,8 @@ impl GameClient {
             epoch,
             next_frame: epoch,
             last_command_ms: 0,
-            command_seq: 0,
             send_seq: 0,
             expect_seq: 0,
-            full_requested: false,
             message: Vec::new(),
             stats: ClientStats::default(),
             connected_at: None,
@@ -197,7 +204,12 @@ impl GameClient {
 
     /// The snapshot client.
     pub fn snapshots(&self) -> &snapshot::Client<EntityState, PlayerState> {
-        &self.snap
+        self.session.snapshots()
+    }
+
+    /// The session client.
+    pub fn session(&self) -> &SessionClient {
+        &self.session
     }
 
     /// The predictor.
@@ -240,61 +252,52 @@ impl GameClient {
     }
 
     fn live_rtt(&self) -> Option<Duration> {
-        let conn = self.conn?;
-        Some(self.net.as_ref()?.endpoint().connection(conn)?.rtt())
+        let net = self.net.as_ref()?;
+        Some(self.session.connection(net.endpoint())?.rtt())
     }
 
-    /// Whether its guaranteed queues (ordered and quickest) are empty.
+    /// Whether its guaranteed traffic is all acknowledged: reliable
+    /// commands and every command it queued.
     pub fn queues_idle(&self) -> bool {
-        let Some(conn) = self.conn else {
+        let Some(net) = self.net.as_ref() else {
             return true;
         };
-        self.net
-            .as_ref()
-            .and_then(|n| n.endpoint().connection(conn))
-            .is_none_or(|c| {
-                c.metrics().ordered_queue_len == 0 && c.metrics().quickest_queue_len == 0
-            })
+        self.session.pending_commands() == 0
+            && self
+                .session
+                .connection(net.endpoint())
+                .is_none_or(|c| c.metrics().ordered_queue_len == 0)
     }
 
     fn local_ms(&self, now: Instant) -> u64 {
         now.saturating_duration_since(self.epoch).as_millis() as u64
     }
 
-    /// Starts connecting and queues the hello.
+    /// Starts connecting (the session sends the hello).
     pub fn connect(&mut self, now: Instant) {
         let Some(net) = self.net.as_mut() else {
             return;
         };
-        let options = ConnectOptions {
-            client_id: self.options.client_id,
-            encrypt: false,
-            compress: true,
-        };
-        let Ok(conn) = net.endpoint_mut().connect(now, self.server, options) else {
-            self.phase = ClientPhase::Closed;
-            return;
-        };
-        self.conn = Some(conn);
-        self.phase = ClientPhase::Connecting;
-        self.next_frame = now;
-        self.last_command_ms = self.local_ms(now);
-        self.send(ClientMessage::Hello {
-            snaps: self.options.snaps.min(u16::MAX as u32) as u16,
-            rate: self.options.rate,
-            name: &self.options.name.clone(),
-        });
+        match self.session.connect(net.endpoint_mut(), now, self.server) {
+            Ok(()) => {
+                self.phase = ClientPhase::Connecting;
+                self.next_frame = now;
+                self.last_command_ms = self.local_ms(now);
+            }
+            Err(_) => self.phase = ClientPhase::Closed,
+        }
     }
 
     fn send(&mut self, message: ClientMessage<'_>) {
-        let (Some(net), Some(conn)) = (self.net.as_mut(), self.conn) else {
+        let Some(net) = self.net.as_mut() else {
             return;
         };
         message.encode(self.send_seq, &mut self.message);
-        let Some(c) = net.endpoint_mut().connection_mut(conn) else {
-            return;
-        };
-        if c.send_ordered(&self.message).is_ok() {
+        if self
+            .session
+            .send_reliable(net.endpoint_mut(), &self.message)
+            .is_ok()
+        {
             self.send_seq = self.send_seq.wrapping_add(1);
             self.stats.reliable_sent += 1;
         }
@@ -303,8 +306,8 @@ impl GameClient {
     /// Starts a clean disconnect.
     pub fn leave(&mut self, now: Instant) {
         self.freeze(now);
-        if let (Some(net), Some(conn)) = (self.net.as_mut(), self.conn) {
-            net.endpoint_mut().disconnect(conn, codes::NORMAL);
+        if let Some(net) = self.net.as_mut() {
+            self.session.disconnect(net.endpoint_mut());
             self.phase = ClientPhase::Leaving;
         }
     }
@@ -343,18 +346,15 @@ impl GameClient {
             return 0;
         };
         let moved = net.pump(now);
-        while let Some(event) = self
-            .net
-            .as_mut()
-            .and_then(|n| n.endpoint_mut().poll_event())
-        {
+        // Errors here are the session refusing a send on a closing
+        // connection: nothing to do but carry on.
+        let _ = self.session.update(net.endpoint_mut(), now);
+        while let Some(event) = self.session.poll_event() {
             self.handle(now, event);
         }
         if self.phase == ClientPhase::Leaving
-            && self.conn.is_some_and(|c| {
-                self.net.as_ref().is_none_or(|n| {
-                    n.endpoint().connection(c).is_none() && n.next_wakeup().is_none()
-                })
+            && self.net.as_ref().is_none_or(|n| {
+                self.session.connection(n.endpoint()).is_none() && n.next_wakeup().is_none()
             })
         {
             // The disconnect went out (through the conditioner, which may
@@ -365,34 +365,54 @@ impl GameClient {
         moved
     }
 
-    fn handle(&mut self, now: Instant, event: Event) {
+    /// When its endpoint or session next has work.
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        let net = self.net.as_ref()?.next_wakeup();
+        match (net, self.session.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn handle(&mut self, now: Instant, event: ClientEvent) {
         match event {
-            Event::Connected { .. } => {
+            ClientEvent::Connected => {
                 self.connected_at.get_or_insert(now);
             }
-            Event::Disconnected { reason, .. } => {
+            ClientEvent::Gamestate { .. } => {
+                if self.phase == ClientPhase::Connecting {
+                    self.phase = ClientPhase::Playing;
+                }
+            }
+            ClientEvent::Configstring { .. } => {}
+            ClientEvent::Snapshot { report, bytes } => {
+                self.stats.snapshot_bytes.push(bytes as u32);
+                self.stats.snapshots += 1;
+                if report.base.is_none() {
+                    self.stats.full_snapshots += 1;
+                } else {
+                    self.stats.delta_snapshots += 1;
+                }
+                match report.sync {
+                    SyncCheck::Matched => self.stats.checksums_matched += 1,
+                    SyncCheck::Mismatched => self.stats.checksum_mismatches += 1,
+                    SyncCheck::Absent => {}
+                }
+                if let Some(newest) = self.session.snapshots().newest() {
+                    let local = self.local_ms(now) as f64;
+                    self.clock.observe(newest.server_time(), local);
+                    let ps = *newest.player();
+                    self.predictor.reconcile(&ps, &self.map);
+                }
+            }
+            ClientEvent::Message(data) => self.server_message(&data),
+            ClientEvent::Reconnecting { reason } | ClientEvent::Disconnected { reason } => {
                 self.freeze(now);
                 self.disconnect = Some(reason);
                 if self.phase != ClientPhase::Leaving {
                     self.phase = ClientPhase::Closed;
                 }
             }
-            Event::Message { data, .. } => {
-                self.server_message(&data);
-                self.recycle(data);
-            }
-            Event::State { data, .. } => {
-                self.snapshot(now, &data);
-                self.recycle(data);
-            }
-            Event::Quickest { data, .. } | Event::Unguaranteed { data, .. } => self.recycle(data),
-            Event::StateDelivered { .. } | Event::StateDropped { .. } | Event::Notify { .. } => {}
-        }
-    }
-
-    fn recycle(&mut self, data: Vec<u8>) {
-        if let Some(net) = self.net.as_mut() {
-            net.endpoint_mut().recycle(data);
         }
     }
 
@@ -407,53 +427,10 @@ impl GameClient {
         }
         self.expect_seq = seq.wrapping_add(1);
         match message {
-            ServerMessage::Gamestate(bytes) => {
-                if self.snap.read_message(bytes).is_ok() && self.phase == ClientPhase::Connecting {
-                    self.phase = ClientPhase::Playing;
-                    self.send(ClientMessage::Begin);
-                }
-            }
-            ServerMessage::Configstring(bytes) => {
-                // Errors are counted in the snapshot client's stats.
-                let _ = self.snap.read_message(bytes);
-            }
             ServerMessage::Chat { .. } => self.stats.chat_received += 1,
             ServerMessage::Kill { .. } => self.stats.kills_seen += 1,
             ServerMessage::Join { .. } => self.stats.joins_seen += 1,
             ServerMessage::Leave { .. } => self.stats.leaves_seen += 1,
-        }
-    }
-
-    fn snapshot(&mut self, now: Instant, data: &[u8]) {
-        self.stats.snapshot_bytes.push(data.len() as u32);
-        match self.snap.read_message(data) {
-            Ok(Received::Snapshot(report)) => {
-                self.stats.snapshots += 1;
-                if report.base.is_none() {
-                    self.stats.full_snapshots += 1;
-                    self.full_requested = false;
-                } else {
-                    self.stats.delta_snapshots += 1;
-                }
-                match report.sync {
-                    SyncCheck::Matched => self.stats.checksums_matched += 1,
-                    SyncCheck::Mismatched => self.stats.checksum_mismatches += 1,
-                    SyncCheck::Absent => {}
-                }
-                if let Some(newest) = self.snap.newest() {
-                    let local = self.local_ms(now) as f64;
-                    self.clock.observe(newest.server_time(), local);
-                    let ps = *newest.player();
-                    self.predictor.reconcile(&ps, &self.map);
-                }
-            }
-            Ok(_) => {}
-            Err(_) => self.stats.snapshot_errors += 1,
-        }
-        if self.snap.needs_full_update() && !self.full_requested {
-            self.full_requested = true;
-            self.stats.full_requests += 1;
-            self.send(ClientMessage::FullUpdate);
         }
     }
 
@@ -478,7 +455,7 @@ impl GameClient {
         }
         self.stats.frames += 1;
         self.render(local as f64);
-        let Some(newest) = self.snap.newest() else {
+        let Some(newest) = self.session.snapshots().newest() else {
             // No snapshot yet: nothing to predict from.
             self.last_command_ms = local;
             return;
@@ -497,7 +474,6 @@ impl GameClient {
         let msec = msec.min(crate::protocol::MAX_COMMAND_MSEC as u64) as u8;
         self.last_command_ms = local;
         let command = Command {
-            seq: self.command_seq + 1,
             msec,
             buttons: if intent.fire { buttons::FIRE } else { 0 }
                 | if intent.jump { buttons::JUMP } else { 0 },
@@ -505,23 +481,13 @@ impl GameClient {
             right: intent.right,
             yaw: intent.yaw,
             pitch: intent.pitch,
-            ack: self.snap.ack(),
         };
-        let sent = match (self.net.as_mut(), self.conn) {
-            (Some(net), Some(conn)) => net
-                .endpoint_mut()
-                .connection_mut(conn)
-                .map(|c| c.send_quickest(&command.encode())),
-            _ => None,
-        };
-        match sent {
-            Some(Ok(())) => {
-                self.command_seq += 1;
+        match self.session.command(command) {
+            Ok(number) => {
                 self.stats.commands += 1;
-                self.predictor.predict(command, &self.map);
+                self.predictor.predict(number, command, &self.map);
             }
-            Some(Err(SendError::QuickestFull)) => self.stats.commands_dropped += 1,
-            _ => {}
+            Err(_) => self.stats.commands_dropped += 1,
         }
         if let (Some(text), true) = (intent.say, allow_chat) {
             self.send(ClientMessage::Say { text });
@@ -530,15 +496,16 @@ impl GameClient {
 
     /// Interpolates the others for local time `local_ms`.
     fn render(&mut self, local_ms: f64) {
+        let snapshots = self.session.snapshots();
         let (Some(newest), Some(server_now)) =
-            (self.snap.newest(), self.clock.server_time(local_ms))
+            (snapshots.newest(), self.clock.server_time(local_ms))
         else {
             return;
         };
         // One snapshot interval behind the estimated server time.
         let delay = 1000.0 / self.options.snaps.max(1) as f64;
         let result = interpolate(
-            self.snap.previous(),
+            snapshots.previous(),
             newest,
             server_now - delay,
             &mut self.view,

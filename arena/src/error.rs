@@ -17,6 +17,8 @@ pub enum Error {
     /// The server refused the connection (schema or version mismatch, full)
     /// or never answered.
     Refused(String),
+    /// The session layer refused something the arena asked (a bug here).
+    Session(session::SessionError),
 }
 
 impl fmt::Display for Error {
@@ -27,6 +29,7 @@ impl fmt::Display for Error {
             Error::Config(e) => write!(f, "configuration: {e}"),
             Error::Demo(e) => write!(f, "demo recording: {e}"),
             Error::Refused(e) => write!(f, "connection refused: {e}"),
+            Error::Session(e) => write!(f, "session: {e}"),
         }
     }
 }
@@ -36,6 +39,7 @@ impl std::error::Error for Error {
         match self {
             Error::Io(e) => Some(e),
             Error::Snapshot(e) => Some(e),
+            Error::Session(e) => Some(e),
             Error::Config(_) | Error::Demo(_) | Error::Refused(_) => None,
         }
     }
@@ -50,5 +54,14 @@ impl From<io::Error> for Error {
 impl From<snapshot::ServerError> for Error {
     fn from(e: snapshot::ServerError) -> Self {
         Error::Snapshot(e)
+    }
+}
+
+impl From<session::SessionError> for Error {
+    fn from(e: session::SessionError) -> Self {
+        match e {
+            session::SessionError::Demo(e) => Error::Demo(e.to_string()),
+            other => Error::Session(other),
+        }
     }
 }

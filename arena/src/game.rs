@@ -15,13 +15,14 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use netchan::{ConnectionConfig, Endpoint, EndpointConfig, RateAnnounce};
+use netchan::{ConnectionConfig, Endpoint};
+use session::ClientConfig;
 
 use crate::client::{ClientOptions, ClientPhase, GameClient};
 use crate::config::{BotPlan, ClockKind, MatchConfig};
 use crate::error::Error;
-use crate::protocol::{schema_fingerprint, PROTOCOL_VERSION};
-use crate::server::{DemoSink, GameServer, ServerOptions};
+use crate::protocol::{Command, EntityState, PlayerState, PROTOCOL_VERSION};
+use crate::server::{DemoRecorder, GameServer, ServerOptions};
 use crate::status::StatusLine;
 use crate::transport::{Network, TransportKind};
 
@@ -84,25 +85,22 @@ impl Match {
     /// Sets a match up at `start`: binds the server, ready to run.
     pub fn new(
         config: MatchConfig,
-        demo: Option<Box<dyn DemoSink>>,
+        demo: Option<DemoRecorder>,
         start: Instant,
     ) -> Result<Match, Error> {
         config.validate().map_err(Error::Config)?;
         let mut network = Network::new(config.transport)?;
-        let mut endpoint = EndpointConfig::server();
-        endpoint.protocol_version = PROTOCOL_VERSION;
-        endpoint.schema_fingerprint = schema_fingerprint(config.codec);
-        endpoint.connection = connection_config(&config, RateAnnounce::UNLIMITED);
-        let mut net = network.bind(Endpoint::new(endpoint, start))?;
-        net.set_conditioner(config.link.clone(), derive(config.seed, 1));
-        let server_addr = net.local_addr();
         let options = ServerOptions {
             codec: config.codec,
             tick_hz: config.tick_hz,
             checksum_interval: config.checksum_interval,
             seed: derive(config.seed, 2),
             keyframe_ms: config.keyframe_ms,
+            connection: connection_config(&config),
         };
+        let mut net = network.bind(Endpoint::new(options.endpoint_config(), start))?;
+        net.set_conditioner(config.link.clone(), derive(config.seed, 1));
+        let server_addr = net.local_addr();
         let server = GameServer::new(net, options, demo)?;
         let seats = config
             .schedule()
@@ -164,6 +162,11 @@ impl Match {
     /// Whether the drain finished with every guaranteed message acknowledged.
     pub fn drain_complete(&self) -> bool {
         self.drain_complete
+    }
+
+    /// The address the server's socket is bound to.
+    pub fn server_addr(&self) -> SocketAddr {
+        self.server_addr
     }
 
     /// The transport.
@@ -247,7 +250,7 @@ impl Match {
         consider(self.server.net().next_wakeup());
         for seat in &self.seats {
             if let Some(c) = seat.client.as_ref().filter(|c| c.is_active()) {
-                consider(c.net().and_then(|n| n.next_wakeup()));
+                consider(c.next_wakeup());
             }
         }
         next
@@ -372,16 +375,11 @@ impl Match {
 
     fn make_client(&mut self, index: usize, now: Instant) -> Result<GameClient, Error> {
         let config = &self.config;
-        let mut net = self
-            .network
-            .bind(Endpoint::new(client_endpoint_config(config), now))?;
+        let (options, session) = bot_config(config, index, config.duration);
+        let endpoint = session.endpoint::<EntityState, PlayerState, Command>();
+        let mut net = self.network.bind(Endpoint::new(endpoint, now))?;
         net.set_conditioner(config.link.clone(), derive(config.seed, 100 + index as u64));
-        let mut client = GameClient::new(
-            bot_options(config, index),
-            net,
-            self.server_addr,
-            self.epoch,
-        );
+        let mut client = GameClient::new(options, session, net, self.server_addr, self.epoch);
         client.connect(now);
         Ok(client)
     }
@@ -403,31 +401,15 @@ impl Match {
     }
 }
 
-/// The endpoint settings of a bot client.
-pub fn client_endpoint_config(config: &MatchConfig) -> EndpointConfig {
-    let pps = (config.snaps * 2).clamp(30, 1000) as u16;
-    let receive = RateAnnounce {
-        bytes_per_sec: config.rate,
-        packets_per_sec: pps,
-    };
-    let mut endpoint = EndpointConfig::client();
-    endpoint.protocol_version = PROTOCOL_VERSION;
-    endpoint.schema_fingerprint = schema_fingerprint(config.codec);
-    endpoint.connection = ConnectionConfig {
-        // Quake 3's cl_maxpackets: commands from faster frames share
-        // datagrams instead of each paying for a header.
-        send_rate: RateAnnounce {
-            bytes_per_sec: RateAnnounce::UNLIMITED.bytes_per_sec,
-            packets_per_sec: CLIENT_MAX_PACKETS,
-        },
-        ..connection_config(config, receive)
-    };
-    endpoint
-}
-
-/// Bot `index`'s options: its name, a qport and seeds from the match seed.
-pub fn bot_options(config: &MatchConfig, index: usize) -> ClientOptions {
-    ClientOptions {
+/// Bot `index`'s game options and session configuration: its name, a
+/// qport and seeds from the match seed; it keeps trying to connect for
+/// `connect_for`.
+pub fn bot_config(
+    config: &MatchConfig,
+    index: usize,
+    connect_for: Duration,
+) -> (ClientOptions, ClientConfig) {
+    let options = ClientOptions {
         name: format!("bot{index}"),
         // A qport: random-looking, unique per bot, never zero.
         client_id: (derive(config.seed, 200 + index as u64) as u32) | 1,
@@ -435,15 +417,34 @@ pub fn bot_options(config: &MatchConfig, index: usize) -> ClientOptions {
         rate: config.rate,
         fps: config.client_fps,
         seed: derive(config.seed, 300 + index as u64),
-    }
+    };
+    let session = ClientConfig {
+        name: options.name.clone(),
+        client_id: options.client_id,
+        snaps: config.snaps,
+        rate: config.rate,
+        // Quake 3's cl_maxpackets: commands from faster frames share
+        // packets instead of each paying for a datagram.
+        max_packets: CLIENT_MAX_PACKETS as u32,
+        // A bot on a bad link keeps trying, as a Quake 3 client retries
+        // until its user gives up.
+        connect_deadline: Some(connect_for),
+        // The match checks that no bot drops: a bot that reconnected
+        // would hide it.
+        reconnect: false,
+        codec: config.codec,
+        game_version: PROTOCOL_VERSION,
+        connection: connection_config(config),
+        ..ClientConfig::default()
+    };
+    (options, session)
 }
 
-/// Connection settings of both ends: the match's idle timeout, and what
-/// this end announces it can receive.
-fn connection_config(config: &MatchConfig, receive: RateAnnounce) -> ConnectionConfig {
+/// Connection settings of both ends: the match's idle timeout (the
+/// session sets the rates each end announces).
+fn connection_config(config: &MatchConfig) -> ConnectionConfig {
     ConnectionConfig {
         idle_timeout: config.timeout,
-        receive_rate: receive,
         ..ConnectionConfig::default()
     }
 }

@@ -57,6 +57,9 @@ fn serve(args: &ServeArgs) -> ExitCode {
         println!("arena serve: metrics on http://{addr}/metrics");
     }
     let _ = std::io::Write::flush(&mut std::io::stdout());
+    if std::io::stdout().is_terminal() {
+        server.enable_status();
+    }
     let summary = match server.run(&shutdown) {
         Ok(summary) => summary,
         Err(e) => {

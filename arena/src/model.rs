@@ -173,7 +173,6 @@ pub fn train(seconds: u32, players: u8, seed: u64) -> ArenaModels {
                 let intent = bots[slot as usize].think(me, &view, &map);
                 seqs[slot as usize] += 1;
                 let command = Command {
-                    seq: seqs[slot as usize],
                     msec,
                     buttons: if intent.fire { buttons::FIRE } else { 0 }
                         | if intent.jump { buttons::JUMP } else { 0 },
@@ -181,9 +180,8 @@ pub fn train(seconds: u32, players: u8, seed: u64) -> ArenaModels {
                     right: intent.right,
                     yaw: intent.yaw,
                     pitch: intent.pitch,
-                    ack: None,
                 };
-                world.apply_command(slot, &command);
+                world.apply_command(slot, seqs[slot as usize], &command);
             }
         }
         world.tick(50);

@@ -349,7 +349,6 @@ mod tests {
 
     fn run(forward: i8, right: i8, yaw: u16) -> Command {
         Command {
-            seq: 1,
             msec: 16,
             forward,
             right,

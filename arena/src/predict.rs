@@ -24,6 +24,8 @@ const MAX_PENDING: usize = 512;
 /// A sent command and what the client predicted after it.
 #[derive(Debug, Clone, Copy)]
 struct Pending {
+    /// The session's number for it.
+    number: u32,
     command: Command,
     state: MoveState,
     /// Respawn counter the prediction was made under.
@@ -108,8 +110,8 @@ impl Predictor {
         self.pending.len()
     }
 
-    /// Predicts the effect of a command the client is sending now.
-    pub fn predict(&mut self, command: Command, map: &Map) {
+    /// Predicts the effect of command `number`, which the client is sending now.
+    pub fn predict(&mut self, number: u32, command: Command, map: &Map) {
         if self.alive {
             pmove(&mut self.current, &command, map);
         }
@@ -117,6 +119,7 @@ impl Predictor {
             self.pending.pop_front();
         }
         self.pending.push_back(Pending {
+            number,
             command,
             state: self.current,
             spawn: self.spawn,
@@ -129,10 +132,10 @@ impl Predictor {
         let server = move_state(ps);
         let mut shown = None;
         while let Some(front) = self.pending.front() {
-            if front.command.seq > ps.command {
+            if front.number > ps.command {
                 break;
             }
-            if front.command.seq == ps.command {
+            if front.number == ps.command {
                 shown = Some(*front);
             }
             self.pending.pop_front();
@@ -169,7 +172,6 @@ mod tests {
 
     fn command(seq: u32) -> Command {
         Command {
-            seq,
             msec: 16,
             forward: 127,
             right: if seq % 20 < 10 { 60 } else { -60 },
@@ -209,7 +211,7 @@ mod tests {
         predictor.reconcile(&player_state(&start, 0), &map);
         let mut acked = 0;
         for seq in 1..=120 {
-            predictor.predict(command(seq), &map);
+            predictor.predict(seq, command(seq), &map);
             if seq % 3 == 0 {
                 // The server applies commands with some lag and reports.
                 while acked + 6 < seq {
@@ -251,7 +253,7 @@ mod tests {
         };
         let mut predictor = Predictor::new();
         predictor.reconcile(&player_state(&start, 0), &map);
-        predictor.predict(command(1), &map);
+        predictor.predict(1, command(1), &map);
         let mut respawned = player_state(&start, 1);
         respawned.x = 900.0;
         respawned.spawn = 2;

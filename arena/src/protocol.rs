@@ -1,8 +1,9 @@
-//! The arena's wire protocol: the two `net_struct!` tables the snapshot
-//! layer sends, the player command carried as guaranteed-quickest data, and
-//! the guaranteed-ordered messages in both directions.
+//! The arena's own protocol on top of `session`: the three `net_struct!`
+//! tables (entities, player state, the command) and the game's reliable
+//! commands in both directions (chat, kill feed, join/leave notices).
+//! Connecting, gamestates, snapshots and command packets are the session's.
 //!
-//! Every ordered message starts with a per-connection sequence number
+//! Every reliable game command starts with a per-connection sequence number
 //! (`u32`, little endian) chosen by the sender, so the receiver can prove
 //! that the guaranteed channel delivered everything, once and in order.
 //! Decoders never panic: short, long or nonsensical input is a
@@ -10,8 +11,7 @@
 
 use std::fmt;
 
-use fields::schema::combined_fingerprint;
-use fields::{boolean, net_struct, q3_float, signed, unsigned, Codec, NetFields};
+use fields::{boolean, net_struct, q3_float, signed, unsigned, Codec};
 
 /// Entity kinds (`EntityState::kind`).
 pub mod kind {
@@ -155,34 +155,15 @@ net_struct! {
     native_model = crate::model::player_model();
 }
 
-/// The handshake's schema fingerprint: both tables, the codec and (for the
-/// native codec) the trained models, so a client that would encode or
-/// decode differently is rejected at connect.
+/// The handshake's schema fingerprint: the three tables, the codec and
+/// (for the native codec) the trained models, so a client that would
+/// encode or decode differently is rejected at connect.
 pub fn schema_fingerprint(codec: Codec) -> u64 {
-    let entity = EntityState::TABLE.schema();
-    let player = PlayerState::TABLE.schema();
-    let tables = combined_fingerprint(&[&entity, &player]);
-    // FNV-style mix of the codec and the models into the table fingerprint.
-    let mut hash = tables ^ 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
-        for &byte in bytes {
-            hash = (hash ^ byte as u64).wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    };
-    eat(codec.name().as_bytes());
-    if codec == Codec::Native {
-        for model in [
-            EntityState::static_native_model(),
-            PlayerState::static_native_model(),
-        ] {
-            eat(&model.map_or(0, |m| m.id()).to_le_bytes());
-        }
-    }
-    hash
+    session::schema_fingerprint::<EntityState, PlayerState, Command>(codec)
 }
 
-/// Version of this protocol, checked in the handshake.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Version of the arena's game protocol, checked in the handshake.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Longest chat line or name, in bytes.
 pub const MAX_TEXT: usize = 120;
@@ -194,13 +175,6 @@ pub enum ProtocolError {
     Truncated {
         /// Bytes needed.
         needed: usize,
-        /// Bytes present.
-        len: usize,
-    },
-    /// A command has the wrong length.
-    BadLength {
-        /// Bytes expected.
-        expected: usize,
         /// Bytes present.
         len: usize,
     },
@@ -217,9 +191,6 @@ impl fmt::Display for ProtocolError {
         match self {
             ProtocolError::Truncated { needed, len } => {
                 write!(f, "message truncated: {len} bytes, need {needed}")
-            }
-            ProtocolError::BadLength { expected, len } => {
-                write!(f, "command of {len} bytes, expected {expected}")
             }
             ProtocolError::UnknownTag(tag) => write!(f, "unknown message tag {tag}"),
             ProtocolError::BadText => {
@@ -243,78 +214,41 @@ pub mod buttons {
 /// Longest duration one command may cover, in ms; the server clamps to it.
 pub const MAX_COMMAND_MSEC: u8 = 50;
 
-/// One client frame of input (Quake 3's `usercmd_t`), sent as
-/// guaranteed-quickest data: repeated until acknowledged, applied once and
-/// in order by the server, and replayed by the client's prediction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Command {
-    /// Command number, from 1, consecutive.
-    pub seq: u32,
-    /// Milliseconds of movement it covers.
-    pub msec: u8,
-    /// [`buttons`] bits.
-    pub buttons: u8,
-    /// Forward intent, −127..=127.
-    pub forward: i8,
-    /// Strafe-right intent, −127..=127.
-    pub right: i8,
-    /// View yaw in 65536ths of a turn.
-    pub yaw: u16,
-    /// View pitch in 65536ths of a turn (−16384..=16384).
-    pub pitch: i16,
-    /// The newest snapshot the client holds (Quake 3's message acknowledge).
-    pub ack: Option<u32>,
+net_struct! {
+    /// One client frame of input (Quake 3's `usercmd_t`): sent by the
+    /// session in command packets (several per datagram, delta-coded,
+    /// repeated until delivered), applied once and in order by the server,
+    /// and replayed by the client's prediction. Its number is the session's.
+    pub struct Command {
+        /// Milliseconds of movement it covers (the server clamps to
+        /// [`MAX_COMMAND_MSEC`]).
+        pub msec: u8 = unsigned(8),
+        /// [`buttons`] bits.
+        pub buttons: u8 = unsigned(2),
+        /// Forward intent, −127..=127.
+        pub forward: i8 = signed(8),
+        /// Strafe-right intent, −127..=127.
+        pub right: i8 = signed(8),
+        /// View yaw in 65536ths of a turn.
+        pub yaw: u16 = unsigned(16),
+        /// View pitch in 65536ths of a turn (−16384..=16384).
+        pub pitch: i16 = signed(16),
+    }
 }
 
 impl Command {
-    /// Encoded size.
-    pub const LEN: usize = 16;
-
-    /// Encodes the command.
-    pub fn encode(&self) -> [u8; Self::LEN] {
-        let mut out = [0u8; Self::LEN];
-        out[0..4].copy_from_slice(&self.seq.to_le_bytes());
-        out[4] = self.msec;
-        out[5] = self.buttons;
-        out[6] = self.forward as u8;
-        out[7] = self.right as u8;
-        out[8..10].copy_from_slice(&self.yaw.to_le_bytes());
-        out[10..12].copy_from_slice(&self.pitch.to_le_bytes());
-        out[12..16].copy_from_slice(&self.ack.unwrap_or(u32::MAX).to_le_bytes());
-        out
-    }
-
-    /// Decodes a command, rejecting wrong lengths and impossible values.
-    pub fn decode(bytes: &[u8]) -> Result<Command, ProtocolError> {
-        let bytes: &[u8; Self::LEN] = bytes.try_into().map_err(|_| ProtocolError::BadLength {
-            expected: Self::LEN,
-            len: bytes.len(),
-        })?;
-        let word =
-            |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
-        let command = Command {
-            seq: word(0),
-            msec: bytes[4],
-            buttons: bytes[5],
-            forward: bytes[6] as i8,
-            right: bytes[7] as i8,
-            yaw: u16::from_le_bytes([bytes[8], bytes[9]]),
-            pitch: i16::from_le_bytes([bytes[10], bytes[11]]),
-            ack: Some(word(12)).filter(|&a| a != u32::MAX),
-        };
-        if command.seq == 0 {
-            return Err(ProtocolError::OutOfRange("seq"));
+    /// The command with every value in its range, as the server applies
+    /// it: a client cannot move faster, look further or hold more time
+    /// than the rules allow by sending out-of-range values.
+    pub fn sanitized(&self) -> Command {
+        Command {
+            msec: self.msec.min(MAX_COMMAND_MSEC),
+            buttons: self.buttons & (buttons::FIRE | buttons::JUMP),
+            forward: self.forward.max(-127),
+            right: self.right.max(-127),
+            yaw: self.yaw,
+            pitch: self.pitch.clamp(-16384, 16384),
         }
-        if command.buttons & !(buttons::FIRE | buttons::JUMP) != 0 {
-            return Err(ProtocolError::OutOfRange("buttons"));
-        }
-        if command.forward == i8::MIN || command.right == i8::MIN {
-            return Err(ProtocolError::OutOfRange("move"));
-        }
-        if !(-16384..=16384).contains(&command.pitch) {
-            return Err(ProtocolError::OutOfRange("pitch"));
-        }
-        Ok(command)
     }
 }
 
@@ -327,13 +261,9 @@ pub enum LeaveReason {
     TimedOut,
 }
 
-/// A guaranteed-ordered message from the server.
+/// A reliable game command from the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServerMessage<'a> {
-    /// The snapshot layer's gamestate message.
-    Gamestate(&'a [u8]),
-    /// The snapshot layer's configstring-change message.
-    Configstring(&'a [u8]),
     /// A chat line.
     Chat {
         /// Who said it.
@@ -364,17 +294,12 @@ pub enum ServerMessage<'a> {
     },
 }
 
-const TAG_GAMESTATE: u8 = 1;
-const TAG_CONFIGSTRING: u8 = 2;
 const TAG_CHAT: u8 = 3;
 const TAG_KILL: u8 = 4;
 const TAG_JOIN: u8 = 5;
 const TAG_LEAVE: u8 = 6;
 
-const TAG_HELLO: u8 = 16;
 const TAG_SAY: u8 = 17;
-const TAG_FULL_UPDATE: u8 = 18;
-const TAG_BEGIN: u8 = 19;
 
 /// Splits `[seq u32][tag u8][body]`.
 fn split(bytes: &[u8]) -> Result<(u32, u8, &[u8]), ProtocolError> {
@@ -407,14 +332,7 @@ fn need(body: &[u8], needed: usize) -> Result<(), ProtocolError> {
 
 /// Cuts `text` to at most [`MAX_TEXT`] bytes on a character boundary.
 pub fn clip_text(text: &str) -> &str {
-    if text.len() <= MAX_TEXT {
-        return text;
-    }
-    let mut end = MAX_TEXT;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    session::wire::clip(text, MAX_TEXT)
 }
 
 impl<'a> ServerMessage<'a> {
@@ -423,14 +341,6 @@ impl<'a> ServerMessage<'a> {
         out.clear();
         out.extend_from_slice(&seq.to_le_bytes());
         match *self {
-            ServerMessage::Gamestate(bytes) => {
-                out.push(TAG_GAMESTATE);
-                out.extend_from_slice(bytes);
-            }
-            ServerMessage::Configstring(bytes) => {
-                out.push(TAG_CONFIGSTRING);
-                out.extend_from_slice(bytes);
-            }
             ServerMessage::Chat { from, text } => {
                 out.extend_from_slice(&[TAG_CHAT, from]);
                 out.extend_from_slice(clip_text(text).as_bytes());
@@ -456,8 +366,6 @@ impl<'a> ServerMessage<'a> {
     pub fn decode(bytes: &'a [u8]) -> Result<(u32, ServerMessage<'a>), ProtocolError> {
         let (seq, tag, body) = split(bytes)?;
         let message = match tag {
-            TAG_GAMESTATE => ServerMessage::Gamestate(body),
-            TAG_CONFIGSTRING => ServerMessage::Configstring(body),
             TAG_CHAT => {
                 need(body, 1)?;
                 ServerMessage::Chat {
@@ -497,30 +405,14 @@ impl<'a> ServerMessage<'a> {
     }
 }
 
-/// A guaranteed-ordered message from a client.
+/// A reliable game command from a client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClientMessage<'a> {
-    /// Sent first: who the client is and the snapshot stream it wants
-    /// (Quake 3's userinfo `name`, `snaps` and `rate`).
-    Hello {
-        /// Snapshots per second wanted.
-        snaps: u16,
-        /// Bytes per second the client can receive.
-        rate: u32,
-        /// Player name.
-        name: &'a str,
-    },
-    /// The client holds the gamestate: start its snapshots and spawn its
-    /// player (Quake 3's `begin`).
-    Begin,
     /// A chat line to broadcast.
     Say {
         /// What.
         text: &'a str,
     },
-    /// The client's snapshot state is unusable (sync checksum mismatch or
-    /// missing base): send a full update.
-    FullUpdate,
 }
 
 impl<'a> ClientMessage<'a> {
@@ -529,18 +421,10 @@ impl<'a> ClientMessage<'a> {
         out.clear();
         out.extend_from_slice(&seq.to_le_bytes());
         match *self {
-            ClientMessage::Hello { snaps, rate, name } => {
-                out.push(TAG_HELLO);
-                out.extend_from_slice(&snaps.to_le_bytes());
-                out.extend_from_slice(&rate.to_le_bytes());
-                out.extend_from_slice(clip_text(name).as_bytes());
-            }
             ClientMessage::Say { text } => {
                 out.push(TAG_SAY);
                 out.extend_from_slice(clip_text(text).as_bytes());
             }
-            ClientMessage::FullUpdate => out.push(TAG_FULL_UPDATE),
-            ClientMessage::Begin => out.push(TAG_BEGIN),
         }
     }
 
@@ -548,17 +432,7 @@ impl<'a> ClientMessage<'a> {
     pub fn decode(bytes: &'a [u8]) -> Result<(u32, ClientMessage<'a>), ProtocolError> {
         let (seq, tag, body) = split(bytes)?;
         let message = match tag {
-            TAG_HELLO => {
-                need(body, 6)?;
-                ClientMessage::Hello {
-                    snaps: u16::from_le_bytes([body[0], body[1]]),
-                    rate: u32::from_le_bytes([body[2], body[3], body[4], body[5]]),
-                    name: text(&body[6..])?,
-                }
-            }
             TAG_SAY => ClientMessage::Say { text: text(body)? },
-            TAG_FULL_UPDATE => ClientMessage::FullUpdate,
-            TAG_BEGIN => ClientMessage::Begin,
             other => return Err(ProtocolError::UnknownTag(other)),
         };
         Ok((seq, message))
@@ -570,44 +444,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn commands_round_trip_and_garbage_is_rejected() {
-        let command = Command {
-            seq: 77,
-            msec: 16,
-            buttons: buttons::FIRE | buttons::JUMP,
-            forward: -127,
+    fn commands_are_sanitized() {
+        let wild = Command {
+            msec: 255,
+            buttons: 3,
+            forward: i8::MIN,
             right: 64,
             yaw: 40_000,
-            pitch: -1200,
-            ack: Some(12),
+            pitch: i16::MIN,
         };
-        assert_eq!(Command::decode(&command.encode()), Ok(command));
-        let no_ack = Command {
-            ack: None,
-            ..command
-        };
-        assert_eq!(Command::decode(&no_ack.encode()), Ok(no_ack));
-        assert!(matches!(
-            Command::decode(&[0; 15]),
-            Err(ProtocolError::BadLength { .. })
-        ));
-        let mut bad = command.encode();
-        bad[5] = 0xff;
-        assert_eq!(
-            Command::decode(&bad),
-            Err(ProtocolError::OutOfRange("buttons"))
-        );
-        let mut bad = command.encode();
-        bad[0..4].copy_from_slice(&0u32.to_le_bytes());
-        assert!(Command::decode(&bad).is_err());
+        let clean = wild.sanitized();
+        assert_eq!(clean.msec, MAX_COMMAND_MSEC);
+        assert_eq!(clean.forward, -127);
+        assert_eq!(clean.right, 64);
+        assert_eq!(clean.pitch, -16384);
+        assert_eq!(clean.sanitized(), clean);
     }
 
     #[test]
     fn ordered_messages_round_trip() {
         let mut out = Vec::new();
         let messages = [
-            ServerMessage::Gamestate(&[1, 2, 3]),
-            ServerMessage::Configstring(&[]),
             ServerMessage::Chat {
                 from: 3,
                 text: "gg",
@@ -629,20 +486,9 @@ mod tests {
             message.encode(seq as u32, &mut out);
             assert_eq!(ServerMessage::decode(&out), Ok((seq as u32, *message)));
         }
-        let messages = [
-            ClientMessage::Hello {
-                snaps: 20,
-                rate: 25_000,
-                name: "bot1",
-            },
-            ClientMessage::Say { text: "hi" },
-            ClientMessage::FullUpdate,
-            ClientMessage::Begin,
-        ];
-        for (seq, message) in messages.iter().enumerate() {
-            message.encode(seq as u32, &mut out);
-            assert_eq!(ClientMessage::decode(&out), Ok((seq as u32, *message)));
-        }
+        let say = ClientMessage::Say { text: "hi" };
+        say.encode(7, &mut out);
+        assert_eq!(ClientMessage::decode(&out), Ok((7, say)));
     }
 
     #[test]
@@ -657,7 +503,10 @@ mod tests {
             ServerMessage::decode(&[0, 0, 0, 0, TAG_CHAT, 1, 0xff, 0xfe]),
             Err(ProtocolError::BadText)
         );
-        assert!(ClientMessage::decode(&[0, 0, 0, 0, TAG_HELLO, 1]).is_err());
+        assert_eq!(
+            ClientMessage::decode(&[0, 0, 0, 0, 16, 1]),
+            Err(ProtocolError::UnknownTag(16))
+        );
         let long = vec![b'a'; MAX_TEXT + 1];
         let mut bytes = vec![0, 0, 0, 0, TAG_SAY];
         bytes.extend_from_slice(&long);

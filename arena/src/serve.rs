@@ -16,7 +16,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fields::Codec;
-use netchan::{codes, ConnectionConfig, Endpoint, EndpointConfig, RateAnnounce, ServerConfig};
+use netchan::{ConnectionConfig, Endpoint};
 use serde::Serialize;
 
 use crate::cli::ServeArgs;
@@ -31,6 +31,7 @@ use crate::recording;
 use crate::server::{GameServer, PeerReport, PeerStatus, ServerOptions};
 use crate::server_status::ServerStatus;
 use crate::shutdown::Shutdown;
+use crate::status::StatusLine;
 
 /// How often the status payload, the metrics gauges and the logs catch up.
 const HOUSEKEEPING: Duration = Duration::from_millis(250);
@@ -113,7 +114,9 @@ pub struct Dedicated {
     reject_log: RejectLog,
     seen: BTreeMap<u32, PeerStatus>,
     timeouts_seen: u64,
+    snapshots_seen: BTreeMap<u32, (u64, u64, u64)>,
     started: Instant,
+    status_line: Option<StatusLine>,
     next_tick: Instant,
     next_housekeeping: Instant,
     drain_complete: bool,
@@ -147,28 +150,24 @@ impl Dedicated {
         args.validate().map_err(Error::Config)?;
         let config = match_config(args);
         let mut network = crate::transport::Network::new(crate::transport::TransportKind::Udp)?;
-        let endpoint = EndpointConfig {
-            protocol_version: PROTOCOL_VERSION,
-            schema_fingerprint: schema_fingerprint(config.codec),
-            connection: ConnectionConfig {
-                idle_timeout: CLIENT_TIMEOUT,
-                receive_rate: RateAnnounce::UNLIMITED,
-                ..ConnectionConfig::default()
-            },
-            server: Some(ServerConfig {
-                max_clients: args.max_clients,
-                ..ServerConfig::default()
-            }),
-            ..EndpointConfig::default()
-        };
-        let net = network.bind_udp_at(args.bind, Endpoint::new(endpoint, now))?;
         let options = ServerOptions {
             codec: config.codec,
             tick_hz: config.tick_hz,
             checksum_interval: config.checksum_interval,
             seed: config.seed,
             keyframe_ms: config.keyframe_ms,
+            connection: ConnectionConfig {
+                idle_timeout: CLIENT_TIMEOUT,
+                ..ConnectionConfig::default()
+            },
         };
+        let mut endpoint = options.endpoint_config();
+        // The session has a slot for every player the world holds; netchan
+        // turns away connections beyond --max-clients with "server full".
+        if let Some(server) = endpoint.server.as_mut() {
+            server.max_clients = args.max_clients;
+        }
+        let net = network.bind_udp_at(args.bind, Endpoint::new(endpoint, now))?;
         let demo = recording::open(&config)?;
         let server = GameServer::new(net, options, demo)?;
         let metrics = ServerMetrics::new();
@@ -185,13 +184,20 @@ impl Dedicated {
             reject_log: RejectLog::new(Duration::from_secs(1)),
             seen: BTreeMap::new(),
             timeouts_seen: 0,
+            snapshots_seen: BTreeMap::new(),
             started: now,
+            status_line: None,
             next_tick: now + config.tick_interval(),
             next_housekeeping: now,
             drain_complete: false,
         };
         dedicated.housekeeping(now);
         Ok(dedicated)
+    }
+
+    /// Shows a live status line on stdout (a terminal is assumed).
+    pub fn enable_status(&mut self) {
+        self.status_line = Some(StatusLine::new(self.started));
     }
 
     /// The UDP address clients connect to.
@@ -265,6 +271,9 @@ impl Dedicated {
                 self.network.wait(wait)?;
             }
         }
+        if let Some(line) = self.status_line.as_mut() {
+            line.clear();
+        }
         let stopped_by = shutdown.signal_name().unwrap_or("time").to_owned();
         tracing::info!(
             "shutting down ({stopped_by}), {} clients connected",
@@ -290,11 +299,7 @@ impl Dedicated {
             }
             self.network.wait(Duration::from_millis(5))?;
         }
-        let endpoint = self.server.net_mut().endpoint_mut();
-        let connections: Vec<_> = endpoint.connections().collect();
-        for id in connections {
-            endpoint.disconnect(id, codes::SHUTDOWN);
-        }
+        self.server.shutdown();
         let goodbye_end = Instant::now() + GOODBYE_LIMIT;
         loop {
             let now = Instant::now();
@@ -348,9 +353,18 @@ impl Dedicated {
         if let Some(line) = self.reject_log.poll(now, &totals) {
             log_rejected(&line);
         }
-        for (bytes, full) in self.server.take_snapshot_sizes() {
-            self.metrics.snapshot(bytes as usize, full);
+        if let Some(line) = self.status_line.as_mut() {
+            let frames = self.server.stats().frames;
+            let max = self.args.max_clients;
+            let uptime = now.saturating_duration_since(self.started).as_secs_f64();
+            line.draw(now, self.server.net().meter(), |down, up| {
+                format!(
+                    "up {uptime:7.1}s | clients {connected:2}/{max} | down {down:7.1} kbps | up {up:6.1} kbps | frames {frames} | rejected {}",
+                    totals.rejected.iter().sum::<u64>()
+                )
+            });
         }
+        self.server.refresh_reports();
         let reports: Vec<(u32, PeerReport)> = self
             .server
             .reports()
@@ -358,6 +372,20 @@ impl Dedicated {
             .map(|(id, r)| (*id, r.clone()))
             .collect();
         for (id, report) in reports {
+            // The session counts snapshots and their bytes per client; each
+            // snapshot of the last quarter second is observed at its
+            // client's mean size over it.
+            let (snaps, fulls, bytes) = self.snapshots_seen.get(&id).copied().unwrap_or_default();
+            let s = &report.session;
+            let new = s.snapshots.saturating_sub(snaps);
+            if let Some(mean) = s.snapshot_bytes.saturating_sub(bytes).checked_div(new) {
+                let new_full = s.full_snapshots.saturating_sub(fulls).min(new);
+                for i in 0..new {
+                    self.metrics.snapshot(mean as usize, i < new_full);
+                }
+            }
+            self.snapshots_seen
+                .insert(id, (s.snapshots, s.full_snapshots, s.snapshot_bytes));
             match self.seen.insert(id, report.status) {
                 None => tracing::info!(
                     "client {} connected (id {id:08x}, slot {})",
@@ -399,7 +427,7 @@ impl Dedicated {
             frame_ms_p50: q(0.5),
             frame_ms_p99: q(0.99),
             timeouts: stats.timeouts,
-            refused: stats.refused,
+            refused: self.server.session().stats().refused,
             bytes_sent: m.bytes_sent,
             bytes_received: m.bytes_received,
             max_datagram_bytes: m.largest_datagram_sent,
@@ -416,8 +444,8 @@ impl Dedicated {
                     client_id: *id,
                     status: r.status,
                     commands: r.commands,
-                    snapshots: r.snapshots,
-                    full_snapshots: r.full_snapshots,
+                    snapshots: r.session.snapshots,
+                    full_snapshots: r.session.full_snapshots,
                     reliable_sent: r.reliable_sent,
                     upstream_out_of_order: r.upstream_out_of_order,
                 })

@@ -16,6 +16,7 @@
 //!   "violations": [ "..." ] }
 //! ```
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -52,8 +53,11 @@ pub struct ServerSummary {
     pub recorded_snapshots: u64,
     /// Of which keyframes.
     pub recorded_keyframes: u64,
-    /// Largest datagram through the server's socket.
+    /// Largest datagram the engine sent (server or any client).
     pub max_datagram_bytes: usize,
+    /// Datagrams the server dropped as bad input, by netchan's reason (a
+    /// stranger's traffic: counted, never a broken invariant).
+    pub rejected_input: BTreeMap<&'static str, u64>,
     /// Digest of the final world state (same seed, same game).
     pub world_checksum: String,
     /// Whether every guaranteed message was acknowledged before the end.
@@ -402,7 +406,7 @@ impl Summary {
                 frame_ms_p50: quantile(&frame_ms, 0.5),
                 frame_ms_p99: quantile(&frame_ms, 0.99),
                 timeouts: stats.timeouts,
-                refused: stats.refused,
+                refused: server.session().stats().refused,
                 shots: world_stats.shots,
                 hits: world_stats.hits,
                 kills: world_stats.kills,
@@ -411,6 +415,15 @@ impl Summary {
                 recorded_snapshots: stats.recorded,
                 recorded_keyframes: stats.recorded_keyframes,
                 max_datagram_bytes: max_datagram,
+                rejected_input: server
+                    .net()
+                    .endpoint()
+                    .metrics()
+                    .rejected
+                    .iter()
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(reason, n)| (reason.name(), n))
+                    .collect(),
                 world_checksum: format!("{:016x}", world.checksum()),
                 drain_complete: game.drain_complete(),
             },
@@ -455,8 +468,8 @@ impl Summary {
         let s = &self.server;
         let _ = writeln!(
             out,
-            "server: {} frames, frame p50 {:.3} ms, p99 {:.3} ms, {} timeouts, {} shots, {} hits, {} kills, {} pickups, {} chat lines, largest datagram {} B",
-            s.frames, s.frame_ms_p50, s.frame_ms_p99, s.timeouts, s.shots, s.hits, s.kills, s.pickups, s.chat, s.max_datagram_bytes
+            "server: {} frames, frame p50 {:.3} ms, p99 {:.3} ms, {} timeouts, {} shots, {} hits, {} kills, {} pickups, {} chat lines, largest datagram {} B, {} datagrams rejected",
+            s.frames, s.frame_ms_p50, s.frame_ms_p99, s.timeouts, s.shots, s.hits, s.kills, s.pickups, s.chat, s.max_datagram_bytes, s.rejected_input.values().sum::<u64>()
         );
         let _ = writeln!(
             out,

@@ -1,7 +1,8 @@
 //! Moving datagrams: real UDP sockets on 127.0.0.1 sharing one `mio::Poll`,
 //! or netchan's in-process link; either way through a metering wrapper
-//! that checks every datagram's size, and the seeded link conditioner on
-//! every send path.
+//! that checks the size of every datagram the engine sends (and counts
+//! oversized ones it receives as rejected input), and the seeded link
+//! conditioner on every send path.
 
 use std::io;
 use std::net::SocketAddr;
@@ -47,11 +48,14 @@ pub struct Meter {
     pub bytes_received: u64,
     /// Largest datagram sent.
     pub largest: usize,
-    /// Datagrams over [`MAX_DATAGRAM`] bytes sent (must stay 0). Oversize
-    /// datagrams *received* are a stranger's doing, not ours: the endpoint
-    /// drops them and counts them as rejected
-    /// ([`netchan::DropReason::Oversize`]).
+    /// Datagrams sent over [`MAX_DATAGRAM`] bytes (must stay 0: the
+    /// engine's own promise).
     pub oversized: u64,
+    /// Largest datagram received (anyone may send anything).
+    pub largest_received: usize,
+    /// Datagrams received over [`MAX_DATAGRAM`] bytes: rejected input (a
+    /// stranger's), counted, never an invariant of ours.
+    pub oversized_received: u64,
 }
 
 /// A transport that counts and sizes every datagram through it.
@@ -74,11 +78,6 @@ impl<T> Metered<T> {
     pub fn meter(&self) -> Meter {
         self.meter
     }
-
-    fn size(&mut self, len: usize) {
-        self.meter.largest = self.meter.largest.max(len);
-        self.meter.oversized += (len > MAX_DATAGRAM) as u64;
-    }
 }
 
 impl<T: Transport> Transport for Metered<T> {
@@ -87,7 +86,8 @@ impl<T: Transport> Transport for Metered<T> {
     }
 
     fn send_to(&mut self, to: SocketAddr, bytes: &[u8]) -> io::Result<()> {
-        self.size(bytes.len());
+        self.meter.largest = self.meter.largest.max(bytes.len());
+        self.meter.oversized += (bytes.len() > MAX_DATAGRAM) as u64;
         self.inner.send_to(to, bytes)?;
         self.meter.sent += 1;
         self.meter.bytes_sent += bytes.len() as u64;
@@ -97,6 +97,8 @@ impl<T: Transport> Transport for Metered<T> {
     fn recv_from(&mut self, buf: &mut [u8]) -> io::Result<Option<(SocketAddr, usize)>> {
         let got = self.inner.recv_from(buf)?;
         if let Some((_, len)) = got {
+            self.meter.largest_received = self.meter.largest_received.max(len);
+            self.meter.oversized_received += (len > MAX_DATAGRAM) as u64;
             self.meter.received += 1;
             self.meter.bytes_received += len as u64;
         }

@@ -334,19 +334,20 @@ impl World {
         player.raise(event::RESPAWN);
     }
 
-    /// Applies one command of the player in `slot`: movement (when alive),
-    /// view angles, jumping and firing. Older commands than the newest
-    /// applied are ignored.
-    pub fn apply_command(&mut self, slot: u8, command: &Command) {
+    /// Applies command `number` of the player in `slot` (sanitized first):
+    /// movement (when alive), view angles, jumping and firing. Older
+    /// commands than the newest applied are ignored.
+    pub fn apply_command(&mut self, slot: u8, number: u32, command: &Command) {
+        let command = &command.sanitized();
         let time = self.time_ms;
         let Some(Some(player)) = self.players.get_mut(slot as usize) else {
             return;
         };
-        if command.seq <= player.command {
+        if number <= player.command {
             self.stats.stale_commands += 1;
             return;
         }
-        player.command = command.seq;
+        player.command = number;
         player.yaw = command.yaw;
         player.pitch = command.pitch;
         if !player.alive {
@@ -701,9 +702,8 @@ mod tests {
     use super::*;
     use fields::Fields;
 
-    fn command(seq: u32, buttons: u8, yaw: u16) -> Command {
+    fn command(buttons: u8, yaw: u16) -> Command {
         Command {
-            seq,
             msec: 16,
             buttons,
             yaw,
@@ -726,7 +726,7 @@ mod tests {
     #[test]
     fn a_projectile_flies_hits_knocks_back_and_vanishes() {
         let mut world = duel();
-        world.apply_command(0, &command(1, buttons::FIRE, 0));
+        world.apply_command(0, 1, &command(buttons::FIRE, 0));
         assert_eq!(world.stats().shots, 1);
         let slot = world.projectiles().next().unwrap().0;
         let entity = world.projectile_entity(slot).unwrap();
@@ -735,7 +735,7 @@ mod tests {
             (kind::PROJECTILE, 0, 900.0)
         );
         // A second shot inside the reload time does nothing.
-        world.apply_command(0, &command(2, buttons::FIRE, 0));
+        world.apply_command(0, 2, &command(buttons::FIRE, 0));
         assert_eq!(world.stats().shots, 1);
         // 300 units at 900 u/s: hit within the first 400 ms.
         for _ in 0..8 {
@@ -756,7 +756,7 @@ mod tests {
         let mut seq = 0;
         for _ in 0..4 {
             seq += 1;
-            world.apply_command(0, &command(seq, buttons::FIRE, 0));
+            world.apply_command(0, seq, &command(buttons::FIRE, 0));
             for _ in 0..13 {
                 world.tick(50);
                 // Keep the victim in place so every shot hits.
@@ -793,13 +793,13 @@ mod tests {
         world.players[1].as_mut().unwrap().alive = false;
         world.players[1].as_mut().unwrap().respawn_ms = 10_000;
         let before = world.player(1).unwrap().motion;
-        let mut run = command(5, 0, 0);
+        let mut run = command(0, 0);
         run.forward = 127;
-        world.apply_command(1, &run);
+        world.apply_command(1, 5, &run);
         assert_eq!(world.player(1).unwrap().motion, before);
         assert_eq!(world.player(1).unwrap().command, 5);
         // Older commands are ignored.
-        world.apply_command(1, &command(3, 0, 0));
+        world.apply_command(1, 3, &command(0, 0));
         assert_eq!(world.stats().stale_commands, 1);
     }
 
@@ -834,13 +834,12 @@ mod tests {
             for i in 1..400u32 {
                 for slot in 0..6u8 {
                     let mut c = command(
-                        i,
                         if i % 7 == 0 { buttons::FIRE } else { 0 },
                         (i * 97 + slot as u32 * 9000) as u16,
                     );
                     c.forward = 127;
                     c.right = if (i / 30) % 2 == 0 { 90 } else { -90 };
-                    world.apply_command(slot, &c);
+                    world.apply_command(slot, i, &c);
                 }
                 if i % 3 == 0 {
                     world.tick(50);

@@ -5,12 +5,12 @@
 use std::time::{Duration, Instant};
 
 use arena::config::MatchConfig;
-use arena::protocol::{schema_fingerprint, ClientMessage, Command, PROTOCOL_VERSION};
+use arena::protocol::{schema_fingerprint, Command, EntityState, PlayerState, PROTOCOL_VERSION};
 use arena::server::{GameServer, PeerStatus, ServerOptions};
 use arena::transport::{Network, TransportKind};
 use arena::Summary;
 use fields::Codec;
-use netchan::{ConnectOptions, DisconnectReason, Endpoint, EndpointConfig, Event, RejectReason};
+use netchan::{ConnectOptions, DisconnectReason, Endpoint, Event, RejectReason};
 
 /// Checks everything a healthy short match must show.
 fn assert_healthy(summary: &Summary) {
@@ -34,7 +34,7 @@ fn assert_healthy(summary: &Summary) {
         assert_eq!(c.checksum_mismatches, 0, "{table}");
         assert_eq!(c.reliable_out_of_order, 0, "{table}");
         assert_eq!(c.reliable_lost, 0, "{table}");
-        assert!(c.reliable_delivered >= 2, "gamestate and more: {table}");
+        assert!(c.reliable_delivered >= 2, "join notices and more: {table}");
         assert!(
             c.rtt_ms > 100.0 && c.rtt_ms < 400.0,
             "two 60 ms legs: {table}"
@@ -93,6 +93,68 @@ fn same_seed_same_game() {
     assert_ne!(first, run(22));
 }
 
+#[test]
+fn sixty_four_bots_at_30_percent_loss_all_connect() {
+    // The command line (`--clients 64 --loss 0.3 --latency-ms 100
+    // --jitter-ms 30 --dup 0.05 --reorder 0.05`) on a shorter match.
+    let mut config = MatchConfig::short(TransportKind::Local, 10.0, 17);
+    config.clients = 64;
+    config.link.loss = 0.3;
+    config.link.latency = Duration::from_millis(100);
+    config.link.jitter = Duration::from_millis(30);
+    config.link.duplicate = 0.05;
+    config.link.reorder = 0.05;
+    config.link.reorder_delay = Duration::from_millis(60);
+    let summary = arena::play(config).expect("match runs");
+    let table = summary.table();
+    assert!(summary.ok(), "{table}");
+    assert_eq!(summary.per_client.len(), 64);
+    for c in &summary.per_client {
+        assert!(c.snapshots > 0, "{} never got a snapshot\n{table}", c.name);
+        assert!(
+            c.session_seconds > 0.0,
+            "{} never connected\n{table}",
+            c.name
+        );
+    }
+}
+
+#[test]
+fn strangers_traffic_is_rejected_input_not_a_broken_invariant() {
+    use std::net::UdpSocket;
+    let config = MatchConfig::short(TransportKind::Udp, 3.0, 19);
+    let mut game = arena::Match::new(config, None, Instant::now()).expect("match");
+    let stranger = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let target = game.server_addr();
+    let mut now = Instant::now();
+    let mut sent = 0u32;
+    while game.phase() != arena::game::Phase::Done {
+        now = game.next_deadline().max(now + Duration::from_millis(1));
+        // Oversized junk, short junk and handshake-looking packets, bounded.
+        if sent < 300 {
+            let len = [1499usize, 1401, 3, 40][sent as usize % 4];
+            let mut junk = vec![(sent % 251) as u8; len];
+            junk[0] = (sent % 7) as u8;
+            stranger.send_to(&junk, target).unwrap();
+            sent += 1;
+        }
+        game.step(now).expect("step");
+    }
+    let summary = arena::Summary::of(&game);
+    let table = summary.table();
+    assert!(
+        summary.ok(),
+        "a stranger's datagrams broke nothing:\n{table}"
+    );
+    let rejected = summary.server.rejected_input;
+    assert_eq!(rejected.get("oversize"), Some(&150), "{rejected:?}");
+    assert!(rejected.values().sum::<u64>() >= 150, "{rejected:?}");
+    assert!(
+        summary.server.max_datagram_bytes <= netchan::MAX_DATAGRAM,
+        "{table}"
+    );
+}
+
 /// A server and a hand-driven netchan client on one in-process link.
 struct Rig {
     network: Network,
@@ -100,21 +162,25 @@ struct Rig {
     now: Instant,
 }
 
+fn options() -> ServerOptions {
+    ServerOptions {
+        codec: Codec::Native,
+        tick_hz: 20,
+        checksum_interval: 8,
+        seed: 3,
+        keyframe_ms: 5000,
+        connection: netchan::ConnectionConfig::default(),
+    }
+}
+
 impl Rig {
     fn new() -> Rig {
         let now = Instant::now();
         let mut network = Network::new(TransportKind::Local).unwrap();
-        let mut config = EndpointConfig::server();
-        config.protocol_version = PROTOCOL_VERSION;
-        config.schema_fingerprint = schema_fingerprint(Codec::Native);
-        let net = network.bind(Endpoint::new(config, now)).unwrap();
-        let options = ServerOptions {
-            codec: Codec::Native,
-            tick_hz: 20,
-            checksum_interval: 8,
-            seed: 3,
-            keyframe_ms: 5000,
-        };
+        let options = options();
+        let net = network
+            .bind(Endpoint::new(options.endpoint_config(), now))
+            .unwrap();
         let server = GameServer::new(net, options, None).unwrap();
         Rig {
             network,
@@ -123,10 +189,13 @@ impl Rig {
         }
     }
 
-    /// A raw client announcing `fingerprint`, connecting to the server.
+    /// A raw netchan client announcing `fingerprint`, connecting to the server.
     fn client(&mut self, fingerprint: u64) -> (arena::transport::Net, netchan::ConnectionId) {
-        let mut config = EndpointConfig::client();
-        config.protocol_version = PROTOCOL_VERSION;
+        let session = session::ClientConfig {
+            game_version: PROTOCOL_VERSION,
+            ..session::ClientConfig::default()
+        };
+        let mut config = session.endpoint::<EntityState, PlayerState, Command>();
         config.schema_fingerprint = fingerprint;
         let mut net = self.network.bind(Endpoint::new(config, self.now)).unwrap();
         let options = ConnectOptions {
@@ -159,47 +228,60 @@ impl Rig {
 
 #[test]
 fn the_server_survives_garbage_from_a_connected_client() {
+    use session::wire::{ClientMessage as Session, CommandPacket};
     let mut rig = Rig::new();
     let (mut net, conn) = rig.client(schema_fingerprint(Codec::Native));
-    let mut hello = Vec::new();
-    ClientMessage::Hello {
-        snaps: 20,
-        rate: 25_000,
-        name: "rogue\\\0",
-    }
-    .encode(0, &mut hello);
-    let mut begin = Vec::new();
-    ClientMessage::Begin.encode(1, &mut begin);
+    let mut bytes = Vec::new();
     {
         let c = net.endpoint_mut().connection_mut(conn).unwrap();
-        c.send_ordered(&hello).unwrap();
-        c.send_ordered(&begin).unwrap();
-        // Garbage on the ordered channel: unknown tag, truncated, bad UTF-8.
-        c.send_ordered(&[2, 0, 0, 0, 99]).unwrap();
-        c.send_ordered(&[1]).unwrap();
-        c.send_ordered(&[4, 0, 0, 0, 17, 0xff, 0xfe]).unwrap();
+        Session::Hello {
+            snaps: 20,
+            rate: 25_000,
+            name: "rogue\\\0",
+        }
+        .encode(&mut bytes);
+        c.send_ordered(&bytes).unwrap();
+        Session::Begin { epoch: 0 }.encode(&mut bytes);
+        c.send_ordered(&bytes).unwrap();
+        // Garbage for the session: unknown tag, empty, a second hello.
+        c.send_ordered(&[99]).unwrap();
+        c.send_ordered(&[]).unwrap();
+        Session::Hello {
+            snaps: 1,
+            rate: 1,
+            name: "again",
+        }
+        .encode(&mut bytes);
+        c.send_ordered(&bytes).unwrap();
+        // Garbage for the game inside valid session messages.
+        Session::Game(&[2, 0, 0, 0, 99]).encode(&mut bytes);
+        c.send_ordered(&bytes).unwrap();
+        Session::Game(&[4, 0, 0, 0, 17, 0xff, 0xfe]).encode(&mut bytes);
+        c.send_ordered(&bytes).unwrap();
     }
     let mut got_snapshot = false;
+    let mut packet = [0u8; 256];
     for step in 0..100u32 {
         if let Some(c) = net.endpoint_mut().connection_mut(conn) {
             if c.is_established() {
-                // Commands of the wrong size, impossible values, and a valid one.
-                let _ = c.send_quickest(&[0xab; 7]);
-                let mut bad = Command {
-                    seq: step + 1,
-                    msec: 16,
-                    ..Command::default()
+                // Command packets: junk, and valid ones with wild values.
+                // (One state payload per datagram at 30 a second: most
+                // steps carry a valid packet, every tenth junk.)
+                if step % 10 == 0 {
+                    let _ = c.send_state(&[0xab; 7]);
+                } else {
+                    let wild = Command {
+                        msec: 255,
+                        forward: i8::MIN,
+                        buttons: 3,
+                        pitch: i16::MIN,
+                        ..Command::default()
+                    };
+                    let (len, _) =
+                        CommandPacket::encode(Codec::Native, step, [wild].iter(), &mut packet)
+                            .unwrap();
+                    let _ = c.send_state(&packet[..len]);
                 }
-                .encode();
-                bad[5] = 0xff;
-                let _ = c.send_quickest(&bad);
-                let good = Command {
-                    seq: step + 1,
-                    msec: 255,
-                    forward: 127,
-                    ..Command::default()
-                };
-                let _ = c.send_quickest(&good.encode());
             }
         }
         // Raw junk straight at the server's socket, too.
@@ -217,9 +299,11 @@ fn the_server_survives_garbage_from_a_connected_client() {
             got_snapshot |= matches!(event, Event::State { .. });
         }
     }
+    rig.server.refresh_reports();
     let report = rig.server.reports().get(&99).expect("the rogue connected");
-    assert!(report.bad_commands > 0, "{report:?}");
-    assert!(report.bad_messages >= 3, "{report:?}");
+    assert!(report.session.bad_packets > 0, "{report:?}");
+    assert!(report.session.bad_messages >= 3, "{report:?}");
+    assert!(report.bad_messages >= 2, "{report:?}");
     assert!(report.commands > 0, "{report:?}");
     assert_eq!(report.name, "rogue", "the name was sanitized");
     assert!(got_snapshot, "the server kept serving the rogue");

@@ -147,8 +147,8 @@ pub mod reliable;
 pub mod rng;
 pub mod sequence;
 pub mod state;
-pub mod testing;
 pub mod status;
+pub mod testing;
 pub mod udp;
 
 pub use compress::{Compressor, HuffmanCompressor};

@@ -59,7 +59,12 @@ pub enum ClientEvent {
         index: usize,
     },
     /// A new newest snapshot ([`Client::snapshots`] has it).
-    Snapshot(SnapshotReport),
+    Snapshot {
+        /// What it was.
+        report: SnapshotReport,
+        /// Size of its snapshot message, bytes.
+        bytes: usize,
+    },
     /// A reliable game command from the server.
     Message(Vec<u8>),
     /// The session ended for a reason that warrants a new one (the server
@@ -485,7 +490,10 @@ where
                     SyncCheck::Mismatched => self.stats.checksum_mismatches += 1,
                     SyncCheck::Absent => {}
                 }
-                self.events.push_back(ClientEvent::Snapshot(report));
+                self.events.push_back(ClientEvent::Snapshot {
+                    report,
+                    bytes: payload.bytes.len(),
+                });
             }
             Ok(Received::Stale { .. }) => self.stats.stale_snapshots += 1,
             Ok(_) => self.stats.snapshot_errors += 1,

@@ -161,13 +161,13 @@ impl ClientConfig {
 
     /// The netchan endpoint configuration of a client for `E`, `P`, `C`:
     /// its receive rate announced, its packet rate capped, and handshake
-    /// retries every second at most (a lost handshake packet costs little).
+    /// retries every half second at most (a lost handshake packet costs little).
     pub fn endpoint<E: NetFields, P: NetFields, C: NetFields>(&self) -> EndpointConfig {
         let mut endpoint = EndpointConfig::client();
         endpoint.protocol_version = protocol_version(self.game_version);
         endpoint.schema_fingerprint = schema_fingerprint::<E, P, C>(self.codec);
         endpoint.handshake_retry = Duration::from_millis(250);
-        endpoint.handshake_retry_max = Duration::from_secs(1);
+        endpoint.handshake_retry_max = Duration::from_millis(500);
         endpoint.connection = self.connection.clone();
         endpoint.connection.receive_rate = RateAnnounce {
             bytes_per_sec: self.rate,

@@ -72,6 +72,8 @@ pub enum ServerEvent<C> {
         client: ClientKey,
         /// Why.
         reason: DisconnectReason,
+        /// Its final counters.
+        stats: ServerClientStats,
     },
 }
 
@@ -372,6 +374,7 @@ where
             self.events.push_back(ServerEvent::Disconnected {
                 client: slot.info.key,
                 reason,
+                stats: slot.info.stats,
             });
         }
         Ok(())

@@ -337,6 +337,6 @@ fn a_kicked_client_is_told() {
     assert_eq!(sim.bots[1].client.state(), ClientState::Active);
     assert!(sim.server_events.iter().any(|e| matches!(
         e,
-        ServerEvent::Disconnected { client, reason: DisconnectReason::Kicked } if *client == key
+        ServerEvent::Disconnected { client, reason: DisconnectReason::Kicked, .. } if *client == key
     )));
 }

@@ -416,7 +416,7 @@ impl Sim {
             ClientEvent::Connected => {
                 bot.sessions.push(std::mem::take(&mut bot.sent));
             }
-            ClientEvent::Snapshot(_) => {
+            ClientEvent::Snapshot { .. } => {
                 let snap = bot.client.snapshots().newest().unwrap();
                 let map_now = bot
                     .client

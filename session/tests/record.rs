@@ -1,0 +1,105 @@
+//! Recording through `demo`'s recorder: a spectator's view and a client's
+//! view, across a map change, play back with every sync checksum verified.
+
+mod support;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use demo::{DemoHeader, DemoReader, Player, Recorder};
+use fields::Codec;
+use session::{ClientKey, RecordView};
+use support::{link, Mark, Me, Sim};
+
+/// A writer whose bytes the test can read after the session dropped it.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn record(view: impl Fn(&Sim) -> RecordView<Me>) -> (Vec<u8>, u64, u64) {
+    let lossy = link(0.1, 30, 5, 0.0, 0.0);
+    let mut sim = Sim::new(21, lossy.clone());
+    sim.server_config.keyframe_ms = 1000;
+    sim.stop_server(false);
+    sim.start_server();
+    sim.add_bot("a", lossy.clone());
+    sim.add_bot("b", lossy);
+    sim.run_ms(1_500);
+    assert!(sim.all_active());
+    let shared = Shared::default();
+    let header = DemoHeader::for_types::<Mark, Me>(Codec::Native, 20, 20);
+    let recorder = Recorder::create(Box::new(shared.clone()) as Box<dyn Write + Send>, header)
+        .expect("header written");
+    let view = view(&sim);
+    sim.server_mut().record(view, recorder).expect("recording");
+    sim.run_ms(2_500);
+    sim.change_map(2);
+    sim.run_ms(2_500);
+    let (_, stats) = sim
+        .server_mut()
+        .finish_recording()
+        .expect("finished")
+        .expect("a recording");
+    let bytes = shared.0.lock().unwrap().clone();
+    (bytes, stats.snapshots, stats.keyframes)
+}
+
+fn play(bytes: &[u8]) -> (u64, u64, Option<u8>) {
+    let reader = DemoReader::new(bytes).expect("valid demo");
+    let mut player = Player::new(reader).expect("player");
+    player.set_verify(true);
+    let (mut snapshots, mut gamestates) = (0, 0);
+    while let Some(played) = player.next_record() {
+        let played = played.expect("every record plays and verifies");
+        match played.received {
+            snapshot::Received::Snapshot(_) => snapshots += 1,
+            snapshot::Received::Gamestate => gamestates += 1,
+            _ => {}
+        }
+    }
+    assert!(player.reached_end());
+    assert!(player.checksums_verified() > 0);
+    let map = player
+        .client()
+        .gamestate()
+        .and_then(|g| g.configstring(0))
+        .and_then(|m| m.strip_prefix("map\\m"))
+        .and_then(|m| m.parse().ok());
+    (snapshots, gamestates, map)
+}
+
+#[test]
+fn a_spectator_recording_spans_a_map_change_and_verifies() {
+    let (bytes, recorded, keyframes) = record(|_| RecordView::Spectator(Me::default()));
+    let (snapshots, gamestates, map) = play(&bytes);
+    assert_eq!(snapshots, recorded);
+    // 5 s at 20 Hz, one snapshot per frame.
+    assert_eq!(recorded, 100);
+    // A keyframe a second, and a full snapshot after the new gamestate.
+    assert!(keyframes >= 5, "{keyframes}");
+    assert_eq!(gamestates, 2);
+    assert_eq!(map, Some(2));
+}
+
+#[test]
+fn a_clients_view_is_recorded_too() {
+    let first = |sim: &Sim| -> RecordView<Me> {
+        let key: ClientKey = *sim.names.keys().min().unwrap();
+        RecordView::Client(key)
+    };
+    let (bytes, recorded, _) = record(first);
+    let (snapshots, gamestates, map) = play(&bytes);
+    assert_eq!(snapshots, recorded);
+    assert_eq!(recorded, 100);
+    assert_eq!(gamestates, 2);
+    assert_eq!(map, Some(2));
+}
