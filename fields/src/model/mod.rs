@@ -19,6 +19,8 @@ use crate::huffman::HuffmanCode;
 use crate::table::{FieldTable, Fields, NetFields};
 use std::sync::Arc;
 
+mod smooth;
+
 /// Fields per changed-set group: each group's change pattern is one byte symbol.
 pub const GROUP_FIELDS: usize = 8;
 /// Value symbols per field: 33 integer classes, 33 float-bits classes, then
@@ -294,10 +296,8 @@ impl NativeModel {
                 "counts do not have the shape of a model",
             ));
         }
-        let code = |counts: &[u32]| {
-            let mut table = [0u32; 256];
-            table[..counts.len()].copy_from_slice(counts);
-            HuffmanCode::from_frequencies(&table)
+        let code = |weights: [u32; 256]| {
+            HuffmanCode::from_frequencies(&weights)
                 .map(SymbolCode::new)
                 .map_err(|e| {
                     BitError::invalid("native model", 0, format!("cannot build a code: {e}"))
@@ -305,16 +305,16 @@ impl NativeModel {
         };
         Ok(NativeModel {
             id: data.fingerprint(),
-            last_group: code(&data.last_group)?,
+            last_group: code(smooth::last_group(&data.last_group))?,
             groups: data
                 .groups
                 .iter()
-                .map(|g| code(g))
+                .map(|g| code(smooth::pattern(g)))
                 .collect::<Result<_, _>>()?,
             values: data
                 .values
                 .iter()
-                .map(|v| code(v))
+                .map(|v| code(smooth::value(v)))
                 .collect::<Result<_, _>>()?,
             data,
         })
