@@ -26,8 +26,10 @@ use crate::server::{DemoRecorder, GameServer, ServerOptions};
 use crate::status::StatusLine;
 use crate::transport::{Network, TransportKind};
 
-/// Most datagrams a client sends per second (Quake 3's `cl_maxpackets`).
-pub const CLIENT_MAX_PACKETS: u16 = 30;
+/// Most datagrams a client sends per second (Quake 3's `cl_maxpackets`):
+/// as many as the snapshots it gets, so three 60 fps commands share each
+/// packet and a bot sends well under what it receives.
+pub const CLIENT_MAX_PACKETS: u16 = 20;
 
 /// Where the match is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

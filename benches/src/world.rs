@@ -10,27 +10,25 @@
 
 use q3::{EntityState, PlayerState};
 
-/// A seeded xorshift64* generator: deterministic on every platform.
+/// The workspace's seeded generator ([`netchan::SeededRng`]) with the
+/// draws a game world needs: deterministic on every platform.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct Rng(netchan::SeededRng);
 
 impl Rng {
-    /// A generator from `seed` (any value; 0 is remapped).
+    /// A generator from `seed`.
     pub fn new(seed: u64) -> Self {
-        Rng(seed.max(1))
+        Rng(netchan::SeededRng::new(seed))
     }
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        self.0.next_u64()
     }
 
     /// A value in `0..n` (`n > 0`).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
+        self.0.below(n)
     }
 
     /// True with probability `percent` / 100.

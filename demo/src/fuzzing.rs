@@ -601,10 +601,18 @@ pub fn build(u: &mut Unstructured<'_>) -> arbitrary::Result<Built> {
     let mut data = parts.encode();
     let offsets = parts.offsets();
     for record in broken {
-        let at = usize::try_from(offsets[record]).unwrap_or(usize::MAX);
+        // A later mutation may have removed the record.
+        let (Some(&at), Some(raw)) = (offsets.get(record), parts.records.get(record)) else {
+            continue;
+        };
+        let at = usize::try_from(at).unwrap_or(usize::MAX);
         // The frame check's first byte, or the CRC's.
-        let end = at + FRAME_LEN + parts.records[record].payload.len();
-        let target = if record % 2 == 0 { at + 13 } else { end };
+        let end = at.saturating_add(FRAME_LEN + raw.payload.len());
+        let target = if record % 2 == 0 {
+            at.saturating_add(13)
+        } else {
+            end
+        };
         if let Some(byte) = data.get_mut(target) {
             *byte ^= 0x5A;
         }

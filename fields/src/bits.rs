@@ -167,6 +167,26 @@ pub trait BitSource {
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
+    /// The next 32 bits without consuming them (zeros past the end) and how
+    /// many bits are left, for sources that can look ahead; `None` (the
+    /// default) for those that cannot, such as a Huffman bitstream, whose
+    /// bits exist only once decoded. Lets table-driven decoders (the native
+    /// codec's symbol codes) read a whole code word at once.
+    #[inline]
+    fn peek_window(&self) -> Option<(u32, usize)> {
+        None
+    }
+
+    /// Consumes `count` bits (`count <= 32`) already seen through
+    /// [`peek_window`](Self::peek_window).
+    #[inline]
+    fn skip_bits(&mut self, count: u32) -> Result<(), BitError> {
+        if count > 0 {
+            self.get_bits(count)?;
+        }
+        Ok(())
+    }
+
     /// Verifies a `debug-keys` check key written by [`BitSink::put_check_key`].
     fn expect_check_key(&mut self, tag: u16) -> Result<(), BitError> {
         if cfg!(feature = "debug-keys") {
@@ -382,6 +402,16 @@ impl BitSource for BitReader<'_> {
 
     fn bits_read(&self) -> usize {
         self.position
+    }
+
+    #[inline]
+    fn peek_window(&self) -> Option<(u32, usize)> {
+        Some((self.peek_bits(32), self.remaining_bits()))
+    }
+
+    #[inline]
+    fn skip_bits(&mut self, count: u32) -> Result<(), BitError> {
+        self.skip(count)
     }
 }
 

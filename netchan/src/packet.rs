@@ -511,45 +511,18 @@ mod tests {
     }
 
     fn build<'a>(kind: u8, id: u16, a: u32, b: u32, data: &'a [u8]) -> Chunk<'a> {
-        let total = data.len() as u32 + (a % 3000);
-        let offset = if total as usize == data.len() {
-            0
-        } else {
-            b % (total - data.len() as u32 + 1)
+        // Kinds 6 and 7 are whole ordered and state chunks.
+        let (kind, extra) = match kind {
+            6 | 7 => (kind - 6, 0),
+            k => (k, a % 3000),
         };
-        match kind {
-            0 => Chunk::Ordered {
-                id,
-                total,
-                offset,
-                data,
-            },
-            1 => Chunk::State {
-                id,
-                total,
-                offset,
-                data,
-            },
-            2 => Chunk::Quickest { id, data },
-            3 => Chunk::Event { data },
-            4 => Chunk::Rate(RateAnnounce {
-                bytes_per_sec: a,
-                packets_per_sec: id,
-            }),
-            5 => Chunk::Disconnect { reason: id as u8 },
-            6 => Chunk::Ordered {
-                id,
-                total: data.len() as u32,
-                offset: 0,
-                data,
-            },
-            _ => Chunk::State {
-                id,
-                total: data.len() as u32,
-                offset: 0,
-                data,
-            },
-        }
+        let total = data.len() as u32 + extra;
+        let offset = b % (extra + 1);
+        let rate = RateAnnounce {
+            bytes_per_sec: a,
+            packets_per_sec: id,
+        };
+        crate::fuzzing::chunk_of(kind, id, total, offset, data, rate, id as u8)
     }
 
     proptest! {

@@ -202,83 +202,37 @@ fn rejections_carry_reasons() {
     config.schema_fingerprint = 0xfeed;
     config.server.as_mut().unwrap().max_clients = 1;
     let mut server = Endpoint::new(config, t0);
+    // The cookie is filled in below, per address.
+    let request = |id: u32, version: u32, schema: u64, options: u8| ConnectRequest {
+        version,
+        schema,
+        options,
+        ..connect_request(
+            id,
+            Cookie {
+                timestamp_ms: 0,
+                mac: [0; 16],
+            },
+        )
+    };
     let cases = [
         (
             1,
-            ConnectRequest {
-                version: 6,
-                schema: 0xfeed,
-                ..connect_request(
-                    1,
-                    Cookie {
-                        timestamp_ms: 0,
-                        mac: [0; 16],
-                    },
-                )
-            },
+            request(1, 6, 0xfeed, 0),
             Some(RejectReason::VersionMismatch),
         ),
         (
             2,
-            ConnectRequest {
-                version: 7,
-                schema: 0xbeef,
-                ..connect_request(
-                    2,
-                    Cookie {
-                        timestamp_ms: 0,
-                        mac: [0; 16],
-                    },
-                )
-            },
+            request(2, 7, 0xbeef, 0),
             Some(RejectReason::SchemaMismatch),
         ),
         (
             3,
-            ConnectRequest {
-                version: 7,
-                schema: 0xfeed,
-                options: OPT_ENCRYPT,
-                ..connect_request(
-                    3,
-                    Cookie {
-                        timestamp_ms: 0,
-                        mac: [0; 16],
-                    },
-                )
-            },
+            request(3, 7, 0xfeed, OPT_ENCRYPT),
             Some(RejectReason::EncryptionUnavailable),
         ),
-        (
-            4,
-            ConnectRequest {
-                version: 7,
-                schema: 0xfeed,
-                ..connect_request(
-                    4,
-                    Cookie {
-                        timestamp_ms: 0,
-                        mac: [0; 16],
-                    },
-                )
-            },
-            None,
-        ),
-        (
-            5,
-            ConnectRequest {
-                version: 7,
-                schema: 0xfeed,
-                ..connect_request(
-                    5,
-                    Cookie {
-                        timestamp_ms: 0,
-                        mac: [0; 16],
-                    },
-                )
-            },
-            Some(RejectReason::ServerFull),
-        ),
+        (4, request(4, 7, 0xfeed, 0), None),
+        (5, request(5, 7, 0xfeed, 0), Some(RejectReason::ServerFull)),
     ];
     for (i, (id, mut req, expected)) in cases.into_iter().enumerate() {
         let from = addr(6000 + i as u16);

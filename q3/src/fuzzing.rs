@@ -356,31 +356,35 @@ pub fn build_dm68(u: &mut Unstructured<'_>) -> arbitrary::Result<BuiltDm68> {
     })
 }
 
-/// Checks what a parse returned: positions within the message, snapshot
-/// invariants, and that every parsed snapshot re-encodes without panicking.
-/// Returns the snapshots parsed.
+/// Checks a parsed message: command positions within the message, snapshot
+/// invariants (area mask, sorted entity numbers below 1023), and that every
+/// parsed snapshot re-encodes without panicking. Returns the snapshots.
+pub fn check_message(parsed: &ParsedMessage, len: usize) -> usize {
+    assert!(parsed.bits <= len * 8);
+    let mut snapshots = 0;
+    for command in &parsed.commands {
+        assert!(command.bits.start < command.bits.end);
+        assert!(command.bits.end <= parsed.bits);
+        if let Command::Snapshot(s) = &command.command {
+            snapshots += 1;
+            let snap = &s.snapshot;
+            assert!(snap.areamask.len() <= 32);
+            assert!(snap.entities.windows(2).all(|w| w[0].0 < w[1].0));
+            assert!(snap.entities.iter().all(|(n, _)| *n < 1023));
+            let mut buf = vec![0u8; 4 * MAX_MSGLEN];
+            let mut writer = BitWriter::new(&mut buf);
+            let mut sink = HuffmanWriter::new(&mut writer, HuffmanCode::quake3());
+            let _ = write_snapshot(&mut sink, snap, s.base.as_deref(), &s.baselines);
+        }
+    }
+    snapshots
+}
+
+/// [`check_message`] on a parse that succeeded; an error must name a bit
+/// inside the message. Returns the snapshots parsed.
 pub fn check_parsed(result: Result<ParsedMessage, MessageError>, len: usize) -> usize {
     match result {
-        Ok(parsed) => {
-            assert!(parsed.bits <= len * 8);
-            let mut snapshots = 0;
-            for command in &parsed.commands {
-                assert!(command.bits.start < command.bits.end);
-                assert!(command.bits.end <= parsed.bits);
-                if let Command::Snapshot(s) = &command.command {
-                    snapshots += 1;
-                    let snap = &s.snapshot;
-                    assert!(snap.areamask.len() <= 32);
-                    assert!(snap.entities.windows(2).all(|w| w[0].0 < w[1].0));
-                    assert!(snap.entities.iter().all(|(n, _)| *n < 1023));
-                    let mut buf = vec![0u8; 4 * MAX_MSGLEN];
-                    let mut writer = BitWriter::new(&mut buf);
-                    let mut sink = HuffmanWriter::new(&mut writer, HuffmanCode::quake3());
-                    let _ = write_snapshot(&mut sink, snap, s.base.as_deref(), &s.baselines);
-                }
-            }
-            snapshots
-        }
+        Ok(parsed) => check_message(&parsed, len),
         Err(error) => {
             let _ = error.to_string();
             if let Some(bit) = error.bit() {
@@ -400,7 +404,7 @@ pub fn decode_file(data: &[u8]) -> usize {
             Ok(record) => {
                 assert_eq!(record.record.index, records);
                 records += 1;
-                check_parsed(Ok(record.message), record.record.message.len());
+                check_message(&record.message, record.record.message.len());
             }
             Err(error) => {
                 let _ = error.to_string();

@@ -17,7 +17,8 @@ use crate::error::SessionError;
 use crate::reason::{codes, DisconnectReason};
 use crate::stats::ClientStats;
 use crate::wire::{
-    ClientMessage, CommandPacket, ServerMessage, SnapshotPayload, MAX_COMMAND_PACKET,
+    ClientMessage, CommandPacket, ServerMessage, SnapshotPayload, COMMAND_HISTORY,
+    MAX_COMMAND_PACKET,
 };
 
 /// A command packet goes out again after this long without a delivery
@@ -101,6 +102,9 @@ pub struct Client<E, P, C> {
     /// `pending_first`.
     pending: VecDeque<C>,
     pending_first: u32,
+    /// Command `pending_first − 1`, known delivered: the base of the next
+    /// packet's first command.
+    acked_last: Option<C>,
     /// Commands queued since the last packet (or a packet was lost).
     dirty: bool,
     /// Command packets in flight and the newest command each carried.
@@ -148,6 +152,7 @@ where
             reason: None,
             pending: VecDeque::new(),
             pending_first: 1,
+            acked_last: None,
             dirty: false,
             in_flight: VecDeque::new(),
             next_packet_at: None,
@@ -277,6 +282,7 @@ where
         self.full_requested = false;
         self.pending.clear();
         self.pending_first = 1;
+        self.acked_last = None;
         self.dirty = false;
         self.in_flight.clear();
         self.next_packet_at = None;
@@ -523,8 +529,11 @@ where
             self.dirty = true;
             return;
         }
-        while self.pending_first <= newest && !self.pending.is_empty() {
-            self.pending.pop_front();
+        while self.pending_first <= newest {
+            let Some(command) = self.pending.pop_front() else {
+                break;
+            };
+            self.acked_last = Some(command);
             self.pending_first += 1;
             self.stats.commands_acked += 1;
         }
@@ -544,9 +553,16 @@ where
         let Some(connection) = self.conn.and_then(|c| endpoint.connection_mut(c)) else {
             return Ok(());
         };
-        let (len, count) = CommandPacket::encode(
+        // Delta from the newest command known delivered, while the server
+        // surely still keeps it.
+        let base = self
+            .acked_last
+            .as_ref()
+            .filter(|_| self.pending.len() < COMMAND_HISTORY);
+        let (len, count) = CommandPacket::encode_from(
             self.config.codec,
             self.pending_first,
+            base,
             self.pending.iter(),
             &mut self.packet[..],
         )?;

@@ -62,24 +62,35 @@ pub fn client_input(data: &[u8]) {
         }
         n => {
             let codec = if n == 1 { Codec::Native } else { Codec::Q3 };
+            // The base a server would hold for a based packet.
+            let held = FuzzCommand {
+                msec: 16,
+                yaw: 900,
+                ..FuzzCommand::default()
+            };
             let mut commands: Vec<(u32, FuzzCommand)> = Vec::new();
-            if CommandPacket::decode(codec, body, &mut commands).is_ok() {
+            if let Ok(based) =
+                CommandPacket::decode_with(codec, body, |_| Some(held), &mut commands)
+            {
                 assert!(
                     !commands.is_empty() && commands.len() <= crate::wire::MAX_COMMANDS_PER_PACKET
                 );
                 assert!(commands.windows(2).all(|w| w[1].0 == w[0].0 + 1));
                 let mut buf = [0u8; crate::wire::MAX_COMMAND_PACKET];
-                let (len, count) = CommandPacket::encode(
+                let (len, count) = CommandPacket::encode_from(
                     codec,
                     commands[0].0,
+                    based.then_some(&held),
                     commands.iter().map(|(_, c)| c),
                     &mut buf,
                 )
                 .expect("decoded commands encode");
                 assert_eq!(count, commands.len());
                 let mut again = Vec::new();
-                CommandPacket::decode(codec, &buf[..len], &mut again).expect("round trip");
-                assert_eq!(again, commands);
+                let based_again =
+                    CommandPacket::decode_with(codec, &buf[..len], |_| Some(held), &mut again)
+                        .expect("round trip");
+                assert_eq!((based_again, again), (based, commands));
             }
         }
     }

@@ -15,7 +15,9 @@ use crate::config::{client_settings, ServerConfig};
 use crate::error::SessionError;
 use crate::reason::{codes, DisconnectReason};
 use crate::stats::{ServerClientStats, ServerStats};
-use crate::wire::{ClientMessage, CommandPacket, ServerMessage, SnapshotPayload, MAX_NAME};
+use crate::wire::{
+    ClientMessage, CommandPacket, ServerMessage, SnapshotPayload, COMMAND_HISTORY, MAX_NAME,
+};
 
 /// A client of the server: its player slot and a generation, so a key of a
 /// client that left never reaches the next occupant of the slot.
@@ -105,7 +107,7 @@ pub struct ClientInfo {
 }
 
 #[derive(Debug)]
-struct Slot {
+struct Slot<C> {
     info: ClientInfo,
     conn: ConnectionId,
     snap: snapshot::ClientId,
@@ -113,6 +115,9 @@ struct Slot {
     states: VecDeque<(StateId, u32)>,
     /// The newest command executed.
     last_command: u32,
+    /// The last [`COMMAND_HISTORY`] commands executed, oldest first
+    /// (consecutive numbers): bases of the client's packets.
+    history: VecDeque<(u32, C)>,
     /// Disconnect requested by the server (the event follows).
     closing: bool,
 }
@@ -145,7 +150,7 @@ pub struct RecordingStats {
 pub struct Server<E, P, C> {
     config: ServerConfig,
     snap: snapshot::Server<E, P>,
-    slots: Vec<Option<Slot>>,
+    slots: Vec<Option<Slot<C>>>,
     generations: Vec<u32>,
     epoch: u8,
     events: VecDeque<ServerEvent<C>>,
@@ -247,7 +252,7 @@ where
         self.slot(key).map(|s| &s.info)
     }
 
-    fn slot(&self, key: ClientKey) -> Option<&Slot> {
+    fn slot(&self, key: ClientKey) -> Option<&Slot<C>> {
         self.slots
             .get(key.slot())?
             .as_ref()
@@ -342,6 +347,7 @@ where
             snap,
             states: VecDeque::new(),
             last_command: 0,
+            history: VecDeque::new(),
             closing: false,
         });
         self.stats.connects += 1;
@@ -447,7 +453,13 @@ where
             slot.info.stats.bad_packets += 1;
             return;
         }
-        if CommandPacket::decode(self.config.codec, data, &mut self.commands).is_err() {
+        let history = &slot.history;
+        let base = |number: u32| {
+            let oldest = history.front()?.0;
+            let index = number.checked_sub(oldest)? as usize;
+            history.get(index).map(|(_, c)| c.clone())
+        };
+        if CommandPacket::decode_with(self.config.codec, data, base, &mut self.commands).is_err() {
             slot.info.stats.bad_packets += 1;
             return;
         }
@@ -463,6 +475,15 @@ where
             slot.info.stats.missed_commands += (number - slot.last_command - 1) as u64;
             slot.last_command = number;
             slot.info.stats.commands += 1;
+            // Keep a run of consecutive numbers (a gap, which cannot happen,
+            // restarts it).
+            if slot.history.back().is_some_and(|(n, _)| n + 1 != number) {
+                slot.history.clear();
+            }
+            if slot.history.len() == COMMAND_HISTORY {
+                slot.history.pop_front();
+            }
+            slot.history.push_back((number, command.clone()));
             self.events.push_back(ServerEvent::Command {
                 client: slot.info.key,
                 number,

@@ -27,6 +27,11 @@ use fields::{BitReader, BitSink, BitSource, BitWriter, Codec, NetFields};
 pub const MAX_COMMANDS_PER_PACKET: usize = 64;
 /// Largest command packet, bytes (keeps it in one datagram).
 pub const MAX_COMMAND_PACKET: usize = 1024;
+/// Commands the server keeps after executing them, so a packet may be
+/// delta-coded against one the client knows delivered. A client bases a
+/// packet only while fewer commands than this wait for acknowledgement,
+/// which keeps its base among the server's kept ones.
+pub const COMMAND_HISTORY: usize = 256;
 /// Longest player name in a hello, bytes.
 pub const MAX_NAME: usize = 32;
 
@@ -58,6 +63,9 @@ pub enum WireError {
         /// Commands in the packet.
         count: usize,
     },
+    /// A command packet is based on a command the receiver does not hold.
+    #[error("command packet based on command {0}, which is not held")]
+    MissingBase(u32),
     /// A command packet is larger than [`MAX_COMMAND_PACKET`].
     #[error("command packet of {0} bytes (at most {MAX_COMMAND_PACKET})")]
     TooLarge(usize),
@@ -261,20 +269,36 @@ impl<'a> SnapshotPayload<'a> {
 }
 
 /// Quake 3's `clc_move`: consecutive commands `first, first + 1, …`, each
-/// delta-coded against the one before (the first against a zeroed command).
+/// delta-coded against the one before. The first is delta-coded against
+/// command `first − 1` when the client knows the server holds it (a packet
+/// carrying it was reported delivered: the *based* flag), else against a
+/// zeroed command as in Quake 3.
 ///
-/// Layout (bits, LSB first): `first` (32), `count − 1` (6), then each
-/// command as a [`Codec::write_delta`].
+/// Layout (bits, LSB first): `first` (32), `count − 1` (6), based (1), then
+/// each command as a [`Codec::write_delta`].
 #[derive(Debug)]
 pub struct CommandPacket;
 
 impl CommandPacket {
     /// Writes as many of `commands` (numbered from `first`) as fit in
-    /// `buf` (at most [`MAX_COMMANDS_PER_PACKET`]) and returns the bytes
-    /// used and the commands written. Writes nothing when not even one fits.
+    /// `buf` (at most [`MAX_COMMANDS_PER_PACKET`]), the first against a
+    /// zeroed command, and returns the bytes used and the commands written.
+    /// Writes nothing when not even one fits.
     pub fn encode<'c, C: NetFields + 'c>(
         codec: Codec,
         first: u32,
+        commands: impl IntoIterator<Item = &'c C>,
+        buf: &mut [u8],
+    ) -> Result<(usize, usize), WireError> {
+        Self::encode_from(codec, first, None, commands, buf)
+    }
+
+    /// [`Self::encode`] with the first command delta-coded against `base`,
+    /// which must be command `first − 1` and held by the receiver.
+    pub fn encode_from<'c, C: NetFields + 'c>(
+        codec: Codec,
+        first: u32,
+        base: Option<&C>,
         commands: impl IntoIterator<Item = &'c C>,
         buf: &mut [u8],
     ) -> Result<(usize, usize), WireError> {
@@ -284,10 +308,13 @@ impl CommandPacket {
         let mut end_bits = 0usize;
         {
             let mut writer = BitWriter::new(&mut buf[..limit]);
-            if writer.put_bits(first, 32).is_err() || writer.put_bits(0, 6).is_err() {
+            if writer.put_bits(first, 32).is_err()
+                || writer.put_bits(0, 6).is_err()
+                || writer.put_bit(base.is_some()).is_err()
+            {
                 return Ok((0, 0));
             }
-            let mut previous = &zero;
+            let mut previous = base.unwrap_or(&zero);
             for command in commands.into_iter().take(MAX_COMMANDS_PER_PACKET) {
                 if first.checked_add(count as u32).is_none() {
                     break;
@@ -306,7 +333,7 @@ impl CommandPacket {
         if count == 0 {
             return Ok((0, 0));
         }
-        if first == 0 {
+        if first == 0 || (base.is_some() && first == 1) {
             return Err(WireError::BadNumber { first, count });
         }
         // The count sits in bits 0..6 of byte 4 (LSB first); it is patched
@@ -320,12 +347,24 @@ impl CommandPacket {
     }
 
     /// Decodes a packet into `out` (cleared first) as `(number, command)`
-    /// pairs.
+    /// pairs; a based packet is an error ([`WireError::MissingBase`]).
     pub fn decode<C: NetFields>(
         codec: Codec,
         bytes: &[u8],
         out: &mut Vec<(u32, C)>,
     ) -> Result<(), WireError> {
+        Self::decode_with(codec, bytes, |_| None, out).map(|_| ())
+    }
+
+    /// [`Self::decode`], looking the base of a based packet up with `base`
+    /// (called with its number, `first − 1`). Returns whether the packet was
+    /// based.
+    pub fn decode_with<C: NetFields>(
+        codec: Codec,
+        bytes: &[u8],
+        base: impl FnOnce(u32) -> Option<C>,
+        out: &mut Vec<(u32, C)>,
+    ) -> Result<bool, WireError> {
         out.clear();
         if bytes.len() > MAX_COMMAND_PACKET {
             return Err(WireError::TooLarge(bytes.len()));
@@ -333,14 +372,19 @@ impl CommandPacket {
         let mut reader = BitReader::new(bytes);
         let first = reader.get_bits(32)?;
         let count = reader.get_bits(6)? as usize + 1;
-        if first == 0 || first.checked_add(count as u32 - 1).is_none() {
+        let based = reader.get_bit()?;
+        if first == 0 || first.checked_add(count as u32 - 1).is_none() || (based && first == 1) {
             return Err(WireError::BadNumber { first, count });
         }
-        let mut command = C::default();
+        let mut command = if based {
+            base(first - 1).ok_or(WireError::MissingBase(first - 1))?
+        } else {
+            C::default()
+        };
         for i in 0..count {
             codec.read_delta(&mut reader, &mut command)?;
             out.push((first + i as u32, command.clone()));
         }
-        Ok(())
+        Ok(based)
     }
 }

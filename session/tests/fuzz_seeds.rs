@@ -42,7 +42,7 @@ fn replay(target: &str, run: fn(&[u8])) -> usize {
 #[test]
 fn every_seed_replays() {
     assert!(replay("server_input", server_input) >= 4);
-    assert!(replay("client_input", client_input) >= 6);
+    assert!(replay("client_input", client_input) >= 8);
 }
 
 /// The seed inputs: one valid input per message kind.
@@ -103,12 +103,20 @@ fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
             pitch: -200,
         })
         .collect();
-    for (name, tag, codec) in [
-        ("commands_native", 1u8, Codec::Native),
-        ("commands_q3", 2, Codec::Q3),
+    for (name, tag, codec, base) in [
+        ("commands_native", 1u8, Codec::Native, None),
+        ("commands_q3", 2, Codec::Q3, None),
+        (
+            "commands_native_based",
+            1,
+            Codec::Native,
+            Some(&commands[0]),
+        ),
+        ("commands_q3_based", 2, Codec::Q3, Some(&commands[0])),
     ] {
         let mut buf = [0u8; MAX_COMMAND_PACKET];
-        let (len, _) = CommandPacket::encode(codec, 40, commands.iter(), &mut buf).unwrap();
+        let (len, _) =
+            CommandPacket::encode_from(codec, 40, base, commands[1..].iter(), &mut buf).unwrap();
         let mut input = vec![tag];
         input.extend_from_slice(&buf[..len]);
         out.push(("client_input", name, input));

@@ -71,6 +71,30 @@ proptest! {
     }
 
     #[test]
+    fn based_packets_round_trip_and_need_their_base(
+        codec in codec(),
+        first in 2u32..u32::MAX / 2,
+        base in command(),
+        list in commands(),
+    ) {
+        let mut buf = [0u8; MAX_COMMAND_PACKET];
+        let (len, count) =
+            CommandPacket::encode_from(codec, first, Some(&base), list.iter(), &mut buf).unwrap();
+        let mut out = Vec::new();
+        let based = CommandPacket::decode_with(codec, &buf[..len], |n| {
+            assert_eq!(n, first - 1);
+            Some(base)
+        }, &mut out).unwrap();
+        prop_assert!(based);
+        prop_assert_eq!(out.len(), count);
+        prop_assert!(out.iter().zip(&list).all(|((_, a), b)| a == b));
+        prop_assert_eq!(
+            CommandPacket::decode(codec, &buf[..len], &mut out),
+            Err(WireError::MissingBase(first - 1))
+        );
+    }
+
+    #[test]
     fn a_small_buffer_takes_a_prefix(codec in codec(), list in commands(), size in 6usize..64) {
         let mut buf = vec![0u8; size];
         let (len, count) = CommandPacket::encode(codec, 9, list.iter(), &mut buf).unwrap();
@@ -163,7 +187,11 @@ fn repeated_commands_cost_almost_nothing() {
     assert_eq!(one, 16);
     assert_eq!(ten, 17);
     let (q3, _) = CommandPacket::encode(Codec::Q3, 5, [c; 10].iter(), &mut buf).unwrap();
-    assert_eq!(q3, 23);
+    assert_eq!(q3, 24);
+    // Based on the same command the server holds: the first costs a bit too.
+    let (based, _) =
+        CommandPacket::encode_from(Codec::Native, 5, Some(&c), [c; 10].iter(), &mut buf).unwrap();
+    assert_eq!(based, 7);
 }
 
 #[test]

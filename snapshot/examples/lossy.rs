@@ -34,19 +34,6 @@ net_struct! {
     }
 }
 
-/// A tiny deterministic generator for the simulated network.
-struct Lcg(u64);
-
-impl Lcg {
-    fn chance(&mut self, percent: u64) -> bool {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 33) % 100 < percent
-    }
-}
-
 struct Peer {
     name: &'static str,
     id: ClientId,
@@ -86,7 +73,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let distance = (ball.x - hud.x).abs();
         (distance < 600.0).then_some(1.0 / (1.0 + distance))
     };
-    let mut net = Lcg(42);
+    // The workspace's seeded generator drives the simulated network.
+    let mut net = netchan::SeededRng::new(42);
     let mut bytes = Vec::new();
     for frame in 0..600u32 {
         // Balls roll; one is spawned or removed now and then.
@@ -94,7 +82,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if let Some(ball) = server.entity_mut(number) {
                 ball.x += ((number % 7) as f32 - 3.0) * 2.0;
                 ball.y += 1.0;
-            } else if net.chance(2) {
+            } else if net.chance(0.02) {
                 server.set_entity(
                     number,
                     Ball {
@@ -105,7 +93,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 )?;
             }
         }
-        if net.chance(3) {
+        if net.chance(0.03) {
             server.remove_entity(frame % 32);
         }
         for (index, peer) in peers.iter().enumerate() {
@@ -121,7 +109,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             else {
                 continue;
             };
-            if net.chance(20) {
+            if net.chance(0.20) {
                 continue; // the snapshot is lost
             }
             match peer.client.read_message(&bytes)? {
@@ -134,7 +122,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 other => println!("{}: {other:?}", peer.name),
             }
             if let Some(ack) = peer.client.ack() {
-                if !net.chance(33) {
+                if !net.chance(0.33) {
                     server.acknowledge(peer.id, ack)?;
                 }
             }

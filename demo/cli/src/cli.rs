@@ -412,10 +412,11 @@ fn play(
     if timedemo {
         writeln!(
             out,
-            "timedemo: {} snapshots in {:.3} s: {:.0} snapshots/s",
+            "timedemo: {} snapshots in {:.3} s: {:.0} snapshots/s, {:.1} MB/s of file",
             totals.snapshots,
             elapsed,
-            totals.snapshots as f64 / elapsed.max(1e-9)
+            totals.snapshots as f64 / elapsed.max(1e-9),
+            data.len() as f64 / 1e6 / elapsed.max(1e-9)
         )?;
     }
     match ending {

@@ -281,3 +281,60 @@ fn quake3_demos_through_info_play_dump_and_convert() {
     let play = demo(&["play", path_str(&converted), "--verify"]);
     assert_eq!(play.status.code(), Some(0), "{}", stderr(&play));
 }
+
+/// Structure-aware mutated demos (valid framing and checksums, damaged
+/// fields; `demo::fuzzing`) through every command of the binary: an exit
+/// code of 0, 2 or 3 and never a panic.
+#[test]
+fn mutated_demos_never_make_a_command_panic() {
+    let mut files = 0;
+    for seed in 0..64u32 {
+        // Bytes from a fixed sequence: each seed chooses another game and
+        // other mutations.
+        let input: Vec<u8> = (0..1536u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) ^ seed.wrapping_mul(40_503)).to_le_bytes()[1])
+            .collect();
+        let Ok(built) = demo::fuzzing::build(&mut arbitrary::Unstructured::new(&input)) else {
+            continue;
+        };
+        if built.mutations.is_empty() {
+            continue;
+        }
+        files += 1;
+        if files > 12 {
+            break;
+        }
+        let file = temp(&format!("mutated-{seed}"));
+        std::fs::write(&file, &built.data).unwrap();
+        let file = path_str(&file);
+        let svg = temp(&format!("mutated-{seed}.svg"));
+        let cut = temp(&format!("mutated-{seed}-cut"));
+        for args in [
+            vec!["info", file, "--json"],
+            vec!["dump", file, "--jsonl"],
+            vec!["play", file, "--verify", "--seek", "0.5"],
+            vec!["stats", file, "--svg", path_str(&svg)],
+            vec![
+                "cut",
+                file,
+                "--from",
+                "0.2",
+                "--to",
+                "1",
+                "-o",
+                path_str(&cut),
+            ],
+        ] {
+            let output = demo(&args);
+            let message = stderr(&output);
+            assert!(
+                matches!(output.status.code(), Some(0 | 2 | 3)),
+                "{args:?} after {:?}: {:?} {message}",
+                built.mutations,
+                output.status
+            );
+            assert!(!message.contains("panicked"), "{args:?}: {message}");
+        }
+    }
+    assert!(files > 12, "only {files} mutated demos were built");
+}

@@ -265,29 +265,39 @@ fn predictor_of<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> Option
 }
 
 /// What the float value of `field` is coded against. `new` must already
-/// hold the new values of every field the prediction reads.
+/// hold the new values of every field the prediction reads; `base_word`
+/// gives a field's baseline word (element 0).
 fn float_reference<T: Fields>(
     model: &Model<'_>,
-    base: &T,
+    base_word: impl Fn(usize) -> u32,
     new: &T,
     field: usize,
     context: &DeltaContext,
 ) -> FloatReference {
-    let base_value = f32::from_bits(base.word(field, 0));
+    // Only Quake 3 floats are coded against a reference; skip the work
+    // (and the word reads) for everything else.
+    if !matches!(new.field_kind(field).element(), ScalarKind::Q3Float) {
+        return FloatReference {
+            value: 0.0,
+            is_base: true,
+            grid: None,
+        };
+    }
+    let base_value = f32::from_bits(base_word(field));
     let grid = model.grids.get(field).copied().flatten();
     let predicted =
-        predictor_of(model, base, field).and_then(|Predictor::Integrate { rate, clock }| {
+        predictor_of(model, new, field).and_then(|Predictor::Integrate { rate, clock }| {
             let rate = usize::from(rate);
-            let rate_kind = *base.field_kind(rate).element();
-            let speed = (numeric(&rate_kind, base.word(rate, 0))
-                + numeric(&rate_kind, new.word(rate, 0)))
-                / 2.0;
+            let rate_kind = *new.field_kind(rate).element();
+            let speed =
+                (numeric(&rate_kind, base_word(rate)) + numeric(&rate_kind, new.word(rate, 0)))
+                    / 2.0;
             let elapsed_ms = match clock {
                 Clock::Elapsed => context.elapsed_ms as f64,
                 Clock::Field(time) => {
                     let time = usize::from(time);
-                    let kind = *base.field_kind(time).element();
-                    numeric(&kind, new.word(time, 0)) - numeric(&kind, base.word(time, 0))
+                    let kind = *new.field_kind(time).element();
+                    numeric(&kind, new.word(time, 0)) - numeric(&kind, base_word(time))
                 }
             };
             let value = (base_value as f64 + speed * elapsed_ms / 1000.0) as f32;
@@ -300,12 +310,58 @@ fn float_reference<T: Fields>(
     }
 }
 
+/// Most predictor inputs a decoder saves before overwriting them; more
+/// (not in any committed model) fall back to a copy of the whole baseline.
+const SAVED_INPUTS: usize = 8;
+
+/// The baseline words the decoder's predictions read (every predictor
+/// input of the model: a few rate and time fields), saved before the loop
+/// that overwrites them: cheaper than copying the whole baseline, and the
+/// same few reads for every entity, so nothing to mispredict.
+struct SavedInputs {
+    /// Input field numbers; unused slots hold `usize::MAX`.
+    fields: [usize; SAVED_INPUTS],
+    words: [u32; SAVED_INPUTS],
+}
+
+impl SavedInputs {
+    /// Saves the model's predictor inputs from `out`, or `None` if there
+    /// are more than [`SAVED_INPUTS`].
+    fn save<T: Fields>(model: &Model<'_>, out: &T) -> Option<Self> {
+        if model.inputs.len() > SAVED_INPUTS {
+            return None;
+        }
+        let mut saved = SavedInputs {
+            fields: [usize::MAX; SAVED_INPUTS],
+            words: [0; SAVED_INPUTS],
+        };
+        for (slot, &input) in model.inputs.iter().enumerate() {
+            saved.fields[slot] = usize::from(input);
+            saved.words[slot] = out.word(usize::from(input), 0);
+        }
+        Some(saved)
+    }
+
+    /// The saved baseline word of `field` if it is an input, else `current`
+    /// (branch-free: a select per slot).
+    #[inline]
+    fn get(&self, field: usize, current: u32) -> u32 {
+        let mut word = current;
+        for (&f, &w) in self.fields.iter().zip(&self.words) {
+            word = if f == field { w } else { word };
+        }
+        word
+    }
+}
+
 /// The parts of a model the value coder needs, also available without
 /// codes (the trainer counts symbols before any code exists).
 struct Model<'a> {
     codes: Option<&'a NativeModel>,
     grids: &'a [Option<Grid>],
     predictors: &'a [Option<Predictor>],
+    /// Every field a predictor reads (see [`NativeModel::predictor_inputs`]).
+    inputs: &'a [u16],
 }
 
 impl<'a> Model<'a> {
@@ -315,11 +371,13 @@ impl<'a> Model<'a> {
                 codes: Some(m),
                 grids: &m.data().grids,
                 predictors: &m.data().predictors,
+                inputs: m.predictor_inputs(),
             },
             None => Model {
                 codes: None,
                 grids: &[],
                 predictors: &[],
+                inputs: &[],
             },
         }
     }
@@ -407,13 +465,13 @@ fn value_order<T: Fields>(
     changed: &[u16],
     out: &mut [u16; MAX_FIELDS],
 ) {
+    // Branch-free compaction: which fields are predicted depends on the
+    // data, so a branch per field would be mispredicted often.
     let mut n = 0;
     for predicted in [false, true] {
         for &field in changed {
-            if predictor_of(model, value, usize::from(field)).is_some() == predicted {
-                out[n] = field;
-                n += 1;
-            }
+            out[n] = field;
+            n += usize::from(predictor_of(model, value, usize::from(field)).is_some() == predicted);
         }
     }
 }
@@ -457,6 +515,7 @@ pub(crate) fn visit_symbols<T: Fields>(
         codes: None,
         grids,
         predictors,
+        inputs: &[],
     };
     let mut changed = [0u16; MAX_FIELDS];
     let count = changed_fields(base, new, &mut changed);
@@ -469,7 +528,7 @@ pub(crate) fn visit_symbols<T: Fields>(
     for &field in &changed[..count] {
         let field = usize::from(field);
         let kind = new.field_kind(field);
-        let reference = float_reference(&model, base, new, field, context);
+        let reference = float_reference(&model, |f| base.word(f, 0), new, field, context);
         for element in 0..kind.elements() {
             let (b, n) = (base.word(field, element), new.word(field, element));
             if b != n {
@@ -509,7 +568,7 @@ pub(super) fn write_fields<T: Fields, S: BitSink + ?Sized>(
     for &index in &order[..count] {
         let index = usize::from(index);
         let kind = new.field_kind(index);
-        let reference = float_reference(&model, base, new, index, context);
+        let reference = float_reference(&model, |f| base.word(f, 0), new, index, context);
         if kind.is_array() {
             let mask = new.element_changes(base, index);
             put_set(sink, (0..kind.elements()).filter(|e| mask & (1 << e) != 0))?;
@@ -543,16 +602,23 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     };
     let mut order = [0u16; MAX_FIELDS];
     value_order(&model, out, &changed[..count], &mut order);
-    // Predictions read the baseline; keep it while `out` fills with new values
-    // (only when something is predicted: cloning costs).
-    let base = order[..count]
-        .iter()
-        .any(|&f| predictor_of(&model, out, usize::from(f)).is_some())
-        .then(|| out.clone());
+    // Predictions read baseline words that `out` loses as it fills with new
+    // values: save them first (a whole copy only in the rare case of more
+    // inputs than `SAVED_INPUTS`).
+    let saved = SavedInputs::save(&model, out);
+    let base = saved.is_none().then(|| out.clone());
     for &index in &order[..count] {
         let index = usize::from(index);
         let kind = out.field_kind(index);
-        let reference = float_reference(&model, base.as_ref().unwrap_or(out), out, index, context);
+        let reference = {
+            let current: &T = out;
+            let base_word = |f: usize| match (&saved, &base) {
+                (Some(saved), _) => saved.get(f, current.word(f, 0)),
+                (None, Some(base)) => base.word(f, 0),
+                (None, None) => current.word(f, 0),
+            };
+            float_reference(&model, base_word, current, index, context)
+        };
         if kind.is_array() {
             let mut elements = [0u16; 32];
             let changed_elements = get_set(source, kind.elements(), &mut elements)?;
@@ -604,17 +670,23 @@ fn get_grouped_set<S: BitSource + ?Sized>(
     for group in 0..last_group {
         let position = source.bits_read();
         let pattern = get_symbol(source, Some(model), Context::Group(group))?;
-        for bit in (0..GROUP_FIELDS).filter(|b| pattern & (1 << b) != 0) {
-            let field = group * GROUP_FIELDS + bit;
-            if field >= fields {
+        if pattern != 0 {
+            let highest = group * GROUP_FIELDS + 7 - pattern.leading_zeros() as usize;
+            if highest >= fields {
                 return Err(BitError::invalid(
                     "changed-field pattern",
                     position,
-                    format!("field {field} is past the last field ({fields})"),
+                    format!("field {highest} is past the last field ({fields})"),
                 ));
             }
-            out[count] = field as u16;
+        }
+        // One step per set bit, not per bit: patterns are data, and a branch
+        // per bit is mispredicted often.
+        let mut bits = pattern;
+        while bits != 0 {
+            out[count] = (group * GROUP_FIELDS + bits.trailing_zeros() as usize) as u16;
             count += 1;
+            bits &= bits - 1;
         }
     }
     Ok(count)

@@ -137,6 +137,28 @@ impl LookupTable {
         self.entries.len()
     }
 
+    /// What the code word at the start of `window` (upcoming stream bits,
+    /// low bit first) is: `Ok((symbol, length))`, or `Err(length)` when the
+    /// first `length` bits lead to no code word.
+    #[inline]
+    pub(super) fn lookup(&self, window: u32) -> Result<(u8, u32), u32> {
+        let mut entry = self.entries[(window & low_mask(self.primary_bits)) as usize];
+        let mut consumed = self.primary_bits;
+        while entry & KIND_MASK == KIND_SUB {
+            let width = entry & 0xFF;
+            let offset = ((entry & !KIND_MASK) >> 8) as usize;
+            let index = window.checked_shr(consumed).unwrap_or(0) & low_mask(width);
+            entry = self.entries[offset + index as usize];
+            consumed += width;
+        }
+        let len = (entry >> 8) & 0x3F;
+        if entry & KIND_MASK == KIND_INVALID {
+            Err(len)
+        } else {
+            Ok((entry as u8, len))
+        }
+    }
+
     #[inline]
     pub(super) fn decode(&self, reader: &mut BitReader<'_>) -> Result<u8, BitError> {
         // No code word is longer than 32 bits, so one peek covers every level.

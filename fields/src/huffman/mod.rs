@@ -275,6 +275,15 @@ impl HuffmanCode {
         self.table.decode(reader)
     }
 
+    /// The code word at the start of `window`, 32 upcoming stream bits
+    /// (low bit first, zeros past the end): `Ok((symbol, length))`, or
+    /// `Err(length)` when the first `length` bits are no code word's. The
+    /// caller checks `length` against the bits really left.
+    #[inline]
+    pub fn lookup(&self, window: u32) -> Result<(u8, u32), u32> {
+        self.table.lookup(window)
+    }
+
     /// Fills `out` with decoded symbols. On error, the bytes before the failing
     /// symbol are decoded and the reader stands at the start of that symbol.
     pub fn decode_bytes(&self, reader: &mut BitReader<'_>, out: &mut [u8]) -> Result<(), BitError> {

@@ -36,32 +36,24 @@ pub fn field(name: &str) -> usize {
 
 pub const CODECS: [Codec; 2] = [Codec::Q3, Codec::Native];
 
-/// SplitMix64: a small deterministic generator, so failures reproduce by seed.
+/// The workspace's seeded generator (`netchan::SeededRng`), so failures
+/// reproduce by seed, with an integer range on top.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub struct Rng(netchan::SeededRng);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        Rng(netchan::SeededRng::new(seed))
     }
 
     /// Uniform in `0..n`.
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
+        self.0.below(n)
     }
 
     /// True with probability `p`.
     pub fn chance(&mut self, p: f64) -> bool {
-        let unit = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        unit < p
+        self.0.chance(p)
     }
 
     /// Uniform integer in `lo..=hi`.

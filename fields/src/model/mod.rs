@@ -19,6 +19,8 @@ use crate::huffman::HuffmanCode;
 use crate::table::{FieldTable, Fields, NetFields};
 use std::sync::Arc;
 
+mod smooth;
+
 /// Fields per changed-set group: each group's change pattern is one byte symbol.
 pub const GROUP_FIELDS: usize = 8;
 /// Value symbols per field: 33 integer classes, 33 float-bits classes, then
@@ -73,13 +75,14 @@ impl Grid {
     pub const MAX_STEPS: i32 = 1 << 24;
 
     /// The step as an `f32` (`None` if it is not finite and non-zero).
+    #[inline]
     pub fn step(&self) -> Option<f32> {
-        let step = self.odd as f64 * 2f64.powi(self.exponent as i32);
-        let step = step as f32;
-        (step.is_finite()
-            && step != 0.0
-            && step as f64 == self.odd as f64 * 2f64.powi(self.exponent as i32))
-        .then_some(step)
+        // 2^exponent built from its bits (exact: an i8 exponent is a normal
+        // f64), not with `powi`: values are coded against grids per field.
+        let power = f64::from_bits(((i64::from(self.exponent) + 1023) as u64) << 52);
+        let exact = self.odd as f64 * power;
+        let step = exact as f32;
+        (step.is_finite() && step != 0.0 && step as f64 == exact).then_some(step)
     }
 
     /// `value` as a whole number of steps, if it is one exactly.
@@ -212,8 +215,31 @@ impl SymbolCode {
         sink.put_bits(word.bits, u32::from(word.len))
     }
 
-    /// Reads one code word bit by bit.
+    /// Reads one code word: through the code's lookup tables when the
+    /// source can look ahead, else bit by bit through the trie.
+    #[inline]
     pub fn decode<S: BitSource + ?Sized>(&self, source: &mut S) -> Result<u8, BitError> {
+        if let Some((window, left)) = source.peek_window() {
+            match self.code.lookup(window) {
+                Ok((symbol, len)) if len as usize <= left => {
+                    source.skip_bits(len)?;
+                    return Ok(symbol);
+                }
+                Err(len) if len as usize <= left => {
+                    return Err(BitError::InvalidCode {
+                        position: source.bits_read(),
+                    })
+                }
+                // The input ends inside the code word: the walk below
+                // reports it exactly as it always has.
+                _ => {}
+            }
+        }
+        self.decode_bitwise(source)
+    }
+
+    /// Reads one code word bit by bit.
+    fn decode_bitwise<S: BitSource + ?Sized>(&self, source: &mut S) -> Result<u8, BitError> {
         let position = source.bits_read();
         let mut node = 0usize;
         loop {
@@ -256,6 +282,8 @@ impl ModelPair {
 pub struct NativeModel {
     data: ModelData,
     id: u64,
+    /// Every field a predictor reads, once each, in field order.
+    inputs: Vec<u16>,
     last_group: SymbolCode,
     groups: Vec<SymbolCode>,
     values: Vec<SymbolCode>,
@@ -294,27 +322,40 @@ impl NativeModel {
                 "counts do not have the shape of a model",
             ));
         }
-        let code = |counts: &[u32]| {
-            let mut table = [0u32; 256];
-            table[..counts.len()].copy_from_slice(counts);
-            HuffmanCode::from_frequencies(&table)
+        let code = |weights: [u32; 256]| {
+            HuffmanCode::from_frequencies(&weights)
                 .map(SymbolCode::new)
                 .map_err(|e| {
                     BitError::invalid("native model", 0, format!("cannot build a code: {e}"))
                 })
         };
+        let mut inputs: Vec<u16> = data
+            .predictors
+            .iter()
+            .flatten()
+            .flat_map(|Predictor::Integrate { rate, clock }| {
+                let time = match *clock {
+                    Clock::Field(time) => Some(time),
+                    Clock::Elapsed => None,
+                };
+                std::iter::once(*rate).chain(time)
+            })
+            .collect();
+        inputs.sort_unstable();
+        inputs.dedup();
         Ok(NativeModel {
             id: data.fingerprint(),
-            last_group: code(&data.last_group)?,
+            inputs,
+            last_group: code(smooth::last_group(&data.last_group))?,
             groups: data
                 .groups
                 .iter()
-                .map(|g| code(g))
+                .map(|g| code(smooth::pattern(g)))
                 .collect::<Result<_, _>>()?,
             values: data
                 .values
                 .iter()
-                .map(|v| code(v))
+                .map(|v| code(smooth::value(v)))
                 .collect::<Result<_, _>>()?,
             data,
         })
@@ -341,6 +382,12 @@ impl NativeModel {
     /// The predictor of field `field`, if any.
     pub fn predictor(&self, field: usize) -> Option<Predictor> {
         self.data.predictors.get(field).copied().flatten()
+    }
+
+    /// Every field a predictor reads (a velocity, a time), once each, in
+    /// field order.
+    pub fn predictor_inputs(&self) -> &[u16] {
+        &self.inputs
     }
 
     /// The counts the model was built from.

@@ -1,0 +1,102 @@
+//! From counts to code weights: the trained counts plus a structured prior.
+//!
+//! Counts taken on one set of games meet symbols on another that were rare
+//! or never seen in training; with raw counts such a symbol gets one of the
+//! longest code words (up to 24 bits). The prior spreads a little weight
+//! where a symbol *like* the observed ones would fall, so an unfamiliar game
+//! pays a few bits, not twenty:
+//!
+//! * value classes: each count also weighs on the neighbouring classes of
+//!   the same path (a field that changes by 2^5 in training changes by 2^6
+//!   elsewhere), plus a small uniform floor;
+//! * change patterns: the fields of a group modelled as changing
+//!   independently, each with its trained rate — a pattern never seen in
+//!   training is priced by the fields it contains;
+//! * the last changed group: a small uniform floor.
+
+use super::VALUE_SYMBOLS;
+
+/// Weight units per observed symbol: leaves room below one count for the prior.
+const SCALE: f64 = 64.0;
+
+// Strengths, chosen by leave-one-out on the real Quake 3 demos (each demo
+// coded with models trained on the others): the duel went from 0.711 to
+// 0.675 of Quake 3's bytes, the others by up to 0.015, in-sample by +0.002.
+
+/// Share of a value count spread over the other classes of its path.
+const VALUE_SPREAD: f64 = 0.1;
+/// Weight decay per class of distance.
+const VALUE_DECAY: f64 = 0.5;
+/// Uniform floor, as a share of the field's counts.
+const VALUE_FLOOR: f64 = 0.01;
+/// Weight of the independent-fields prior, as a share of the group's counts.
+const PATTERN_PRIOR: f64 = 0.1;
+/// Uniform floor of the last-group symbol, as a share of its counts.
+const LAST_GROUP_FLOOR: f64 = 0.05;
+
+fn to_weights(weights: impl Iterator<Item = f64>) -> [u32; 256] {
+    let mut out = [0u32; 256];
+    for (slot, w) in out.iter_mut().zip(weights) {
+        *slot = (w * SCALE).round().min(u32::MAX as f64) as u32;
+    }
+    out
+}
+
+/// Weights for the value-class symbols of one field.
+pub(super) fn value(counts: &[u32]) -> [u32; 256] {
+    let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();
+    if total == 0.0 {
+        return [0; 256];
+    }
+    let (spread, decay, floor) = (VALUE_SPREAD, VALUE_DECAY, VALUE_FLOOR);
+    const CLASSES: usize = 33;
+    let weights = (0..VALUE_SYMBOLS).map(|symbol| {
+        let (path, class) = (symbol / CLASSES, symbol % CLASSES);
+        let neighbours: f64 = (0..CLASSES)
+            .filter(|&other| other != class)
+            .map(|other| {
+                let distance = other.abs_diff(class) as i32;
+                f64::from(counts[path * CLASSES + other]) * decay.powi(distance)
+            })
+            .sum();
+        f64::from(counts[symbol]) + spread * neighbours + floor * total / VALUE_SYMBOLS as f64
+    });
+    to_weights(weights)
+}
+
+/// Weights for the 256 change patterns of one group of eight fields.
+pub(super) fn pattern(counts: &[u32]) -> [u32; 256] {
+    let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();
+    if total == 0.0 {
+        return [0; 256];
+    }
+    let strength = PATTERN_PRIOR;
+    let mut rates = [0f64; 8];
+    for (pattern, &count) in counts.iter().enumerate() {
+        for (bit, rate) in rates.iter_mut().enumerate() {
+            if pattern & (1 << bit) != 0 {
+                *rate += f64::from(count);
+            }
+        }
+    }
+    let epsilon = 0.5 / (total + 1.0);
+    for rate in &mut rates {
+        *rate = (*rate / total).clamp(epsilon, 1.0 - epsilon);
+    }
+    let weights = (0..256usize).map(|pattern| {
+        let prior: f64 = rates
+            .iter()
+            .enumerate()
+            .map(|(bit, &rate)| if pattern & (1 << bit) != 0 { rate } else { 1.0 - rate })
+            .product();
+        f64::from(counts[pattern]) + strength * total * prior
+    });
+    to_weights(weights)
+}
+
+/// Weights for the last-changed-group symbol.
+pub(super) fn last_group(counts: &[u32]) -> [u32; 256] {
+    let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();
+    let floor = LAST_GROUP_FLOOR * total / counts.len().max(1) as f64;
+    to_weights(counts.iter().map(|&c| f64::from(c) + floor))
+}
