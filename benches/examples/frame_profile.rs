@@ -32,7 +32,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let clients: usize = args.get(2).map_or(Ok(64), |s| s.parse())?;
     let frames: usize = args.get(3).map_or(Ok(200), |s| s.parse())?;
     if let Some(codec) = what.strip_prefix("decode-") {
-        let format = if codec == "q3" { MessageFormat::Q3 } else { MessageFormat::NATIVE };
+        let format = if codec == "q3" {
+            MessageFormat::Q3
+        } else {
+            MessageFormat::NATIVE
+        };
         let passes: usize = args.get(2).map_or(Ok(1), |s| s.parse())?;
         let steps = duel_steps()?;
         let messages = encode_all(format, &steps)?;
@@ -72,7 +76,13 @@ fn measured_frames(bench: &mut FrameBench, frames: usize) -> Result<usize, bench
 
 /// The measured floor.
 #[inline(never)]
-fn measured_memcmp(current: &[u8], base: &[u8], entity_bytes: usize, clients: usize, frames: usize) -> usize {
+fn measured_memcmp(
+    current: &[u8],
+    base: &[u8],
+    entity_bytes: usize,
+    clients: usize,
+    frames: usize,
+) -> usize {
     (0..frames)
         .map(|_| memcmp_floor(black_box(current), base, entity_bytes, clients))
         .sum()
@@ -91,7 +101,13 @@ fn measured_decodes(
     for _ in 0..passes {
         for (step, message) in steps.iter().zip(messages) {
             let base = step.base.as_deref();
-            black_box(format.decode(black_box(&message.bytes), message.bits, base, &*step.baselines, zeros)?);
+            black_box(format.decode(
+                black_box(&message.bytes),
+                message.bits,
+                base,
+                &*step.baselines,
+                zeros,
+            )?);
             decoded += 1;
         }
     }

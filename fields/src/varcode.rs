@@ -40,6 +40,16 @@ pub fn put_exp_golomb<S: BitSink + ?Sized>(
 pub fn get_exp_golomb<S: BitSource + ?Sized>(source: &mut S, k: u32) -> Result<u32, BitError> {
     let position = source.bits_read();
     let mut zeros = 0u32;
+    // The prefix in one step when the source can look ahead and the whole
+    // valid prefix is there; anything else takes the bit-by-bit loop below,
+    // which also reports every error.
+    if let Some((window, left)) = source.peek_window() {
+        let prefix = window.trailing_zeros();
+        if prefix < 32 && prefix + k <= 32 && (prefix as usize) < left {
+            source.skip_bits(prefix + 1)?;
+            return finish_exp_golomb(source, prefix, k, position);
+        }
+    }
     while !source.get_bit()? {
         zeros += 1;
         // value + 2^k < 2^33 for any u32 value, so more zeros are corrupt.
@@ -51,6 +61,17 @@ pub fn get_exp_golomb<S: BitSource + ?Sized>(source: &mut S, k: u32) -> Result<u
             ));
         }
     }
+    finish_exp_golomb(source, zeros, k, position)
+}
+
+/// The rest of an exp-Golomb code after its prefix of `zeros` zeros and the one.
+#[inline]
+fn finish_exp_golomb<S: BitSource + ?Sized>(
+    source: &mut S,
+    zeros: u32,
+    k: u32,
+    position: usize,
+) -> Result<u32, BitError> {
     let width = zeros + k;
     let low = get_wide(source, width)?;
     let shifted = (1u64 << width) | low;

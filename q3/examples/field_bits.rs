@@ -39,7 +39,13 @@ fn price(counts: &[u32], model: &[u32], value: bool) -> u64 {
         .sum()
 }
 
-fn report(name: &str, names: &[&str], own: &ModelData, models: &[(&str, &ModelData)], messages: u64) {
+fn report(
+    name: &str,
+    names: &[&str],
+    own: &ModelData,
+    models: &[(&str, &ModelData)],
+    messages: u64,
+) {
     println!("== {name}: bits per message (mean over {messages} snapshots)");
     print!("{:24}", "context");
     for (model, _) in models {
@@ -78,7 +84,9 @@ fn report(name: &str, names: &[&str], own: &ModelData, models: &[(&str, &ModelDa
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let paths: Vec<String> = std::env::args().skip(1).collect();
-    let measured = paths.first().ok_or("usage: field_bits MEASURED.dm_68 TRAINING...")?;
+    let measured = paths
+        .first()
+        .ok_or("usage: field_bits MEASURED.dm_68 TRAINING...")?;
     let read = |p: &String| std::fs::read(p);
     let own_bytes = read(measured)?;
     let others: Vec<Vec<u8>> = paths[1..]
@@ -94,22 +102,46 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let entity_names: Vec<&str> = EntityState::TABLE.fields.iter().map(|f| f.name).collect();
     let player_names: Vec<&str> = PlayerState::TABLE.fields.iter().map(|f| f.name).collect();
     let models = |pick: fn(&q3::model::Q3Models) -> &ModelData| {
-        vec![("own", pick(&own)), ("all", pick(&full)), ("loo", pick(&loo))]
+        vec![
+            ("own", pick(&own)),
+            ("all", pick(&full)),
+            ("loo", pick(&loo)),
+        ]
     };
     if std::env::var_os("DUMP").is_some() {
         for f in [1usize, 4, 5, 3, 0] {
             dump(&models(|m| &m.player), f);
         }
     }
-    report("player", &player_names, &own.player, &models(|m| &m.player), messages);
-    report("entity", &entity_names, &own.entity, &models(|m| &m.entity), messages);
+    report(
+        "player",
+        &player_names,
+        &own.player,
+        &models(|m| &m.player),
+        messages,
+    );
+    report(
+        "entity",
+        &entity_names,
+        &own.entity,
+        &models(|m| &m.entity),
+        messages,
+    );
     Ok(())
 }
 
-#[allow(dead_code)]
+/// Prints one player field's grid, predictor and symbol counts per model.
 fn dump(models: &[(&str, &ModelData)], field: usize) {
     for (name, m) in models {
-        let nz: Vec<(usize, u32)> = m.values[field].iter().copied().enumerate().filter(|(_, c)| *c > 0).collect();
-        println!("{name}: grid {:?} pred {:?} symbols {:?}", m.grids[field], m.predictors[field], nz);
+        let nz: Vec<(usize, u32)> = m.values[field]
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, c)| *c > 0)
+            .collect();
+        println!(
+            "{name}: grid {:?} pred {:?} symbols {:?}",
+            m.grids[field], m.predictors[field], nz
+        );
     }
 }

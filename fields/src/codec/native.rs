@@ -289,9 +289,9 @@ fn float_reference<T: Fields>(
         predictor_of(model, new, field).and_then(|Predictor::Integrate { rate, clock }| {
             let rate = usize::from(rate);
             let rate_kind = *new.field_kind(rate).element();
-            let speed =
-                (numeric(&rate_kind, base_word(rate)) + numeric(&rate_kind, new.word(rate, 0)))
-                    / 2.0;
+            let speed = (numeric(&rate_kind, base_word(rate))
+                + numeric(&rate_kind, new.word(rate, 0)))
+                / 2.0;
             let elapsed_ms = match clock {
                 Clock::Elapsed => context.elapsed_ms as f64,
                 Clock::Field(time) => {

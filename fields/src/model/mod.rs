@@ -622,6 +622,53 @@ mod tests {
         assert!(pair.build::<Small, Other>().is_err());
     }
 
+    /// A bit source that cannot look ahead, like a Huffman bitstream.
+    struct NoPeek<'a>(crate::bits::BitReader<'a>);
+
+    impl BitSource for NoPeek<'_> {
+        fn get_bits(&mut self, count: u32) -> Result<u32, BitError> {
+            self.0.get_bits(count)
+        }
+        fn bits_read(&self) -> usize {
+            self.0.bits_read()
+        }
+    }
+
+    #[test]
+    fn table_and_bitwise_symbol_decoding_agree() {
+        let mut counts = [0u32; 256];
+        for (symbol, count) in counts.iter_mut().enumerate().take(40) {
+            *count = 1 + (symbol as u32 * 7919) % 1000;
+        }
+        let code = SymbolCode::new(HuffmanCode::from_frequencies(&counts).unwrap());
+        let symbols: Vec<u8> = (0..=255u8).chain([3, 3, 17, 39, 0, 255]).collect();
+        let mut buf = [0u8; 1024];
+        let mut writer = crate::bits::BitWriter::new(&mut buf);
+        for &symbol in &symbols {
+            code.encode(&mut writer, symbol).unwrap();
+        }
+        let bits = writer.bits_written();
+        // Whole input, then every truncation: same symbols, same errors.
+        for end in [bits, bits - 1, bits / 2, 5, 0] {
+            let mut table = crate::bits::BitReader::with_bit_len(&buf, end);
+            let mut walk = NoPeek(crate::bits::BitReader::with_bit_len(&buf, end));
+            let mut decoded = 0;
+            loop {
+                let (a, b) = (code.decode(&mut table), code.decode(&mut walk));
+                assert_eq!(a, b, "symbol {decoded} of input cut at {end}");
+                assert_eq!(table.bits_read(), walk.bits_read());
+                match a {
+                    Ok(symbol) => assert_eq!(symbol, symbols[decoded]),
+                    Err(_) => break,
+                }
+                decoded += 1;
+            }
+            if end == bits {
+                assert_eq!(decoded, symbols.len());
+            }
+        }
+    }
+
     #[test]
     fn grids_are_learned_by_majority() {
         let mut evidence = GridEvidence::new();

@@ -87,7 +87,13 @@ pub(super) fn pattern(counts: &[u32]) -> [u32; 256] {
         let prior: f64 = rates
             .iter()
             .enumerate()
-            .map(|(bit, &rate)| if pattern & (1 << bit) != 0 { rate } else { 1.0 - rate })
+            .map(|(bit, &rate)| {
+                if pattern & (1 << bit) != 0 {
+                    rate
+                } else {
+                    1.0 - rate
+                }
+            })
             .product();
         f64::from(counts[pattern]) + strength * total * prior
     });
@@ -99,4 +105,58 @@ pub(super) fn last_group(counts: &[u32]) -> [u32; 256] {
     let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();
     let floor = LAST_GROUP_FLOOR * total / counts.len().max(1) as f64;
     to_weights(counts.iter().map(|&c| f64::from(c) + floor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::huffman::HuffmanCode;
+
+    fn lengths(weights: [u32; 256]) -> [u8; 256] {
+        HuffmanCode::from_frequencies(&weights)
+            .expect("a code")
+            .code_lengths()
+    }
+
+    #[test]
+    fn unseen_value_classes_near_seen_ones_get_shorter_codes() {
+        // Integer classes 5 and 6 seen, all else unseen.
+        let mut counts = vec![0u32; VALUE_SYMBOLS];
+        counts[5] = 1000;
+        counts[6] = 3000;
+        let smoothed = lengths(value(&counts));
+        // Class 7 (next to 6) is cheaper than class 20 (far away) and than
+        // an unseen float-bits class.
+        assert!(
+            smoothed[7] < smoothed[20],
+            "{} vs {}",
+            smoothed[7],
+            smoothed[20]
+        );
+        assert!(smoothed[7] < smoothed[33 + 7]);
+        // Without the prior every unseen symbol costs the same, and a lot.
+        let mut raw = [0u32; 256];
+        raw[5] = 1000;
+        raw[6] = 3000;
+        let raw = lengths(raw);
+        assert_eq!(raw[7], raw[20]);
+        assert!(smoothed[7] < raw[7]);
+        // The seen classes keep short codes.
+        assert!(smoothed[6] <= 2 && smoothed[5] <= 3);
+    }
+
+    #[test]
+    fn unseen_patterns_are_priced_by_their_fields() {
+        // Field 0 changes almost always, field 7 rarely; patterns seen:
+        // {0} often, {0, 7} sometimes, {7} never.
+        let mut counts = vec![0u32; 256];
+        counts[0b0000_0001] = 5000;
+        counts[0b1000_0001] = 50;
+        counts[0b0000_0011] = 500;
+        let smoothed = lengths(pattern(&counts));
+        // {0, 1, 7} (never seen) combines likely fields: cheaper than
+        // {2, 3, 4, 5} (never seen, fields that never changed).
+        assert!(smoothed[0b1000_0011] < smoothed[0b0011_1100]);
+        assert!(smoothed[0b0000_0001] <= 1);
+    }
 }
