@@ -22,6 +22,12 @@ impl SplitMix64 {
         Self(seed)
     }
 
+    /// The generator's whole state: `SplitMix64::new(g.state())` continues
+    /// exactly where `g` is (simulations save and restore it).
+    pub fn state(&self) -> u64 {
+        self.0
+    }
+
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
