@@ -124,6 +124,8 @@ pub struct Host {
     turns_sent: u32,
     /// Since when the next turn could have been complete (the previous one was sent).
     waiting_since: Option<Instant>,
+    /// No turn after this one is sent.
+    end: Option<u32>,
 }
 
 impl Host {
@@ -146,6 +148,7 @@ impl Host {
             measures: Vec::new(),
             turns_sent: 0,
             waiting_since: None,
+            end: None,
         }
     }
 
@@ -203,6 +206,22 @@ impl Host {
             .iter()
             .filter(|(_, m)| m.live)
             .map(|(id, _)| *id)
+    }
+
+    /// Ends the session after turn `turn` (at least the turns already
+    /// sent): every participant can execute up to it, none beyond, so all
+    /// end on the same state. Nobody is dropped for silence after it.
+    pub fn end_after(&mut self, turn: u32) {
+        self.end = Some(turn.max(self.next_turn.saturating_sub(1)));
+    }
+
+    /// The last turn, once [`Self::end_after`] was called.
+    pub fn last_turn(&self) -> Option<u32> {
+        self.end
+    }
+
+    fn ended(&self) -> bool {
+        self.end.is_some_and(|end| self.next_turn > end)
     }
 
     /// Sends the start to everyone, and the first `delay − 1` turns, which
@@ -330,7 +349,7 @@ impl Host {
     /// longer than a turn plus [`HostConfig::drop_after`], and that the
     /// host has not heard from for that long.
     pub fn handle_timeout(&mut self, now: Instant) {
-        if !self.started || self.stopped {
+        if !self.started || self.stopped || self.ended() {
             return;
         }
         let turn = self.next_turn;
@@ -358,7 +377,7 @@ impl Host {
 
     /// When [`Self::handle_timeout`] may next drop someone.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if !self.started || self.stopped {
+        if !self.started || self.stopped || self.ended() {
             return None;
         }
         let limit = self.drop_limit();
@@ -450,7 +469,7 @@ impl Host {
 
     /// Sends every turn whose command sets are all in.
     fn flush_turns(&mut self, now: Instant) {
-        while self.started && !self.stopped {
+        while self.started && !self.stopped && !self.ended() {
             let turn = self.next_turn;
             let live: Vec<ParticipantId> = self.live().collect();
             if live.is_empty() {

@@ -117,8 +117,9 @@ pub struct Peer<S: Simulation> {
     pending_check: Option<SyncCheck>,
     rtt_ms: u16,
     frame_ms: u16,
-    /// Smoothed stall per turn, µs.
-    stall_us: u64,
+    /// Smoothed interval between executed turns, µs.
+    period_us: u64,
+    last_executed_at: Option<Instant>,
     outbox: VecDeque<Vec<u8>>,
     stats: PeerStats,
     sync_states: VecDeque<SyncState>,
@@ -146,7 +147,8 @@ impl<S: Simulation> Peer<S> {
             pending_check: None,
             rtt_ms: 0,
             frame_ms: 0,
-            stall_us: 0,
+            period_us: 0,
+            last_executed_at: None,
             outbox: VecDeque::new(),
             stats: PeerStats::default(),
             sync_states: VecDeque::new(),
@@ -389,11 +391,21 @@ impl<S: Simulation> Peer<S> {
             .take()
             .map_or(Duration::ZERO, |since| now.saturating_duration_since(since));
         self.stats.stall_time += stall;
-        // An average over about four turns, stall-free turns included; one
-        // sample counts at most a turn (a hung participant's long wait
-        // before its drop says nothing about the links).
-        let sample = stall.min(Duration::from_millis(turn.turn_ms as u64));
-        self.stall_us = (self.stall_us * 3 + sample.as_micros() as u64) / 4;
+        // An average over about four turns; one sample counts at most two
+        // turns (a hung participant's long wait before its drop says
+        // nothing about the links).
+        if let Some(last) = self.last_executed_at {
+            let sample = now
+                .saturating_duration_since(last)
+                .min(Duration::from_millis(2 * turn.turn_ms as u64));
+            let sample = sample.as_micros() as u64;
+            self.period_us = if self.period_us == 0 {
+                sample
+            } else {
+                (self.period_us * 3 + sample) / 4
+            };
+        }
+        self.last_executed_at = Some(now);
         let set = std::mem::take(&mut self.pending);
         let message = ToHost::Commands {
             turn: turn.turn + settings.delay - 1,
@@ -401,7 +413,7 @@ impl<S: Simulation> Peer<S> {
             speed: SpeedReport {
                 rtt_ms: self.rtt_ms,
                 frame_ms: self.frame_ms,
-                stall_ms: (self.stall_us / 1000).min(u16::MAX as u64) as u16,
+                period_ms: (self.period_us / 1000).min(u16::MAX as u64) as u16,
             },
             sync: self.pending_check.take(),
         };

@@ -9,11 +9,11 @@
 
 use std::time::{Duration, Instant};
 
-use netchan::{ConditionerConfig, Endpoint, EndpointConfig, LocalDriver, LocalHub};
+use netchan::{ConditionerConfig, Endpoint, LocalDriver, LocalHub};
 
 use crate::error::LockstepError;
 use crate::host::{Host, HostConfig, HostEvent};
-use crate::net::{HostNode, PeerNode, Traffic};
+use crate::net::{host_endpoint_config, peer_endpoint_config, HostNode, PeerNode, Traffic};
 use crate::peer::{Executed, Peer, PeerConfig, PeerStats};
 use crate::sim::Simulation;
 use crate::wire::ParticipantId;
@@ -126,7 +126,7 @@ pub fn run<S: Simulation>(
     let t0 = Instant::now();
     let mut now = t0;
     let hub = LocalHub::new();
-    let mut server = EndpointConfig::server();
+    let mut server = host_endpoint_config();
     server.secret = [7; 32];
     let mut host_driver = LocalDriver::bind_local(&hub, None, Endpoint::new(server, now))?;
     host_driver.set_conditioner(config.link.clone(), config.link_seed);
@@ -137,7 +137,7 @@ pub fn run<S: Simulation>(
     );
     let mut slots: Vec<Slot<S>> = Vec::with_capacity(config.participants);
     for i in 0..config.participants {
-        let mut client = EndpointConfig::client();
+        let mut client = peer_endpoint_config();
         client.secret = [i as u8 + 8; 32];
         let mut driver = LocalDriver::bind_local(&hub, None, Endpoint::new(client, now))?;
         driver.set_conditioner(

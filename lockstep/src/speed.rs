@@ -15,10 +15,12 @@
 //!   slows down instead of that machine falling behind), and a turn is at
 //!   least 1.25 frames of the slowest machine long (the turn rate drops).
 //!
-//! * **Feedback.** Each participant also reports how long it waits, per
-//!   turn, for turns that were due but not in (smoothed). Where the estimate
-//!   falls short — at high loss a turn waits for the worst of all links and
-//!   their resends — the turn is lengthened by the worst wait.
+//! * **Feedback.** Each participant also reports the smoothed interval
+//!   between its turns. Where the estimate falls short — at high loss a
+//!   turn waits for the worst of all links and their resends — turns come
+//!   further apart than planned, and the plan follows the slowest
+//!   participant's interval (95% of it, rounded down to a step, so it
+//!   creeps back down when the links allow).
 //!
 //! The turn length is a whole number of steps. It rises at once when the
 //! target rises, and falls by a quarter of the gap per turn, so a single
@@ -57,8 +59,8 @@ pub struct Measure {
     pub loss: f32,
     /// Time one step takes on the participant's machine, ms.
     pub frame_ms: u32,
-    /// Smoothed time per turn the participant waited for late turns, ms.
-    pub stall_ms: u32,
+    /// Smoothed interval between the participant's turns, ms.
+    pub period_ms: u32,
 }
 
 impl Measure {
@@ -68,7 +70,7 @@ impl Measure {
             rtt_ms: (report.rtt_ms as u32).max(host_rtt_ms),
             loss,
             frame_ms: report.frame_ms as u32,
-            stall_ms: report.stall_ms as u32,
+            period_ms: report.period_ms as u32,
         }
     }
 }
@@ -154,17 +156,13 @@ impl SpeedControl {
     pub fn update(&mut self, measures: &[Measure]) -> Plan {
         let mut target = self.target(measures);
         // Turns arriving late despite the estimate (losses cost a resend,
-        // every turn waits for the worst of all links): lengthen the turn
-        // by what the worst participant waits, so the game slows smoothly
-        // instead of stuttering.
-        let stall = measures.iter().map(|m| m.stall_ms).max().unwrap_or(0);
-        if stall >= STALL_THRESHOLD_MS.max(self.current.turn_ms / 20) {
-            let stretched = round_up(
-                (self.current.turn_ms + stall).min(self.limits.max_turn_ms),
-                self.step_ms,
-            );
-            target.turn_ms = target.turn_ms.max(stretched);
-        }
+        // and every turn waits for the worst of all links) show as turns
+        // further apart than planned: plan what the links really give, a
+        // little less so the turn creeps back down when they give more.
+        // Bounded by what was measured, it cannot run away.
+        let period = measures.iter().map(|m| m.period_ms).max().unwrap_or(0);
+        let achieved = period * 19 / 20 / self.step_ms * self.step_ms;
+        target.turn_ms = target.turn_ms.max(achieved.min(self.limits.max_turn_ms));
         let turn_ms = if target.turn_ms >= self.current.turn_ms {
             target.turn_ms
         } else {
@@ -182,10 +180,6 @@ impl SpeedControl {
     }
 }
 
-/// Smoothed stalls below this (or a twentieth of the turn) are noise: a
-/// turn a little late now and then.
-const STALL_THRESHOLD_MS: u32 = 5;
-
 fn round_up(ms: u32, step: u32) -> u32 {
     ms.div_ceil(step).max(1) * step
 }
@@ -199,7 +193,7 @@ mod tests {
             rtt_ms,
             loss,
             frame_ms,
-            stall_ms: 0,
+            period_ms: 0,
         }
     }
 
@@ -255,11 +249,17 @@ mod tests {
             .map(|_| control.update(&[link(10, 0.0, 1)]).turn_ms)
             .collect();
         assert_eq!(falling, vec![350, 250, 200, 150]);
-        // A participant waiting 40 ms a turn for late turns: 150 + 40 → 200.
+        // Turns 330 ms apart at a plan of 150: 95% of 330 → 300.
         let late = Measure {
-            stall_ms: 40,
+            period_ms: 330,
             ..link(10, 0.0, 1)
         };
-        assert_eq!(control.update(&[late]).turn_ms, 200);
+        assert_eq!(control.update(&[late]).turn_ms, 300);
+        // At the plan's own pace (300 apart) it creeps down a step: 285 → 250.
+        let paced = Measure {
+            period_ms: 300,
+            ..link(10, 0.0, 1)
+        };
+        assert_eq!(control.update(&[paced]).turn_ms, 250);
     }
 }

@@ -71,9 +71,10 @@ pub struct SpeedReport {
     /// How long one simulation step (plus its frame) takes on its machine,
     /// ms (smoothed).
     pub frame_ms: u16,
-    /// How long it waited, per turn, for turns that were due but had not
-    /// arrived, ms (smoothed): the link's real cost, losses included.
-    pub stall_ms: u16,
+    /// The interval between its turns, ms (smoothed): the turn length plus
+    /// any wait for a turn that was due but had not arrived — what the
+    /// links really allow, losses and resends included.
+    pub period_ms: u16,
 }
 
 /// A sync checksum of the simulation state after a turn.

@@ -26,18 +26,18 @@ fn to_host() -> impl Strategy<Value = ToHost> {
             any::<(u16, u16, u16)>(),
             prop::option::of(any::<(u32, u64)>())
         )
-            .prop_map(
-                |(turn, set, (rtt_ms, frame_ms, stall_ms), sync)| ToHost::Commands {
+            .prop_map(|(turn, set, (rtt_ms, frame_ms, period_ms), sync)| {
+                ToHost::Commands {
                     turn,
                     set,
                     speed: SpeedReport {
                         rtt_ms,
                         frame_ms,
-                        stall_ms
+                        period_ms,
                     },
                     sync: sync.map(|(turn, checksum)| SyncCheck { turn, checksum }),
                 }
-            ),
+            }),
     ]
 }
 
@@ -195,7 +195,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         speed: SpeedReport {
             rtt_ms: 120,
             frame_ms: 4,
-            stall_ms: 2,
+            period_ms: 150,
         },
         sync: Some(SyncCheck {
             turn: 11,
