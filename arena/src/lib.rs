@@ -23,6 +23,7 @@
 //! | [`game`] | the match loop on a real or simulated clock |
 //! | [`summary`] / [`status`] | the report, JSON, invariants; live status line |
 //! | [`recording`] | the demo recorder behind the server's recording hook |
+//! | [`lockstep`] | `--model lockstep`: the same world and bots under deterministic lockstep |
 //!
 //! ```no_run
 //! let mut config = arena::MatchConfig::short(arena::transport::TransportKind::Local, 3.0, 7);
@@ -39,6 +40,7 @@ pub mod config;
 pub mod error;
 pub mod game;
 pub mod interp;
+pub mod lockstep;
 pub mod model;
 pub mod physics;
 pub mod predict;
