@@ -127,3 +127,18 @@ fn an_injected_desync_is_detected_within_one_sync_interval() {
     assert!(dump.contains("arena: turn 7 time"), "{dump}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_desync_asked_for_after_the_last_turn_fails_the_run() {
+    let mut config = config(TransportKind::Local, 2.0, 4);
+    config.inject_desync = Some(100_000);
+    let dir = scratch("late");
+    let summary = play_lockstep(&config, &dir).unwrap();
+    assert!(summary.desync.is_none());
+    let failures = summary.failures().join("\n");
+    assert!(
+        failures.contains("--inject-desync 100000: no desync detected"),
+        "{failures}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -375,6 +375,7 @@ fn run<T: Transport>(
         desync,
         host_errors: host.errors().iter().map(ToString::to_string).collect(),
         record: config.record.clone(),
+        inject_desync: config.inject_desync,
     })
 }
 

@@ -95,6 +95,8 @@ pub struct LockstepSummary {
     pub host_errors: Vec<String>,
     /// The recording, if any.
     pub record: Option<PathBuf>,
+    /// The turn `--inject-desync` asked to perturb, if any.
+    pub inject_desync: Option<u32>,
 }
 
 impl LockstepSummary {
@@ -121,6 +123,12 @@ impl LockstepSummary {
                     .injected_at
                     .map_or_else(String::new, |t| format!(" [--inject-desync {t}]")),
             );
+        }
+        if let (Some(turn), None) = (self.inject_desync, &self.desync) {
+            out.push(format!(
+                "--inject-desync {turn}: no desync detected (the host sent turns up to {})",
+                self.turns_sent.saturating_sub(1)
+            ));
         }
         let stayed: Vec<&LockstepClient> = self.stayed().collect();
         if stayed.is_empty() {
