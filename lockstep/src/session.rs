@@ -251,15 +251,18 @@ pub fn run<S: Simulation>(
         .map(|(i, slot)| {
             let traffic = slot.node.traffic();
             let peer = slot.node.peer();
+            let id = peer.id().unwrap_or(i as ParticipantId);
+            let stats = *peer.stats();
+            let final_checksum = peer.sim().map(S::checksum);
+            let error = peer.error().cloned();
             ParticipantReport {
-                id: peer.id().unwrap_or(i as ParticipantId),
-                stats: *peer.stats(),
-                final_checksum: peer.sim().map(S::checksum),
-                error: peer.error().cloned(),
+                id,
+                stats,
+                sim: slot.node.into_sim(),
+                error,
                 traffic,
-                sim: None,
+                final_checksum,
             }
-            .with_sim(slot.node)
         })
         .collect();
     Ok(SessionReport {
@@ -268,11 +271,4 @@ pub fn run<S: Simulation>(
         elapsed: now - t0,
         timed_out,
     })
-}
-
-impl<S: Simulation> ParticipantReport<S> {
-    fn with_sim(mut self, node: PeerNode<netchan::local::LocalTransport, S>) -> Self {
-        self.sim = node.into_sim();
-        self
-    }
 }
