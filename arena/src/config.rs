@@ -37,6 +37,17 @@ pub enum TransportArg {
     Local,
 }
 
+/// Which multiplayer model runs the match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ModelKind {
+    /// Quake 3's model: the server simulates and sends delta snapshots.
+    #[default]
+    Snapshot,
+    /// Age of Empires' deterministic lockstep: every bot simulates, only
+    /// commands travel.
+    Lockstep,
+}
+
 /// Which clock drives the match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum ClockKind {
@@ -107,6 +118,13 @@ pub struct Args {
     /// Client frames (commands) per second.
     #[arg(long, default_value_t = 60)]
     pub client_fps: u32,
+    /// Multiplayer model.
+    #[arg(long, value_enum, default_value_t = ModelKind::Snapshot)]
+    pub model: ModelKind,
+    /// Lockstep: perturb one participant's state after this turn (the run
+    /// must detect it within one sync interval and fail naming the turn).
+    #[arg(long, value_name = "TURN")]
+    pub inject_desync: Option<u32>,
 }
 
 /// One bot's part in the match.
@@ -157,6 +175,10 @@ pub struct MatchConfig {
     pub keyframe_ms: u32,
     /// Longest the end-of-match drain waits for guaranteed messages.
     pub drain_limit: Duration,
+    /// Multiplayer model.
+    pub model: ModelKind,
+    /// Lockstep: the turn after which one participant's state is perturbed.
+    pub inject_desync: Option<u32>,
 }
 
 impl Default for MatchConfig {
@@ -202,6 +224,8 @@ impl MatchConfig {
             checksum_interval: 8,
             keyframe_ms: 5000,
             drain_limit: Duration::from_secs(5),
+            model: args.model,
+            inject_desync: args.inject_desync,
         }
     }
 
@@ -246,6 +270,9 @@ impl MatchConfig {
         }
         if !(1..=250).contains(&self.client_fps) {
             return Err("--client-fps must be 1..=250".into());
+        }
+        if self.inject_desync.is_some() && self.model != ModelKind::Lockstep {
+            return Err("--inject-desync needs --model lockstep".into());
         }
         Ok(())
     }

@@ -27,6 +27,7 @@
 //! | [`server_status`] | the connectionless status payload and `arena status`'s query |
 //! | [`metrics`] / [`http`] | Prometheus metrics and the `/metrics` responder |
 //! | [`logging`] / [`shutdown`] | `tracing` setup, throttled reject logs; SIGINT/SIGTERM |
+//! | [`lockstep`] | `--model lockstep`: the same world and bots under deterministic lockstep |
 //!
 //! ```no_run
 //! let mut config = arena::MatchConfig::short(arena::transport::TransportKind::Local, 3.0, 7);
@@ -46,6 +47,7 @@ pub mod error;
 pub mod game;
 pub mod http;
 pub mod interp;
+pub mod lockstep;
 pub mod logging;
 pub mod metrics;
 pub mod model;

@@ -143,6 +143,9 @@ fn local_match(args: &Args) -> ExitCode {
         eprintln!("arena: {e}");
         return ExitCode::from(2);
     }
+    if config.model == arena::config::ModelKind::Lockstep {
+        return arena::lockstep::run::main(&config);
+    }
     // A panic anywhere (any thread) fails the run, after the default report.
     let panicked = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&panicked);

@@ -668,6 +668,57 @@ impl World {
     }
 }
 
+/// A [`World`]'s whole state as plain data (besides its map): what a
+/// lockstep keyframe saves and an out-of-sync dump shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorldParts {
+    /// Player slots.
+    pub players: Vec<Option<Player>>,
+    /// Projectile slots.
+    pub projectiles: Vec<Option<Projectile>>,
+    /// Items.
+    pub items: Vec<Item>,
+    /// The random generator, mid-stream.
+    pub rng: SeededRng,
+    /// World time, ms.
+    pub time_ms: u32,
+    /// Counters.
+    pub stats: WorldStats,
+}
+
+impl World {
+    /// The whole state as plain data.
+    pub fn parts(&self) -> WorldParts {
+        WorldParts {
+            players: self.players.clone(),
+            projectiles: self.projectiles.clone(),
+            items: self.items.clone(),
+            rng: self.rng.clone(),
+            time_ms: self.time_ms,
+            stats: self.stats,
+        }
+    }
+
+    /// A world on `map` in the state `parts` describes (slot counts are
+    /// fixed: missing slots are empty, extra ones ignored).
+    pub fn from_parts(map: Map, parts: WorldParts) -> World {
+        let mut players = parts.players;
+        players.resize(MAX_PLAYERS, None);
+        let mut projectiles = parts.projectiles;
+        projectiles.resize(PROJECTILE_SLOTS, None);
+        World {
+            map,
+            players,
+            projectiles,
+            items: parts.items,
+            rng: parts.rng,
+            time_ms: parts.time_ms,
+            events: Vec::new(),
+            stats: parts.stats,
+        }
+    }
+}
+
 /// The entity state of an item (also its spawn baseline, as available).
 pub fn item_state(kind: u8, pos: [f32; 2], available: bool) -> EntityState {
     EntityState {

@@ -44,7 +44,11 @@ fn assert_healthy(summary: &Summary) {
         assert!(c.prediction_error_mean < 5.0, "{table}");
         assert!(c.prediction_samples > 0, "{table}");
         // Commands go up packed and delta-coded: less than comes down.
-        assert!(c.kbps_up < c.kbps_down, "{}: upstream above downstream\n{table}", c.name);
+        assert!(
+            c.kbps_up < c.kbps_down,
+            "{}: upstream above downstream\n{table}",
+            c.name
+        );
     }
     let checked: u64 = summary.per_client.iter().map(|c| c.checksums_matched).sum();
     assert!(checked > 0, "sync checks ran: {table}");

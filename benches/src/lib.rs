@@ -20,6 +20,8 @@
 //! * [`workload`] — what is measured: real Quake 3 demos, arena matches
 //!   and the synthetic stress case;
 //! * [`report`] — runs encoders over workloads and summarises;
+//! * [`model_compare`] — snapshot deltas vs deterministic lockstep: bytes
+//!   per second per client and input latency for 16 to 65,536 moving units;
 //! * [`world`], [`frame`], [`netpair`], [`corpus`] — shared setup of the
 //!   criterion benchmarks and the memory binary.
 #![forbid(unsafe_code)]
@@ -29,6 +31,7 @@ pub mod encode;
 pub mod frame;
 pub mod loo;
 pub mod message;
+pub mod model_compare;
 pub mod models;
 pub mod netpair;
 pub mod report;

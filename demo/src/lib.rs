@@ -15,6 +15,9 @@
 //! * [`Player`] plays it through the same `snapshot::Client` as live play,
 //!   over [`DynamicState`](fields::dynamic::DynamicState) values built from
 //!   the file's schemas, verifies sync checksums and seeks by keyframe.
+//! * [`lockstep`] records and replays deterministic-lockstep games (seed,
+//!   setup, turns, sync checksums, state keyframes) in the same record
+//!   framing: replay re-simulates and checks every checksum.
 //! * [`cut`], [`stats`] and [`dump`] are the `demo` command-line tool's
 //!   building blocks for native files.
 #![forbid(unsafe_code)]
@@ -25,6 +28,7 @@ pub mod error;
 pub mod format;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod lockstep;
 pub mod play;
 pub mod reader;
 pub mod rebase;

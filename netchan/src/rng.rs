@@ -11,7 +11,9 @@ use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// A deterministic generator seeded with a `u64`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Serializable, so a simulation can save its generator mid-stream (a
+/// lockstep keyframe holds it) and continue exactly where it stopped.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SeededRng(Xoshiro256PlusPlus);
 
 impl SeededRng {

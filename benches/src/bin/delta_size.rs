@@ -6,12 +6,17 @@
 //! cargo run --release -p benches --bin delta-size -- [--json] [FILES…]
 //! ```
 //!
-//! Without files it measures every `../shared/q3demos/*.dm_68`. Definitions
+//! Without files it measures every `../shared/q3demos/*.dm_68`. It ends with
+//! the model comparison (snapshot deltas vs lockstep for 16 to 65,536
+//! moving units, `benches::model_compare`) and its SVG plot. Definitions
 //! of every figure are in `benches/README.md` and the `benches::report` docs.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use benches::model_compare::{
+    compare, render_text as render_models, write_svg, Effort, UNIT_COUNTS,
+};
 use benches::report::{measure, render_text, Report};
 use benches::workload::arena::{Arena, ARENA_SECONDS};
 use benches::workload::q3demo::Q3Demo;
@@ -40,6 +45,15 @@ struct Args {
     /// Snapshots of the synthetic stress workload.
     #[arg(long, default_value_t = 600)]
     stress_frames: usize,
+    /// Skip the model comparison (snapshot deltas vs lockstep).
+    #[arg(long)]
+    no_models: bool,
+    /// Run only the model comparison.
+    #[arg(long)]
+    models_only: bool,
+    /// Where the model comparison's SVG plot goes.
+    #[arg(long, default_value = "model-comparison.svg")]
+    models_svg: PathBuf,
     /// Where the training demos for leave-one-out are.
     #[arg(long)]
     training_dir: Option<PathBuf>,
@@ -78,8 +92,42 @@ fn run(args: &Args) -> Result<Report, Error> {
     Ok(report)
 }
 
+/// The model comparison: its table (or JSON line with `--json`) and plot.
+fn models(args: &Args) -> ExitCode {
+    match compare(&UNIT_COUNTS, Effort::REPORT) {
+        Ok(comparison) => {
+            if args.json {
+                match serde_json::to_string(&comparison) {
+                    Ok(json) => println!("{json}"),
+                    Err(error) => {
+                        eprintln!("delta-size: {error}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            } else {
+                print!("\n{}", render_models(&comparison));
+            }
+            if let Err(error) = write_svg(&comparison, &args.models_svg) {
+                eprintln!("delta-size: {error}");
+                return ExitCode::FAILURE;
+            }
+            if !args.json {
+                println!("plot: {}", args.models_svg.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("delta-size: model comparison: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.models_only {
+        return models(&args);
+    }
     match run(&args) {
         Ok(report) => {
             if args.json {
@@ -92,6 +140,9 @@ fn main() -> ExitCode {
                 }
             } else {
                 print!("{}", render_text(&report));
+            }
+            if !args.no_models {
+                return models(&args);
             }
             ExitCode::SUCCESS
         }

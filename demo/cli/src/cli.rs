@@ -33,7 +33,8 @@ pub const EXIT_ERROR: i32 = 2;
 /// Exit code: the file was truncated (every complete record was used).
 pub const EXIT_TRUNCATED: i32 = 3;
 
-/// Record, replay, seek and inspect snapshot demos (native and Quake 3 `.dm_68`).
+/// Record, replay, seek and inspect snapshot demos (native and Quake 3 `.dm_68`)
+/// and lockstep recordings (`info`, `play`).
 #[derive(Debug, Parser)]
 #[command(name = "demo", version, about)]
 pub struct Cli {
@@ -262,6 +263,9 @@ fn gather(data: &[u8], format: Format, decode: bool) -> Result<DemoStats, ToolEr
 }
 
 fn info(path: &Path, json: bool, out: &mut dyn Write) -> Outcome {
+    if let Some(data) = crate::lockstep::read_if_lockstep(path)? {
+        return crate::lockstep::info(path, &data, json, out);
+    }
     let (data, format) = read(path)?;
     let stats = gather(&data, format, false)?;
     let info = match format {
@@ -380,6 +384,9 @@ fn play(
     seek: Option<f64>,
     out: &mut dyn Write,
 ) -> Outcome {
+    if let Some(data) = crate::lockstep::read_if_lockstep(path)? {
+        return crate::lockstep::play(&data, verify, seek, out);
+    }
     let (data, format) = read(path)?;
     let seek_ms = match seek {
         Some(seconds) => Some(at(start_ms(&data, format)?, seconds)),

@@ -1,0 +1,152 @@
+//! # lockstep
+//!
+//! Deterministic lockstep — Age of Empires' multiplayer model — beside the
+//! snapshot model, on the same `netchan` channel. Every machine runs the
+//! same simulation; only player commands cross the network, so bandwidth
+//! does not grow with the number of simulated entities.
+//!
+//! | module | holds |
+//! | --- | --- |
+//! | [`wire`] | the messages, their bounds and decoders |
+//! | [`host`] | [`Host`]: the relay — turns, speed control, sync checks, drops |
+//! | [`peer`] | [`Peer`]: a participant — owns the simulation, executes turns |
+//! | [`speed`] | [`SpeedControl`]: turn length from ping, steps from the slowest frame |
+//! | [`sim`] | the [`Simulation`] trait, [`StateHasher`], the built-in [`Units`] |
+//! | [`net`] | [`HostNode`] / [`PeerNode`]: the state machines on netchan endpoints |
+//! | [`session`] | a whole session in one process on simulated time |
+//! | [`fuzzing`] | the wire fuzz target's body, shared with its seed replay test |
+//!
+//! ## Topology: a relay host, not a mesh
+//!
+//! Participants connect to one host (a dedicated relay, or a process next
+//! to one player's participant over netchan's in-process link), which
+//! forwards each turn's command sets to everyone. Age of Empires used a
+//! peer-to-peer mesh; we choose the relay because:
+//!
+//! * netchan is a client/server channel (cookie handshake, one server
+//!   endpoint accepting many connections); a mesh would need every pair to
+//!   handshake, `n·(n−1)/2` connections, and NAT traversal in real use;
+//! * upload per participant is one command set per turn, not `n − 1` copies
+//!   (the host's upload is the `n`-fold one, which is where bandwidth is);
+//! * one party decides what needs agreement — which turn a leaver is
+//!   dropped at, each turn's length and step count, who is out of sync by
+//!   majority — and states it inside the turn message itself, so every
+//!   participant executes the identical decision at the identical turn
+//!   without a separate agreement round;
+//! * the cost is latency: a command goes sender → host → everyone, two
+//!   one-way trips instead of one; speed control accounts for exactly that
+//!   path, and for `n ≥ 3` the worst mesh path is not much shorter.
+//!
+//! ## Turns
+//!
+//! A participant sends, as turn `T + 1` starts, the commands issued during
+//! turn `T`, as its command set for turn `T + D` (`D` = [`Settings::delay`],
+//! 2 by default: Age of Empires' "T+2"). An empty set is sent all the same:
+//! it is the participant's acknowledgement that it has nothing for that
+//! turn. The host sends turn `T + D` — every live participant's set, in
+//! participant order — once all are in; a participant executes a turn only
+//! when that message is in *and* the turn is due by its clock. So a command
+//! waits between `D − 1` and `D` turns (input latency ≈ `(D − ½)` turns,
+//! plus any stall), and a set has `D − 1` turns to travel. The first
+//! `D − 1` turns are empty for everyone. Every message is netchan
+//! guaranteed-ordered: delivered exactly once, in order, resent on loss.
+//!
+//! ## Speed control
+//!
+//! Each command set carries the sender's measured round-trip time and how
+//! long one simulation step takes on its machine; the host adds its own RTT
+//! and loss measurements and recomputes, every turn, the turn length (from
+//! the two worst links and their loss) and the number of simulation steps
+//! per turn (capped so the slowest machine finishes them in 80% of the
+//! turn). Both are inside each turn message, so every participant uses the
+//! same values at the same turn. See [`speed`].
+//!
+//! ## Sync checks
+//!
+//! After every [`Settings::sync_interval`]-th turn each participant sends a
+//! [`Simulation::checksum`] with its next set. The host compares a turn's
+//! checksums once all are in; a mismatch stops the session with
+//! [`LockstepError::OutOfSync`] naming the turn and the participants that
+//! disagree with the majority (all of them in a tie), sent to everyone. Each
+//! participant keeps its saved state of the newest sync turns
+//! ([`Peer::sync_state`]) so the application can write a dump of the
+//! diverging states ([`Simulation::describe`]).
+//!
+//! ## Leaves and timeouts
+//!
+//! A participant that sends [`wire::ToHost::Leave`], whose connection ends,
+//! or that the host has not heard from for [`HostConfig::drop_after`] while
+//! a turn waits for it, is dropped at the first turn the host has not yet
+//! sent: that turn's message lists it in [`Turn::dropped`], so everyone
+//! removes it at the same turn boundary, and the game goes on.
+//!
+//! ## Determinism
+//!
+//! Lockstep only works if the same commands give bit-identical states on
+//! every participant running the same build. That takes:
+//!
+//! * **No iteration over hash maps or sets** in the simulation (their order
+//!   depends on a random key per process): keep entities in `Vec`s or
+//!   `BTreeMap`s and process them in index order. Everything here does.
+//! * **No wall clock** inside the simulation: time is turn number × steps ×
+//!   [`Settings::step_ms`]; real time only paces turns from the outside.
+//! * **One seeded generator** in the simulation state (the [`wire::Start`]
+//!   seed), drawn in a fixed order, saved and restored with the state.
+//! * **Same inputs in the same order**: commands apply in participant order
+//!   and then issue order, drops before commands, exactly as in the turn.
+//! * **Floating point**: IEEE 754 `+ − × ÷ sqrt` are exactly rounded, so
+//!   the same build on the same target gives the same bits; but `sin`,
+//!   `atan2`, `hypot`, `powf` come from the platform's libm and may differ
+//!   between operating systems, and x87 or fused multiply-add code
+//!   generation differs between targets. Across platforms use fixed point
+//!   (integers) as [`Units`] does, or a software libm. The arena's world
+//!   uses `f32` with `atan2`/`hypot`: deterministic among participants of
+//!   one build on one platform, which is what the arena runs.
+//! * **Checksum with explicit byte order** ([`StateHasher`]), never
+//!   `DefaultHasher`.
+//!
+//! ## Recordings
+//!
+//! A game is reproducible from its seed, setup and turns; the `demo` crate's
+//! lockstep recordings (`demo::lockstep`) store those, the sync checksums,
+//! and periodic full-state keyframes ([`Simulation::save`]) for seeking.
+//!
+//! ## Example
+//!
+//! ```
+//! use lockstep::session::{run, SessionConfig};
+//! use lockstep::{HostConfig, Units, UnitsSetup};
+//!
+//! let config = SessionConfig {
+//!     participants: 3,
+//!     turns: 20,
+//!     host: HostConfig {
+//!         setup: UnitsSetup { units: 64, ..UnitsSetup::default() }.to_bytes(),
+//!         ..HostConfig::default()
+//!     },
+//!     ..SessionConfig::default()
+//! };
+//! let report = run::<Units>(&config, |_, _| Vec::new(), |_, _, _| {})?;
+//! let sums: Vec<_> = report.participants.iter().map(|p| p.final_checksum).collect();
+//! assert!(sums.iter().all(|s| s.is_some() && *s == sums[0]));
+//! # Ok::<(), std::io::Error>(())
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod fuzzing;
+pub mod host;
+pub mod net;
+pub mod peer;
+pub mod session;
+pub mod sim;
+pub mod speed;
+pub mod wire;
+
+pub use error::LockstepError;
+pub use host::{DropReason, Host, HostConfig, HostEvent};
+pub use net::{HostNode, PeerNode, Traffic};
+pub use peer::{Executed, Peer, PeerConfig, PeerStats, SyncState};
+pub use sim::{SimError, Simulation, StateHasher, UnitOrder, Units, UnitsSetup};
+pub use speed::{Plan, SpeedControl, SpeedLimits};
+pub use wire::{CommandSet, ParticipantId, Settings, ToHost, ToPeer, Turn, WireError};

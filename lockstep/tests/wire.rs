@@ -1,0 +1,270 @@
+//! The lockstep wire messages: property tests on valid messages (round
+//! trips, every truncation and many mutations rejected or still valid,
+//! never a panic), the bounds, and the committed fuzz seeds replayed
+//! through the fuzz target's own function.
+
+use std::path::PathBuf;
+
+use lockstep::fuzzing::exercise;
+use lockstep::wire::{
+    decode_turn, encode_turn, CommandSet, Settings, SpeedReport, Start, SyncCheck, ToHost, ToPeer,
+    Turn, WireError, MAX_COMMANDS_PER_SET, MAX_SET_BYTES,
+};
+use proptest::prelude::*;
+
+fn command_set() -> impl Strategy<Value = CommandSet> {
+    prop::collection::vec(prop::collection::vec(any::<u8>(), 0..16), 0..8)
+        .prop_map(|commands| CommandSet { commands })
+}
+
+fn to_host() -> impl Strategy<Value = ToHost> {
+    prop_oneof![
+        Just(ToHost::Leave),
+        (
+            any::<u32>(),
+            command_set(),
+            any::<(u16, u16, u16)>(),
+            prop::option::of(any::<(u32, u64)>())
+        )
+            .prop_map(|(turn, set, (rtt_ms, frame_ms, period_ms), sync)| {
+                ToHost::Commands {
+                    turn,
+                    set,
+                    speed: SpeedReport {
+                        rtt_ms,
+                        frame_ms,
+                        period_ms,
+                    },
+                    sync: sync.map(|(turn, checksum)| SyncCheck { turn, checksum }),
+                }
+            }),
+    ]
+}
+
+fn turn() -> impl Strategy<Value = Turn> {
+    (
+        any::<u32>(),
+        1..60_000u32,
+        1..1000u32,
+        prop::collection::btree_set(0..64u8, 0..4),
+        prop::collection::btree_map(0..64u8, command_set(), 0..6),
+    )
+        .prop_map(|(turn, turn_ms, steps, dropped, sets)| Turn {
+            turn,
+            turn_ms,
+            steps,
+            dropped: dropped.into_iter().collect(),
+            sets: sets.into_iter().collect(),
+        })
+}
+
+fn to_peer() -> impl Strategy<Value = ToPeer> {
+    prop_oneof![
+        turn().prop_map(ToPeer::Turn),
+        (any::<u32>(), prop::collection::btree_set(0..64u8, 0..5)).prop_map(
+            |(turn, participants)| ToPeer::OutOfSync {
+                turn,
+                participants: participants.into_iter().collect(),
+            }
+        ),
+        (
+            prop::collection::btree_set(0..64u8, 1..8),
+            any::<u64>(),
+            2..16u32,
+            1..100u32,
+            prop::collection::vec(any::<u8>(), 0..64)
+        )
+            .prop_map(|(participants, seed, delay, sync_interval, setup)| {
+                let participants: Vec<u8> = participants.into_iter().collect();
+                ToPeer::Start(Start {
+                    you: participants[participants.len() / 2],
+                    participants,
+                    seed,
+                    settings: Settings {
+                        delay,
+                        sync_interval,
+                        step_ms: 50,
+                        initial_turn_ms: 100,
+                    },
+                    setup,
+                })
+            }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn valid_messages_round_trip_and_damage_is_an_error_or_another_valid_message(
+        host in to_host(),
+        peer in to_peer(),
+        flip in any::<(usize, u8)>(),
+    ) {
+        let bytes = host.to_bytes();
+        prop_assert_eq!(ToHost::decode(&bytes), Ok(host.clone()));
+        let peer_bytes = peer.to_bytes();
+        prop_assert_eq!(ToPeer::decode(&peer_bytes), Ok(peer.clone()));
+        if let ToPeer::Turn(turn) = &peer {
+            prop_assert_eq!(decode_turn(&encode_turn(turn)), Ok(turn.clone()));
+        }
+        for cut in 0..bytes.len() {
+            prop_assert!(ToHost::decode(&bytes[..cut]).is_err());
+        }
+        for cut in 0..peer_bytes.len() {
+            prop_assert!(ToPeer::decode(&peer_bytes[..cut]).is_err());
+        }
+        let mut longer = peer_bytes.clone();
+        longer.push(0);
+        prop_assert_eq!(ToPeer::decode(&longer), Err(WireError::Trailing(1)));
+        // A flipped byte: whatever the decoders make of it, no panic.
+        let mut damaged = peer_bytes;
+        let at = flip.0 % damaged.len();
+        damaged[at] ^= flip.1 | 1;
+        exercise(&damaged);
+    }
+}
+
+#[test]
+fn bounds_are_enforced() {
+    let too_many = ToHost::Commands {
+        turn: 1,
+        set: CommandSet {
+            commands: vec![vec![1]; MAX_COMMANDS_PER_SET + 1],
+        },
+        speed: SpeedReport::default(),
+        sync: None,
+    };
+    assert!(matches!(
+        ToHost::decode(&too_many.to_bytes()),
+        Err(WireError::TooMany { count: 33, .. })
+    ));
+    let too_big = ToHost::Commands {
+        turn: 1,
+        set: CommandSet {
+            commands: vec![vec![0; MAX_SET_BYTES + 1]],
+        },
+        speed: SpeedReport::default(),
+        sync: None,
+    };
+    assert!(matches!(
+        ToHost::decode(&too_big.to_bytes()),
+        Err(WireError::TooMany { count: 241, .. })
+    ));
+    let unordered = ToPeer::Turn(Turn {
+        turn: 3,
+        turn_ms: 100,
+        steps: 2,
+        dropped: vec![],
+        sets: vec![(2, CommandSet::default()), (1, CommandSet::default())],
+    });
+    assert!(matches!(
+        ToPeer::decode(&unordered.to_bytes()),
+        Err(WireError::Invalid(_))
+    ));
+    let zero_steps = ToPeer::Turn(Turn {
+        turn: 3,
+        turn_ms: 100,
+        steps: 0,
+        ..Turn::default()
+    });
+    assert!(ToPeer::decode(&zero_steps.to_bytes()).is_err());
+    // A huge claimed length is an error, not an allocation.
+    assert!(ToHost::decode(&[1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f]).is_err());
+}
+
+fn seeds_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/wire")
+}
+
+/// The seeds: named valid messages of each kind, and damaged ones.
+fn seeds() -> Vec<(&'static str, Vec<u8>)> {
+    let set = CommandSet {
+        commands: vec![vec![1, 2, 3], vec![]],
+    };
+    let turn = Turn {
+        turn: 12,
+        turn_ms: 150,
+        steps: 3,
+        dropped: vec![4],
+        sets: vec![(0, set.clone()), (2, CommandSet::default())],
+    };
+    let commands = ToHost::Commands {
+        turn: 13,
+        set,
+        speed: SpeedReport {
+            rtt_ms: 120,
+            frame_ms: 4,
+            period_ms: 150,
+        },
+        sync: Some(SyncCheck {
+            turn: 11,
+            checksum: 0x0123_4567_89ab_cdef,
+        }),
+    }
+    .to_bytes();
+    let start = ToPeer::Start(Start {
+        you: 1,
+        participants: vec![0, 1, 2],
+        seed: 7,
+        settings: Settings {
+            delay: 2,
+            sync_interval: 4,
+            step_ms: 50,
+            initial_turn_ms: 100,
+        },
+        setup: vec![9; 5],
+    })
+    .to_bytes();
+    let mut truncated = commands.clone();
+    truncated.truncate(commands.len() - 3);
+    vec![
+        ("valid-commands", commands),
+        ("valid-leave", ToHost::Leave.to_bytes()),
+        ("valid-start", start),
+        ("valid-turn", ToPeer::Turn(turn.clone()).to_bytes()),
+        (
+            "valid-out-of-sync",
+            ToPeer::OutOfSync {
+                turn: 23,
+                participants: vec![3],
+            }
+            .to_bytes(),
+        ),
+        ("valid-recorded-turn", encode_turn(&turn)),
+        ("bad-truncated-commands", truncated),
+        ("bad-huge-length", vec![0, 1, 0xff, 0xff, 0xff, 0xff, 0x0f]),
+        ("bad-unknown-variant", vec![9, 0, 0]),
+    ]
+}
+
+#[test]
+fn committed_fuzz_seeds_replay_through_the_fuzz_target() {
+    let dir = seeds_dir();
+    if std::env::var_os("LOCKSTEP_WRITE_SEEDS").is_some() {
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, bytes) in seeds() {
+            std::fs::write(dir.join(name), bytes).unwrap();
+        }
+    }
+    let mut valid = 0;
+    let mut bad = 0;
+    for (name, bytes) in seeds() {
+        let committed = std::fs::read(dir.join(name)).unwrap();
+        assert_eq!(committed, bytes, "seed {name} is stale");
+        let outcome = exercise(&committed);
+        let decoded = outcome.to_host || outcome.to_peer || outcome.turn;
+        if name.starts_with("valid-") {
+            assert!(decoded, "{name}");
+            valid += 1;
+        } else {
+            assert!(!decoded, "{name}");
+            bad += 1;
+        }
+    }
+    assert_eq!((valid, bad), (6, 3));
+    // Every file in the directory (fuzzer finds included) replays cleanly.
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        exercise(&std::fs::read(entry.unwrap().path()).unwrap());
+    }
+}
