@@ -46,8 +46,10 @@ use crate::error::DemoError;
 pub const MAGIC: [u8; 8] = *b"SNAPDEMO";
 /// The `format` name of native demos in tools and JSON output.
 pub const FORMAT_NAME: &str = "native";
-/// The format version this build reads and writes.
-pub const VERSION: u16 = 1;
+/// The format version this build reads and writes. 2: native models build
+/// their codes from the counts plus a prior (`fields::model`), so a version 1
+/// file's snapshots would decode with other codes than they were written with.
+pub const VERSION: u16 = 2;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

@@ -242,7 +242,7 @@ fn an_unknown_version_is_a_clear_error() {
         error,
         DemoError::UnknownVersion {
             found: 7,
-            supported: 1
+            supported: demo::format::VERSION
         }
     ));
     assert!(error.to_string().contains("version 7"));
