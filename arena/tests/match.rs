@@ -43,9 +43,11 @@ fn assert_healthy(summary: &Summary) {
         // makes an error, and hits are rare in a few seconds.
         assert!(c.prediction_error_mean < 5.0, "{table}");
         assert!(c.prediction_samples > 0, "{table}");
-        // Commands go up packed and delta-coded: less than comes down.
+        // Commands go up packed and delta-coded: less than comes down. (Not
+        // for the silent bot: it hears nothing once it goes quiet, so its
+        // downstream rate over its whole life proves nothing.)
         assert!(
-            c.kbps_up < c.kbps_down,
+            c.status == PeerStatus::TimedOut || c.kbps_up < c.kbps_down,
             "{}: upstream above downstream\n{table}",
             c.name
         );
