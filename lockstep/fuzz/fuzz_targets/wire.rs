@@ -8,5 +8,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    lockstep::wire::exercise(data);
+    lockstep::fuzzing::exercise(data);
 });
