@@ -277,6 +277,18 @@ where
 
     fn reset_session(&mut self) {
         self.snap = snapshot::Client::new();
+        // Events still queued about the old session's gamestate and
+        // snapshots would send the game to a snapshot store that is now
+        // empty: the session they describe is gone, and the game learns so
+        // from the Reconnecting or Disconnected event that follows.
+        self.events.retain(|e| {
+            !matches!(
+                e,
+                ClientEvent::Snapshot { .. }
+                    | ClientEvent::Gamestate { .. }
+                    | ClientEvent::Configstring { .. }
+            )
+        });
         self.conn = None;
         self.epoch = None;
         self.full_requested = false;
