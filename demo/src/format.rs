@@ -297,6 +297,17 @@ impl Frame {
 /// Encodes the preamble, header and header checksum.
 pub fn encode_header(header: &DemoHeader) -> Result<Vec<u8>, DemoError> {
     header.validate()?;
+    encode_preamble(&MAGIC, VERSION, header)
+}
+
+/// The start of every file this crate writes (native and lockstep demos):
+/// `magic`, `version`, the postcard header's length, the header, and a
+/// CRC-32 of everything after the magic.
+pub(crate) fn encode_preamble<H: Serialize>(
+    magic: &[u8; 8],
+    version: u16,
+    header: &H,
+) -> Result<Vec<u8>, DemoError> {
     let body = postcard::to_allocvec(header).map_err(|e| DemoError::BadHeader {
         reason: format!("cannot encode: {e}"),
     })?;
@@ -306,11 +317,11 @@ pub fn encode_header(header: &DemoHeader) -> Result<Vec<u8>, DemoError> {
         });
     }
     let mut out = Vec::with_capacity(PREAMBLE_LEN + body.len() + 4);
-    out.extend_from_slice(&MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(magic);
+    out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&(body.len() as u32).to_le_bytes());
     out.extend_from_slice(&body);
-    let crc = crc32(&out[MAGIC.len()..]);
+    let crc = crc32(&out[magic.len()..]);
     out.extend_from_slice(&crc.to_le_bytes());
     Ok(out)
 }
@@ -327,50 +338,55 @@ pub fn decode_header(data: &[u8]) -> Result<(DemoHeader, usize), DemoError> {
             reason: "no native demo magic".into(),
         });
     }
+    let (header, records_start): (DemoHeader, usize) = decode_preamble(data, VERSION)?;
+    header.validate()?;
+    Ok((header, records_start))
+}
+
+/// Decodes a preamble [`encode_preamble`] wrote, once the caller has checked
+/// the magic: the header and the offset just past its checksum. Every
+/// length is checked before it is used, and the header's is capped.
+pub(crate) fn decode_preamble<H: serde::de::DeserializeOwned>(
+    data: &[u8],
+    version: u16,
+) -> Result<(H, usize), DemoError> {
     let short = || DemoError::BadHeader {
         reason: format!("the file ends inside the header ({} bytes)", data.len()),
     };
-    let version = u16::from_le_bytes(
-        data.get(8..10)
+    let word = |at: usize| -> Result<u32, DemoError> {
+        let bytes: [u8; 4] = data
+            .get(at..at + 4)
             .ok_or_else(short)?
             .try_into()
-            .map_err(|_| short())?,
-    );
-    if version != VERSION {
+            .map_err(|_| short())?;
+        Ok(u32::from_le_bytes(bytes))
+    };
+    let found = u16::from_le_bytes([
+        *data.get(8).ok_or_else(short)?,
+        *data.get(9).ok_or_else(short)?,
+    ]);
+    if found != version {
         return Err(DemoError::UnknownVersion {
-            found: version,
-            supported: VERSION,
+            found,
+            supported: version,
         });
     }
-    let len_bytes: [u8; 4] = data
-        .get(10..14)
-        .ok_or_else(short)?
-        .try_into()
-        .map_err(|_| short())?;
-    let len = u32::from_le_bytes(len_bytes) as usize;
+    let len = word(10)? as usize;
     if len > MAX_HEADER_LEN {
         return Err(DemoError::BadHeader {
             reason: format!("header length {len} exceeds the limit of {MAX_HEADER_LEN}"),
         });
     }
-    let body = data
-        .get(PREAMBLE_LEN..PREAMBLE_LEN + len)
-        .ok_or_else(short)?;
     let crc_at = PREAMBLE_LEN + len;
-    let crc_bytes: [u8; 4] = data
-        .get(crc_at..crc_at + 4)
-        .ok_or_else(short)?
-        .try_into()
-        .map_err(|_| short())?;
-    if crc32(&data[MAGIC.len()..crc_at]) != u32::from_le_bytes(crc_bytes) {
+    let body = data.get(PREAMBLE_LEN..crc_at).ok_or_else(short)?;
+    if crc32(&data[MAGIC.len()..crc_at]) != word(crc_at)? {
         return Err(DemoError::BadHeader {
             reason: "header checksum mismatch".into(),
         });
     }
-    let header: DemoHeader = postcard::from_bytes(body).map_err(|e| DemoError::BadHeader {
+    let header = postcard::from_bytes(body).map_err(|e| DemoError::BadHeader {
         reason: format!("cannot decode: {e}"),
     })?;
-    header.validate()?;
     Ok((header, crc_at + 4))
 }
 

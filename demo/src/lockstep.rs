@@ -38,8 +38,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::DemoError;
 use crate::format::{
-    crc32, crc32_update, Frame, END_PAYLOAD_LEN, FRAME_LEN, MAX_HEADER_LEN, MAX_RECORD_LEN,
-    TRAILER_LEN,
+    crc32, crc32_update, decode_preamble, encode_preamble, Frame, END_PAYLOAD_LEN, FRAME_LEN,
+    MAX_RECORD_LEN, TRAILER_LEN,
 };
 
 /// The first bytes of every lockstep recording.
@@ -48,7 +48,6 @@ pub const LOCKSTEP_MAGIC: [u8; 8] = *b"LOCKDEMO";
 pub const LOCKSTEP_FORMAT_NAME: &str = "lockstep";
 /// The format version this build reads and writes.
 pub const LOCKSTEP_VERSION: u16 = 1;
-const PREAMBLE_LEN: usize = LOCKSTEP_MAGIC.len() + 2 + 4;
 const INDEX_KIND: u8 = 0xFE;
 const END_KIND: u8 = 0xFF;
 
@@ -139,21 +138,7 @@ impl<W: Write> LockstepRecorder<W> {
         if header.keyframe_interval == 0 {
             return Err(DemoError::Refused("keyframe interval 0".into()));
         }
-        let body = postcard::to_allocvec(&header).map_err(|e| DemoError::BadHeader {
-            reason: format!("cannot encode: {e}"),
-        })?;
-        if body.len() > MAX_HEADER_LEN {
-            return Err(DemoError::BadHeader {
-                reason: format!("{} bytes exceed the limit of {MAX_HEADER_LEN}", body.len()),
-            });
-        }
-        let mut out = Vec::with_capacity(PREAMBLE_LEN + body.len() + 4);
-        out.extend_from_slice(&LOCKSTEP_MAGIC);
-        out.extend_from_slice(&LOCKSTEP_VERSION.to_le_bytes());
-        out.extend_from_slice(&(body.len() as u32).to_le_bytes());
-        out.extend_from_slice(&body);
-        let crc = crc32(&out[LOCKSTEP_MAGIC.len()..]);
-        out.extend_from_slice(&crc.to_le_bytes());
+        let out = encode_preamble(&LOCKSTEP_MAGIC, LOCKSTEP_VERSION, &header)?;
         writer.write_all(&out)?;
         Ok(LockstepRecorder {
             writer,
@@ -293,44 +278,8 @@ impl<'a> LockstepReader<'a> {
                 reason: "no lockstep recording magic".into(),
             });
         }
-        let short = || DemoError::BadHeader {
-            reason: format!("the file ends inside the header ({} bytes)", data.len()),
-        };
-        let word = |at: usize| -> Result<u32, DemoError> {
-            let bytes: [u8; 4] = data
-                .get(at..at + 4)
-                .ok_or_else(short)?
-                .try_into()
-                .map_err(|_| short())?;
-            Ok(u32::from_le_bytes(bytes))
-        };
-        let version = u16::from_le_bytes([
-            *data.get(8).ok_or_else(short)?,
-            *data.get(9).ok_or_else(short)?,
-        ]);
-        if version != LOCKSTEP_VERSION {
-            return Err(DemoError::UnknownVersion {
-                found: version,
-                supported: LOCKSTEP_VERSION,
-            });
-        }
-        let len = word(10)? as usize;
-        if len > MAX_HEADER_LEN {
-            return Err(DemoError::BadHeader {
-                reason: format!("header length {len} exceeds the limit of {MAX_HEADER_LEN}"),
-            });
-        }
-        let crc_at = PREAMBLE_LEN + len;
-        let body = data.get(PREAMBLE_LEN..crc_at).ok_or_else(short)?;
-        if crc32(&data[LOCKSTEP_MAGIC.len()..crc_at]) != word(crc_at)? {
-            return Err(DemoError::BadHeader {
-                reason: "header checksum mismatch".into(),
-            });
-        }
-        let header: LockstepHeader =
-            postcard::from_bytes(body).map_err(|e| DemoError::BadHeader {
-                reason: format!("cannot decode: {e}"),
-            })?;
+        let (header, records_start): (LockstepHeader, usize) =
+            decode_preamble(data, LOCKSTEP_VERSION)?;
         if header.keyframe_interval == 0 || header.settings.sync_interval == 0 {
             return Err(DemoError::BadHeader {
                 reason: "keyframe or sync interval 0".into(),
@@ -339,7 +288,7 @@ impl<'a> LockstepReader<'a> {
         Ok(LockstepReader {
             data,
             header,
-            records_start: crc_at + 4,
+            records_start,
         })
     }
 
