@@ -524,3 +524,146 @@ pub fn sealed(data: &[u8]) -> Vec<HandleOutcome> {
     }
     seen
 }
+
+/// Bodies of the byte-level targets (`datagram`, `reassembly`, `status`):
+/// each takes the raw fuzz input and panics on a broken invariant.
+pub mod bytes {
+    /// Arbitrary datagrams into a server endpoint that has one established
+    /// connection, so the data path (sequence window, ack processing, chunk
+    /// parsing, reassembly, decompression) is reached as well as the handshake
+    /// parser. Nothing may panic; memory stays bounded by the configured limits.
+    pub fn datagram(data: &[u8]) {
+        use crate::testing::Pair;
+        use crate::{Event, MAX_DATAGRAM};
+        use std::time::{Duration, Instant};
+        const CLIENT_ID: u32 = 0x1234_5678;
+        let pair = Pair::connected(Instant::now(), Pair::options(CLIENT_ID, false, true), None)
+            .expect("handshake");
+        let (mut server, mut now, caddr) = (pair.server, pair.now, pair.client_addr);
+        let mut buf = [0u8; MAX_DATAGRAM];
+        // Input: a sequence of [len u16][bytes] datagrams.
+        let mut rest = data;
+        while rest.len() >= 2 {
+            let len = u16::from_le_bytes([rest[0], rest[1]]) as usize % 1500;
+            rest = &rest[2..];
+            let take = len.min(rest.len());
+            let mut datagram = rest[..take].to_vec();
+            rest = &rest[take..];
+            // Aim data datagrams at the live connection so the deep path is fuzzed.
+            if datagram.len() >= 5 && datagram[0] >> 4 == 6 {
+                datagram[1..5].copy_from_slice(&CLIENT_ID.to_le_bytes());
+            }
+            now += Duration::from_millis(3);
+            server.handle(now, caddr, &datagram);
+            server.handle_timeout(now);
+            while server.poll_transmit(now, &mut buf).is_some() {}
+            while let Some(e) = server.poll_event() {
+                if let Event::Message { data, .. } | Event::State { data, .. } = e {
+                    assert!(data.len() <= 16 * 1024);
+                }
+            }
+        }
+    }
+
+    /// Arbitrary fragment sequences into the reassembler (both policies), and
+    /// arbitrary bytes through the chunk parser and the decompressor.
+    pub fn reassembly(data: &[u8]) {
+        use crate::compress::{Compressor, HuffmanCompressor};
+        use crate::fragment::{Inserted, Policy, Reassembler, ReassemblyLimits};
+        use crate::packet::Chunks;
+        use crate::pool::BufPool;
+        let limits = ReassemblyLimits {
+            max_message: 16 * 1024,
+            max_partials: 8,
+            max_bytes: 64 * 1024,
+        };
+        let mut r = Reassembler::new(limits);
+        let mut pool = BufPool::default();
+        // Input: records of [id u8][total u16][offset u16][len u8][policy u8] then `len` bytes.
+        let mut rest = data;
+        while rest.len() >= 7 {
+            let id = rest[0] as u64;
+            let total = u16::from_le_bytes([rest[1], rest[2]]) as u32;
+            let offset = u16::from_le_bytes([rest[3], rest[4]]) as u32;
+            let len = rest[5] as usize;
+            let policy = match rest[6] % 3 {
+                0 => Policy::Refuse,
+                1 => Policy::EvictOldest,
+                _ => Policy::Exempt,
+            };
+            rest = &rest[7..];
+            let take = len.min(rest.len());
+            let frag = &rest[..take];
+            rest = &rest[take..];
+            if let Ok(Inserted::Complete(m)) = r.insert(id, total, offset, frag, policy, &mut pool)
+            {
+                assert_eq!(m.len() as u32, total);
+                pool.give(m);
+            }
+            if policy != Policy::Exempt {
+                assert!(r.partial_count() <= limits.max_partials + 64);
+            }
+        }
+        for chunk in Chunks::new(data) {
+            if chunk.is_err() {
+                break;
+            }
+        }
+        let mut out = [0u8; 1400];
+        if let Ok(n) = HuffmanCompressor::quake3().decompress(data, &mut out) {
+            assert!(n <= out.len());
+        }
+    }
+
+    /// Status requests and replies: arbitrary bytes, and valid packets with one
+    /// byte changed, into both parsers and a server endpoint. Nothing may panic,
+    /// whatever parses re-encodes to the same bytes, and no reply the endpoint
+    /// sends is larger than the request that caused it.
+    pub fn status(data: &[u8]) {
+        use crate::status::{StatusReply, StatusRequest};
+        use crate::{Endpoint, EndpointConfig, MAX_DATAGRAM};
+        use std::net::SocketAddr;
+        use std::time::{Duration, Instant};
+        let Some((&head, rest)) = data.split_first() else {
+            return;
+        };
+        let mut datagram = rest.to_vec();
+        // Half the inputs start from a valid request padded to the input's
+        // length, then flip the byte the input names, so the deep checks
+        // (version, padding) are reached.
+        if head & 1 == 0 {
+            let mut buf = [0u8; MAX_DATAGRAM];
+            let n = StatusRequest::new(u32::from(head), rest.len())
+                .write(&mut buf)
+                .unwrap();
+            datagram = buf[..n].to_vec();
+            if let Some(&pos) = rest.first() {
+                let i = pos as usize % n;
+                datagram[i] ^= rest.get(1).copied().unwrap_or(1);
+            }
+        }
+        let mut out = [0u8; MAX_DATAGRAM];
+        if let Ok(req) = StatusRequest::parse(&datagram) {
+            let n = req.write(&mut out).unwrap();
+            assert_eq!(&out[..n], &datagram[..]);
+        }
+        if let Ok(reply) = StatusReply::parse(&datagram) {
+            let n = reply.write(&mut out).unwrap();
+            assert_eq!(&out[..n], &datagram[..]);
+        }
+        let now = Instant::now();
+        let mut server = Endpoint::new(
+            EndpointConfig {
+                secret: [3; 32],
+                ..EndpointConfig::server()
+            },
+            now,
+        );
+        server.set_status(&rest[..rest.len().min(300)]).unwrap();
+        let from = SocketAddr::from(([127, 0, 0, 1], 9));
+        server.handle(now + Duration::from_millis(1), from, &datagram);
+        while let Some(t) = server.poll_transmit(now, &mut out) {
+            assert!(t.len <= datagram.len());
+        }
+    }
+}

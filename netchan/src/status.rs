@@ -81,9 +81,18 @@ impl StatusRequest {
             return Err(DecodeError::Oversized(len));
         }
         let mut r = Reader::new(datagram);
-        let ty = r.u8("packet type")? >> 4;
-        if ty != TYPE_STATUS_REQUEST {
-            return Err(DecodeError::UnknownPacketType(ty));
+        let first = r.u8("packet type")?;
+        if first >> 4 != TYPE_STATUS_REQUEST {
+            return Err(DecodeError::UnknownPacketType(first >> 4));
+        }
+        // Status packets carry no flags: a set low nibble is damage, and
+        // refusing it keeps the encoding canonical (what parses re-encodes
+        // to the same bytes).
+        if first & 0x0F != 0 {
+            return Err(DecodeError::BadValue {
+                what: "status packet flags",
+                value: u32::from(first & 0x0F),
+            });
         }
         if r.array::<4>("magic")? != MAGIC {
             return Err(DecodeError::BadMagic);
@@ -184,9 +193,18 @@ impl<'a> StatusReply<'a> {
             return Err(DecodeError::Oversized(datagram.len()));
         }
         let mut r = Reader::new(datagram);
-        let ty = r.u8("packet type")? >> 4;
-        if ty != TYPE_STATUS_REPLY {
-            return Err(DecodeError::UnknownPacketType(ty));
+        let first = r.u8("packet type")?;
+        if first >> 4 != TYPE_STATUS_REPLY {
+            return Err(DecodeError::UnknownPacketType(first >> 4));
+        }
+        // Status packets carry no flags: a set low nibble is damage, and
+        // refusing it keeps the encoding canonical (what parses re-encodes
+        // to the same bytes).
+        if first & 0x0F != 0 {
+            return Err(DecodeError::BadValue {
+                what: "status packet flags",
+                value: u32::from(first & 0x0F),
+            });
         }
         if r.array::<4>("magic")? != MAGIC {
             return Err(DecodeError::BadMagic);
