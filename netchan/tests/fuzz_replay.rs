@@ -45,13 +45,16 @@ fn seeds_and_past_crashes_replay() {
     }
 }
 
+/// A byte-level target's body.
+type ByteBody = fn(&[u8]);
+
 /// The byte-level targets: their seeds and past crashes replay without a
 /// panic (the status regression is a request whose flag nibble was set,
 /// which the parser once accepted and re-encoded differently).
 #[test]
 fn byte_level_seeds_and_past_crashes_replay() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
-    let targets: [(&str, fn(&[u8])); 3] = [
+    let targets: [(&str, ByteBody); 3] = [
         ("datagram", fuzzing::bytes::datagram),
         ("reassembly", fuzzing::bytes::reassembly),
         ("status", fuzzing::bytes::status),
