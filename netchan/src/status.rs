@@ -64,6 +64,32 @@ pub struct StatusRequest {
     pub len: usize,
 }
 
+/// A reader past the common start of a status packet of type `ty`: the
+/// size limit, the type nibble, no flags, and the magic.
+fn open_status_packet(datagram: &[u8], ty: u8) -> Result<Reader<'_>, DecodeError> {
+    if datagram.len() > MAX_DATAGRAM {
+        return Err(DecodeError::Oversized(datagram.len()));
+    }
+    let mut r = Reader::new(datagram);
+    let first = r.u8("packet type")?;
+    if first >> 4 != ty {
+        return Err(DecodeError::UnknownPacketType(first >> 4));
+    }
+    // Status packets carry no flags: a set low nibble is damage, and
+    // refusing it keeps the encoding canonical (what parses re-encodes
+    // to the same bytes).
+    if first & 0x0F != 0 {
+        return Err(DecodeError::BadValue {
+            what: "status packet flags",
+            value: u32::from(first & 0x0F),
+        });
+    }
+    if r.array::<4>("magic")? != MAGIC {
+        return Err(DecodeError::BadMagic);
+    }
+    Ok(r)
+}
+
 impl StatusRequest {
     /// A request padded to `len`, clamped to the valid range.
     pub fn new(nonce: u32, len: usize) -> Self {
@@ -77,26 +103,7 @@ impl StatusRequest {
     /// that the padding is zeros.
     pub fn parse(datagram: &[u8]) -> Result<Self, DecodeError> {
         let len = datagram.len();
-        if len > MAX_DATAGRAM {
-            return Err(DecodeError::Oversized(len));
-        }
-        let mut r = Reader::new(datagram);
-        let first = r.u8("packet type")?;
-        if first >> 4 != TYPE_STATUS_REQUEST {
-            return Err(DecodeError::UnknownPacketType(first >> 4));
-        }
-        // Status packets carry no flags: a set low nibble is damage, and
-        // refusing it keeps the encoding canonical (what parses re-encodes
-        // to the same bytes).
-        if first & 0x0F != 0 {
-            return Err(DecodeError::BadValue {
-                what: "status packet flags",
-                value: u32::from(first & 0x0F),
-            });
-        }
-        if r.array::<4>("magic")? != MAGIC {
-            return Err(DecodeError::BadMagic);
-        }
+        let mut r = open_status_packet(datagram, TYPE_STATUS_REQUEST)?;
         if len < STATUS_REQUEST_MIN_LEN {
             return Err(DecodeError::BadLength {
                 what: "status request",
@@ -189,26 +196,7 @@ impl<'a> StatusReply<'a> {
 
     /// Parses a status reply, checking magic, kind and exact length.
     pub fn parse(datagram: &'a [u8]) -> Result<Self, DecodeError> {
-        if datagram.len() > MAX_DATAGRAM {
-            return Err(DecodeError::Oversized(datagram.len()));
-        }
-        let mut r = Reader::new(datagram);
-        let first = r.u8("packet type")?;
-        if first >> 4 != TYPE_STATUS_REPLY {
-            return Err(DecodeError::UnknownPacketType(first >> 4));
-        }
-        // Status packets carry no flags: a set low nibble is damage, and
-        // refusing it keeps the encoding canonical (what parses re-encodes
-        // to the same bytes).
-        if first & 0x0F != 0 {
-            return Err(DecodeError::BadValue {
-                what: "status packet flags",
-                value: u32::from(first & 0x0F),
-            });
-        }
-        if r.array::<4>("magic")? != MAGIC {
-            return Err(DecodeError::BadMagic);
-        }
+        let mut r = open_status_packet(datagram, TYPE_STATUS_REPLY)?;
         let nonce = r.u32("status reply")?;
         let kind = r.u8("status reply")?;
         let len = r.u16("status reply")?;
