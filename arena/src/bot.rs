@@ -44,6 +44,24 @@ pub struct Intent {
     pub say: Option<&'static str>,
 }
 
+impl Intent {
+    /// The command that carries this intent for `msec` milliseconds (one
+    /// conversion for the session's bots, the lockstep bots and the model
+    /// trainer's game).
+    pub fn command(&self, msec: u8) -> crate::protocol::Command {
+        use crate::protocol::buttons;
+        crate::protocol::Command {
+            msec,
+            buttons: if self.fire { buttons::FIRE } else { 0 }
+                | if self.jump { buttons::JUMP } else { 0 },
+            forward: self.forward,
+            right: self.right,
+            yaw: self.yaw,
+            pitch: self.pitch,
+        }
+    }
+}
+
 /// What a bot knows about itself this frame.
 #[derive(Debug, Clone, Copy)]
 pub struct SelfView<'a> {

@@ -20,7 +20,7 @@ use crate::bot::{Bot, SelfView};
 use crate::interp::{interpolate, RenderEntity, ServerClock};
 use crate::physics::Map;
 use crate::predict::Predictor;
-use crate::protocol::{buttons, ClientMessage, Command, EntityState, PlayerState, ServerMessage};
+use crate::protocol::{ClientMessage, Command, EntityState, PlayerState, ServerMessage};
 use crate::transport::{Meter, Net};
 
 /// The session client of the arena's types.
@@ -473,15 +473,7 @@ impl GameClient {
         // longer gap is the client's own stall and is not made up).
         let msec = msec.min(crate::protocol::MAX_COMMAND_MSEC as u64) as u8;
         self.last_command_ms = local;
-        let command = Command {
-            msec,
-            buttons: if intent.fire { buttons::FIRE } else { 0 }
-                | if intent.jump { buttons::JUMP } else { 0 },
-            forward: intent.forward,
-            right: intent.right,
-            yaw: intent.yaw,
-            pitch: intent.pitch,
-        };
+        let command = intent.command(msec);
         match self.session.command(command) {
             Ok(number) => {
                 self.stats.commands += 1;

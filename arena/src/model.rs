@@ -22,7 +22,7 @@ use fields::{DeltaContext, Fields, NetFields};
 use crate::bot::{Bot, SelfView};
 use crate::interp::RenderEntity;
 use crate::physics::Map;
-use crate::protocol::{buttons, Command, EntityState, PlayerState};
+use crate::protocol::{EntityState, PlayerState};
 use crate::world::{World, ENTITY_LIMIT, ITEM_BASE, PROJECTILE_BASE, PROJECTILE_SLOTS};
 
 /// The committed models.
@@ -172,15 +172,7 @@ pub fn train(seconds: u32, players: u8, seed: u64) -> ArenaModels {
                 };
                 let intent = bots[slot as usize].think(me, &view, &map);
                 seqs[slot as usize] += 1;
-                let command = Command {
-                    msec,
-                    buttons: if intent.fire { buttons::FIRE } else { 0 }
-                        | if intent.jump { buttons::JUMP } else { 0 },
-                    forward: intent.forward,
-                    right: intent.right,
-                    yaw: intent.yaw,
-                    pitch: intent.pitch,
-                };
+                let command = intent.command(msec);
                 world.apply_command(slot, seqs[slot as usize], &command);
             }
         }

@@ -29,7 +29,7 @@ use crate::error::Error;
 use crate::interp::RenderEntity;
 use crate::lockstep::sim::ArenaSim;
 use crate::lockstep::summary::{Desync, LockstepClient, LockstepSummary};
-use crate::protocol::{buttons, kind, Command, MAX_COMMAND_MSEC};
+use crate::protocol::{kind, MAX_COMMAND_MSEC};
 use crate::transport::{Net, Network, TransportKind};
 use crate::world::ITEM_BASE;
 
@@ -435,15 +435,7 @@ fn issue_commands<T: Transport>(seat: &mut Seat<T>, steps: u32, step_ms: u32, no
     let msec = (total_ms / count).min(MAX_COMMAND_MSEC as u32) as u8;
     for _ in 0..count {
         seat.seq += 1;
-        let command = Command {
-            msec,
-            buttons: if intent.fire { buttons::FIRE } else { 0 }
-                | if intent.jump { buttons::JUMP } else { 0 },
-            forward: intent.forward,
-            right: intent.right,
-            yaw: intent.yaw,
-            pitch: intent.pitch,
-        };
+        let command = intent.command(msec);
         let bytes = crate::lockstep::command::encode(seat.seq, &command);
         if seat.node.peer_mut().issue(now, &bytes).is_err() {
             // The set is full; the bot's later commands wait a turn.
