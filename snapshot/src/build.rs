@@ -22,12 +22,13 @@ use crate::checksum::{state_hash, SyncChecksum};
 use crate::config::{MAX_DELTA_DISTANCE, RING_SIZE};
 use crate::entity_cache::{EntityCache, SPAWN_BASE};
 use crate::error::ServerError;
-use crate::frame_store::StateSlab;
+use crate::frame_store::{Frame, StateSlab};
 use crate::gamestate::Gamestate;
+use crate::list_cache::ListCache;
 use crate::message::SnapshotHeader;
 use crate::rate::RateDecision;
 use crate::scope::{sanitize, Scope};
-use crate::server::{normalize, ClientId, Server};
+use crate::server::{normalize, ClientId, Sent, Server};
 
 /// Priority of always-in-scope entities: ahead of every scoped one.
 const ALWAYS: f32 = f32::INFINITY;
@@ -101,6 +102,7 @@ pub(crate) struct Work<P> {
     ops: Vec<Op>,
     order: Vec<u32>,
     pub cache: EntityCache,
+    lists: ListCache,
     _player: std::marker::PhantomData<P>,
 }
 
@@ -116,6 +118,7 @@ impl<P> Work<P> {
             ops: Vec::with_capacity(limit as usize),
             order: Vec::with_capacity(limit as usize),
             cache: EntityCache::new(limit),
+            lists: ListCache::new(limit),
             _player: std::marker::PhantomData,
         }
     }
@@ -138,6 +141,14 @@ impl<P> Work<P> {
             + self.ops.capacity() * std::mem::size_of::<Op>()
             + self.order.capacity() * std::mem::size_of::<u32>()
             + self.cache.memory_bytes()
+            + self.lists.memory_bytes()
+    }
+
+    /// Forgets every cached encoding: state references and baselines may
+    /// mean something else from now on.
+    pub(crate) fn forget_encodings(&mut self) {
+        self.cache.invalidate();
+        self.lists.invalidate();
     }
 }
 
@@ -272,6 +283,51 @@ fn resolve(overrides: &[(u32, u32)], cursor: &mut usize, table: &[u32], number: 
     }
 }
 
+/// The updates from the base's held set (`held`: the base and its frame;
+/// `None` for a full update) to the view `want` of `frame`, in number order:
+/// added, changed (the held state reference differs) and removed entities.
+fn merge<P>(
+    ops: &mut Vec<Op>,
+    want: &Bitset,
+    priority: &[f32],
+    accum: &[f32],
+    held: Option<(&Sent<P>, &Frame)>,
+    frame: &Frame,
+) {
+    let mut cursor = 0;
+    for (word_index, &want_word) in want.words().iter().enumerate() {
+        let base_word = held.map_or(0, |(sent, _)| sent.visible.words()[word_index]);
+        for bit in Ones(base_word | want_word) {
+            let number = word_index as u32 * 64 + bit;
+            let mask = 1u64 << bit;
+            let new = frame.table[number as usize];
+            let (kind, held_state) = match (base_word & mask != 0, want_word & mask != 0) {
+                (true, true) => {
+                    let Some((sent, base_frame)) = held else {
+                        continue;
+                    };
+                    let state = resolve(&sent.overrides, &mut cursor, &base_frame.table, number);
+                    if state == new {
+                        continue;
+                    }
+                    (OpKind::Changed, state)
+                }
+                (true, false) => (OpKind::Removed, 0),
+                _ => (OpKind::Added, 0),
+            };
+            ops.push(Op {
+                number,
+                kind,
+                base: held_state,
+                new,
+                cost: 0,
+                priority: priority[number as usize] + accum[number as usize],
+                include: true,
+            });
+        }
+    }
+}
+
 fn end_marker_bits(codec: Codec) -> usize {
     let mut buf = [0u8; 8];
     let mut writer = BitWriter::new(&mut buf);
@@ -369,44 +425,35 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             work.priority[number as usize] = priority;
         }
 
-        // 4. Merge with the base's held set.
+        // 4. The updates: another client's identical list of this frame,
+        // else a merge of the base's held set with the view.
         let base = base_index.map(|index| &slot.ring[index]);
-        let base_frame = match base {
-            Some(sent) => Some(store.frame(sent.frame).ok_or(ServerError::NoFrame)?),
+        let held = match base {
+            Some(sent) => Some((sent, store.frame(sent.frame).ok_or(ServerError::NoFrame)?)),
             None => None,
         };
+        let context = DeltaContext {
+            elapsed_ms: base.map_or(0, |sent| now.wrapping_sub(sent.time) as i32),
+        };
+        // A base holding left-out changes gives a list of its own.
+        let shareable = base.is_none_or(|sent| sent.overrides.is_empty());
+        let list_key = (base.map(|sent| sent.frame), base.map(|sent| &sent.visible));
+        let cached = if shareable {
+            work.lists
+                .lookup(list_key.0, list_key.1, context.elapsed_ms, &work.want)
+        } else {
+            None
+        };
         work.ops.clear();
-        let mut cursor = 0;
-        for (word_index, &want_word) in work.want.words().iter().enumerate() {
-            let base_word = base.map_or(0, |sent| sent.visible.words()[word_index]);
-            for bit in Ones(base_word | want_word) {
-                let number = word_index as u32 * 64 + bit;
-                let mask = 1u64 << bit;
-                let new = frame.table[number as usize];
-                let (kind, held) = match (base_word & mask != 0, want_word & mask != 0) {
-                    (true, true) => {
-                        let (Some(sent), Some(base_frame)) = (base, base_frame) else {
-                            continue;
-                        };
-                        let held = resolve(&sent.overrides, &mut cursor, &base_frame.table, number);
-                        if held == new {
-                            continue;
-                        }
-                        (OpKind::Changed, held)
-                    }
-                    (true, false) => (OpKind::Removed, 0),
-                    _ => (OpKind::Added, 0),
-                };
-                work.ops.push(Op {
-                    number,
-                    kind,
-                    base: held,
-                    new,
-                    cost: 0,
-                    priority: work.priority[number as usize] + slot.accum[number as usize],
-                    include: true,
-                });
-            }
+        if cached.is_none() {
+            merge(
+                &mut work.ops,
+                &work.want,
+                &work.priority,
+                &slot.accum,
+                held,
+                frame,
+            );
         }
 
         // 5. Encode everything; if over budget, select by priority and encode again.
@@ -425,9 +472,6 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         let hard_bits = max_bytes as usize * 8;
         let budget_bits = (budget as usize * 8).min(hard_bits);
         let tail_bits = end_marker_bits(codec) + if has_checksum { 32 } else { 0 };
-        let context = DeltaContext {
-            elapsed_ms: base.map_or(0, |sent| now.wrapping_sub(sent.time) as i32),
-        };
         let emitter = Emitter {
             codec,
             context,
@@ -438,9 +482,12 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         let Work {
             buf,
             measure,
+            want,
+            priority,
             ops,
             order,
             cache,
+            lists,
             ..
         } = work;
         let buf = &mut buf[..max_bytes as usize];
@@ -457,8 +504,33 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             Err(error) => return Err(error.into()),
         }
         let prefix_bits = writer.bits_written();
-        let all_fit = prefix_bits + tail_bits <= budget_bits
-            && emitter.write_ops(cache, &mut writer, ops, Some(budget_bits - tail_bits))?;
+        let shared =
+            cached.filter(|hit| prefix_bits + hit.bits as usize + tail_bits <= budget_bits);
+        let all_fit = if let Some(hit) = shared {
+            lists.copy_to(hit, &mut writer)?;
+            true
+        } else {
+            if cached.is_some() {
+                // The shared list was over this client's budget: select from
+                // the updates themselves.
+                merge(ops, want, priority, &slot.accum, held, frame);
+            }
+            let fit = prefix_bits + tail_bits <= budget_bits
+                && emitter.write_ops(cache, &mut writer, ops, Some(budget_bits - tail_bits))?;
+            if fit && shareable {
+                lists.store(
+                    list_key.0,
+                    list_key.1,
+                    context.elapsed_ms,
+                    want,
+                    ops.len() as u32,
+                    writer.written(),
+                    prefix_bits,
+                    writer.bits_written(),
+                )?;
+            }
+            fit
+        };
         let mut deferred = 0;
         if !all_fit {
             let mut mandatory = prefix_bits + tail_bits;
@@ -504,7 +576,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         // 6. What the client will hold: the view, less left-out additions,
         // with left-out changes held at their old state.
         let record = &mut slot.spare;
-        record.visible.copy_from(&work.want);
+        record.visible.copy_from(want);
         record.overrides.clear();
         for op in ops.iter().filter(|op| !op.include) {
             match op.kind {
@@ -529,7 +601,10 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
 
         let base_sequence = base.map(|sent| sent.sequence);
         let held = record.visible.len() as u32;
-        let written = ops.iter().filter(|op| op.include).count() as u32;
+        let written = match shared {
+            Some(hit) => hit.written,
+            None => ops.iter().filter(|op| op.include).count() as u32,
+        };
         record.sequence = sequence;
         record.frame = frame_number;
         record.time = now;

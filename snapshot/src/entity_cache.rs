@@ -11,7 +11,7 @@
 //! frame, and the cache is emptied when a frame is committed (the only time
 //! state references are reused), so a hit is always the exact encoding.
 
-use fields::{BitError, BitReader, BitSink, BitSource, BitWriter};
+use fields::{BitError, BitSink};
 
 /// Base key of an entity new to the client: its spawn baseline, or the
 /// zeroed dummy when it has none (the same for every client).
@@ -30,6 +30,7 @@ struct Entry {
     new: u32,
     last: u32,
     start: u32,
+    lead: u8,
     bits: u32,
     written: bool,
 }
@@ -38,6 +39,7 @@ struct Entry {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Hit {
     start: u32,
+    lead: u8,
     bits: u32,
     /// What `write_entity` returned.
     pub written: bool,
@@ -97,6 +99,7 @@ impl EntityCache {
                 && e.last == last)
                 .then_some(Hit {
                     start: e.start,
+                    lead: e.lead,
                     bits: e.bits,
                     written: e.written,
                 })
@@ -120,16 +123,9 @@ impl EntityCache {
         let Some(ways) = self.entries.get_mut(number as usize) else {
             return Ok(());
         };
-        let start = self.arena.len();
-        let bits = to - from;
-        self.arena.resize(start + bits.div_ceil(8), 0);
-        let mut reader = BitReader::new(source);
-        reader.skip(from as u32)?;
-        copy_bits(
-            &mut reader,
-            &mut BitWriter::new(&mut self.arena[start..]),
-            bits,
-        )?;
+        let Some((start, lead)) = keep_bytes(&mut self.arena, source, from, to) else {
+            return Ok(());
+        };
         let way = &mut self.next_way[number as usize];
         ways[*way as usize] = Entry {
             stamp: self.stamp,
@@ -137,8 +133,9 @@ impl EntityCache {
             base,
             new,
             last: last.unwrap_or(NO_LAST),
-            start: start as u32,
-            bits: bits as u32,
+            start,
+            lead,
+            bits: (to - from) as u32,
             written,
         };
         *way = (*way + 1) % WAYS as u8;
@@ -149,8 +146,7 @@ impl EntityCache {
     #[inline]
     pub fn copy_to<S: BitSink + ?Sized>(&self, hit: Hit, sink: &mut S) -> Result<(), BitError> {
         let bytes = &self.arena[hit.start as usize..];
-        let mut reader = BitReader::with_bit_len(bytes, hit.bits as usize);
-        copy_bits(&mut reader, sink, hit.bits as usize)
+        sink.put_bit_slice(bytes, usize::from(hit.lead), hit.bits as usize)
     }
 
     /// Bytes allocated.
@@ -161,23 +157,27 @@ impl EntityCache {
     }
 }
 
-/// Moves `bits` bits from `source` to `sink`, 32 at a time.
-fn copy_bits<R: BitSource + ?Sized, S: BitSink + ?Sized>(
-    source: &mut R,
-    sink: &mut S,
-    mut bits: usize,
-) -> Result<(), BitError> {
-    while bits > 0 {
-        let take = bits.min(32) as u32;
-        sink.put_bits(source.get_bits(take)?, take)?;
-        bits -= take as usize;
-    }
-    Ok(())
+/// Appends the bytes of `source` that hold bits `from..to` to `arena`, as
+/// they are: a plain byte copy, with the bit offset of `from` in the first
+/// byte (the lead) kept beside it. Returns the copy's start and lead, or
+/// `None` when the range is not inside `source` (never for a message the
+/// caller just wrote).
+pub(crate) fn keep_bytes(
+    arena: &mut Vec<u8>,
+    source: &[u8],
+    from: usize,
+    to: usize,
+) -> Option<(u32, u8)> {
+    let bytes = source.get(from / 8..to.div_ceil(8))?;
+    let start = u32::try_from(arena.len()).ok()?;
+    arena.extend_from_slice(bytes);
+    Some((start, (from % 8) as u8))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fields::{BitReader, BitSource, BitWriter};
 
     #[test]
     fn a_hit_reproduces_the_stored_bits_at_any_alignment() {

@@ -128,6 +128,7 @@ mod frame_store;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gamestate;
+mod list_cache;
 pub mod message;
 mod rate;
 pub mod received;

@@ -381,7 +381,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         }
         let state = state.map(|s| normalize(&s, &self.zero_entity));
         self.gamestate.set_baseline(number, state);
-        self.work.cache.invalidate();
+        self.work.forget_encodings();
         Ok(())
     }
 
@@ -444,7 +444,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             frame.push(slab, index as u32, entity.stored, entity.always);
         }
         self.store.push(frame);
-        self.work.cache.invalidate();
+        self.work.forget_encodings();
         Ok(number)
     }
 
