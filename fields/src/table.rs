@@ -9,6 +9,16 @@ use crate::schema::Schema;
 /// Most fields a networked struct may declare (Quake 3's `lc` is a byte).
 pub const MAX_FIELDS: usize = 255;
 
+/// A set of field indices: bit `i % 64` of word `i / 64` for field `i`.
+pub type FieldSet = [u64; MAX_FIELDS.div_ceil(64)];
+
+/// Whether field `field` is in `set`.
+#[inline]
+pub fn field_in(set: &FieldSet, field: usize) -> bool {
+    set.get(field / 64)
+        .is_some_and(|word| word & (1 << (field % 64)) != 0)
+}
+
 /// One field of a networked struct, as declared with [`net_struct!`](crate::net_struct).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FieldDesc {
@@ -96,6 +106,33 @@ pub trait Fields: Clone {
         (0..self.field_count()).any(|field| self.field_differs(other, field))
     }
 
+    /// A copy holding exactly what the wire keeps (what a decoder produces):
+    /// every word of `self` stored into a copy of `zero`, a value of the same
+    /// shape with every word zero.
+    fn wire_normalized(&self, zero: &Self) -> Self {
+        let mut out = zero.clone();
+        for field in 0..self.field_count() {
+            for element in 0..self.field_kind(field).elements() {
+                out.set_word(field, element, self.word(field, element));
+            }
+        }
+        out
+    }
+
+    /// Every field that differs from `other` on the wire, into `set`
+    /// (cleared first); returns how many.
+    fn changed_fields(&self, other: &Self, set: &mut FieldSet) -> usize {
+        set.fill(0);
+        let mut count = 0;
+        for field in
+            (0..self.field_count().min(MAX_FIELDS)).filter(|&f| self.field_differs(other, f))
+        {
+            set[field / 64] |= 1 << (field % 64);
+            count += 1;
+        }
+        count
+    }
+
     /// The trained model the native codec codes this struct's symbols with,
     /// if it has one (see [`crate::model`]).
     fn native_model(&self) -> Option<Arc<NativeModel>> {
@@ -118,6 +155,11 @@ pub trait NetFields: Clone + Default + PartialEq + core::fmt::Debug + 'static {
     /// Stores a word into element `element` of field `field` (generated).
     fn set_field_word(&mut self, field: usize, element: usize, word: u32);
 
+    /// [`Fields::changed_fields`] for this struct (generated: one
+    /// straight-line comparison per field, no call through the accessor
+    /// tables, whose data-dependent targets the CPU mispredicts).
+    fn changed_field_set(&self, other: &Self, set: &mut FieldSet) -> usize;
+
     /// The struct's trained native-codec model, if declared with
     /// `native_model = …;` in [`net_struct!`](crate::net_struct).
     fn static_native_model() -> Option<&'static Arc<NativeModel>> {
@@ -126,15 +168,8 @@ pub trait NetFields: Clone + Default + PartialEq + core::fmt::Debug + 'static {
 
     /// A copy with every field reduced to what the wire keeps (masked
     /// integers, quantized floats, `-0.0` as `0.0`): what a decoder produces.
-    fn normalized(&self) -> Self {
-        let mut out = Self::default();
-        for (index, field) in Self::TABLE.fields.iter().enumerate() {
-            for element in 0..field.kind.elements() {
-                out.set_field_word(index, element, self.field_word(index, element));
-            }
-        }
-        out
-    }
+    /// Generated: straight-line code, no call through the accessor tables.
+    fn normalized(&self) -> Self;
 }
 
 impl<T: NetFields> Fields for T {
@@ -169,7 +204,18 @@ impl<T: NetFields> Fields for T {
     /// `==` first: most entities are unchanged between snapshots, and a
     /// derived comparison is much cheaper than walking the fields.
     fn wire_differs(&self, other: &Self) -> bool {
-        self != other && (0..T::TABLE.fields.len()).any(|field| self.field_differs(other, field))
+        self != other && self.changed_field_set(other, &mut [0; MAX_FIELDS.div_ceil(64)]) > 0
+    }
+
+    #[inline]
+    fn changed_fields(&self, other: &Self, set: &mut FieldSet) -> usize {
+        self.changed_field_set(other, set)
+    }
+
+    /// Every word of every field is stored, so `zero` adds nothing.
+    #[inline]
+    fn wire_normalized(&self, _zero: &Self) -> Self {
+        self.normalized()
     }
 }
 
@@ -312,6 +358,43 @@ macro_rules! net_struct {
                 if let Some(set) = Self::__SETTERS.get(field) {
                     set(self, element, word)
                 }
+            }
+
+            fn normalized(&self) -> Self {
+                let mut out = Self::default();
+                $(
+                    let kind = *$crate::table::__private::element_kind(&$kind);
+                    for element in 0..<$ty as $crate::table::__private::FieldValue>::ELEMENTS {
+                        $crate::table::__private::FieldValue::set_word(
+                            &mut out.$field,
+                            &kind,
+                            element,
+                            $crate::table::__private::FieldValue::word(&self.$field, &kind, element),
+                        );
+                    }
+                )*
+                out
+            }
+
+            #[inline]
+            fn changed_field_set(&self, other: &Self, set: &mut $crate::table::FieldSet) -> usize {
+                set.fill(0);
+                let mut field = 0usize;
+                let mut count = 0usize;
+                $(
+                    // Branch-free per field: which fields changed is data.
+                    let kind = *$crate::table::__private::element_kind(&$kind);
+                    let mut differs = false;
+                    for element in 0..<$ty as $crate::table::__private::FieldValue>::ELEMENTS {
+                        differs |= $crate::table::__private::FieldValue::word(&self.$field, &kind, element)
+                            != $crate::table::__private::FieldValue::word(&other.$field, &kind, element);
+                    }
+                    set[field / 64] |= (differs as u64) << (field % 64);
+                    count += differs as usize;
+                    field += 1;
+                )*
+                let _ = field;
+                count
             }
 
             $(

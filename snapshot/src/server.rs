@@ -219,14 +219,9 @@ pub(crate) fn zeroed<T: Fields>(prototype: &T) -> T {
 /// A copy of `value` holding exactly what the wire keeps: what a client
 /// decodes. History stores states this way so that "what the client holds"
 /// and "what the server recorded" compare equal.
+#[inline]
 pub(crate) fn normalize<T: Fields>(value: &T, zero: &T) -> T {
-    let mut out = zero.clone();
-    for field in 0..value.field_count() {
-        for element in 0..value.field_kind(field).elements() {
-            out.set_word(field, element, value.word(field, element));
-        }
-    }
-    out
+    value.wire_normalized(zero)
 }
 
 impl<E: Fields + PartialEq + Default, P: Fields + PartialEq + Default> Server<E, P> {

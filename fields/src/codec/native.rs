@@ -478,10 +478,17 @@ fn value_order<T: Fields>(
 
 /// The indices of the fields that differ, into `out`; returns how many.
 fn changed_fields<T: Fields>(base: &T, new: &T, out: &mut [u16; MAX_FIELDS]) -> usize {
+    let mut set = [0u64; MAX_FIELDS.div_ceil(64)];
+    new.changed_fields(base, &mut set);
     let mut count = 0;
-    for index in (0..new.field_count().min(MAX_FIELDS)).filter(|&i| new.field_differs(base, i)) {
-        out[count] = index as u16;
-        count += 1;
+    for (word_index, &word) in set.iter().enumerate() {
+        // One step per member, not per field.
+        let mut bits = word;
+        while bits != 0 {
+            out[count] = (word_index * 64 + bits.trailing_zeros() as usize) as u16;
+            count += 1;
+            bits &= bits - 1;
+        }
     }
     count
 }

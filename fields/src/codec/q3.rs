@@ -21,7 +21,7 @@ use crate::bits::{BitSink, BitSource};
 use crate::codec::{EntityBody, EntityUpdate};
 use crate::error::BitError;
 use crate::kind::{ScalarKind, Q3_FLOAT_INT_BIAS, Q3_FLOAT_INT_BITS};
-use crate::table::Fields;
+use crate::table::{field_in, FieldSet, Fields, MAX_FIELDS};
 
 /// Width of an entity number on Quake 3's wire (`GENTITYNUM_BITS`).
 pub const Q3_ENTITY_NUMBER_BITS: u32 = 10;
@@ -112,24 +112,26 @@ pub(super) fn write_fields<T: Fields, S: BitSink + ?Sized>(
     new: &T,
     style: Style,
 ) -> Result<(), BitError> {
-    let last_changed = last_changed_scalar(base, new);
-    write_scalars(sink, base, new, style, last_changed)?;
-    write_arrays(sink, base, new)
+    let mut changed = [0u64; MAX_FIELDS.div_ceil(64)];
+    new.changed_fields(base, &mut changed);
+    let last_changed = last_changed_scalar(new, &changed);
+    write_scalars(sink, new, &changed, style, last_changed)?;
+    write_arrays(sink, base, new, &changed)
 }
 
 /// `lc`: one past the ordinal of the last changed scalar field (0 if none).
-fn last_changed_scalar<T: Fields>(base: &T, new: &T) -> usize {
+fn last_changed_scalar<T: Fields>(new: &T, changed: &FieldSet) -> usize {
     scalar_fields(new)
         .enumerate()
-        .filter(|&(_, field)| new.field_differs(base, field))
+        .filter(|&(_, field)| field_in(changed, field))
         .last()
         .map_or(0, |(ordinal, _)| ordinal + 1)
 }
 
 fn write_scalars<T: Fields, S: BitSink + ?Sized>(
     sink: &mut S,
-    base: &T,
     new: &T,
+    changed: &FieldSet,
     style: Style,
     last_changed: usize,
 ) -> Result<(), BitError> {
@@ -142,7 +144,7 @@ fn write_scalars<T: Fields, S: BitSink + ?Sized>(
     })?;
     sink.put_u8(lc)?;
     for field in scalar_fields(new).take(last_changed) {
-        if !new.field_differs(base, field) {
+        if !field_in(changed, field) {
             sink.put_bit(false)?;
             continue;
         }
@@ -157,17 +159,22 @@ fn write_arrays<T: Fields, S: BitSink + ?Sized>(
     sink: &mut S,
     base: &T,
     new: &T,
+    changed: &FieldSet,
 ) -> Result<(), BitError> {
     if array_fields(new).next().is_none() {
         return Ok(());
     }
-    let any = array_fields(new).any(|i| new.element_changes(base, i) != 0);
+    let any = array_fields(new).any(|i| field_in(changed, i));
     sink.put_bit(any)?;
     if !any {
         return Ok(());
     }
     for index in array_fields(new) {
-        let mask = new.element_changes(base, index);
+        let mask = if field_in(changed, index) {
+            new.element_changes(base, index)
+        } else {
+            0
+        };
         sink.put_bit(mask != 0)?;
         if mask == 0 {
             continue;
@@ -258,8 +265,10 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
             sink.put_bit(true)?;
         }
         EntityUpdate::Delta { base, new, force } => {
-            let last_changed = last_changed_scalar(base, new);
-            let arrays_changed = array_fields(new).any(|i| new.element_changes(base, i) != 0);
+            let mut changed = [0u64; MAX_FIELDS.div_ceil(64)];
+            new.changed_fields(base, &mut changed);
+            let last_changed = last_changed_scalar(new, &changed);
+            let arrays_changed = array_fields(new).any(|i| field_in(&changed, i));
             if last_changed == 0 && !arrays_changed {
                 if !force {
                     return Ok(false);
@@ -272,8 +281,8 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
             sink.put_bits(number, Q3_ENTITY_NUMBER_BITS)?;
             sink.put_bit(false)?;
             sink.put_bit(true)?;
-            write_scalars(sink, base, new, Style::Entity, last_changed)?;
-            write_arrays(sink, base, new)?;
+            write_scalars(sink, new, &changed, Style::Entity, last_changed)?;
+            write_arrays(sink, base, new, &changed)?;
         }
     }
     Ok(true)

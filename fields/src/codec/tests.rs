@@ -83,6 +83,30 @@ fn same_wire(a: &Sample, b: &Sample) -> bool {
 }
 
 proptest! {
+    /// The generated comparison finds exactly the fields the accessor walk
+    /// finds, and `wire_differs` agrees with it.
+    #[test]
+    fn the_generated_changed_set_is_the_field_walk(base in sample(), new in sample(), keep in any::<u32>()) {
+        let new = mix(&base, &new, keep);
+        let mut set = [0u64; crate::table::MAX_FIELDS.div_ceil(64)];
+        let count = new.changed_fields(&base, &mut set);
+        let walked: Vec<usize> = (0..Sample::TABLE.fields.len()).filter(|&f| new.field_differs(&base, f)).collect();
+        let found: Vec<usize> = (0..Sample::TABLE.fields.len()).filter(|&f| crate::table::field_in(&set, f)).collect();
+        prop_assert_eq!(&found, &walked);
+        prop_assert_eq!(count, walked.len());
+        prop_assert_eq!(set.iter().map(|w| w.count_ones() as usize).sum::<usize>(), count);
+        prop_assert_eq!(new.wire_differs(&base), count > 0);
+        // The generated normalization stores what the accessors store.
+        let mut walked = Sample::default();
+        for f in 0..Sample::TABLE.fields.len() {
+            for e in 0..Sample::TABLE.fields[f].kind.elements() {
+                walked.set_word(f, e, new.word(f, e));
+            }
+        }
+        prop_assert!(same_wire(&new.normalized(), &walked));
+        prop_assert_eq!(format!("{:?}", new.normalized()), format!("{walked:?}"));
+    }
+
     #[test]
     fn struct_deltas_round_trip(base in sample(), new in sample(), keep in any::<u32>()) {
         let base = base.normalized();
