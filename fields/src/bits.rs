@@ -362,14 +362,16 @@ impl BitSink for BitWriter<'_> {
             // Bits below the write position in its byte stay; everything
             // from there on is overwritten (it is not written yet).
             let mut carry = u64::from(self.buf[out]) & ((1u64 << offset) - 1);
-            for chunk in source.chunks_exact(8).take(words) {
+            // Every whole word ends at or before position + bits, which fits
+            // the buffer: these bytes exist (checked once, not per word).
+            let dest = &mut self.buf[out..out + words * 8];
+            let from = &source[..words * 8];
+            for (to, chunk) in dest.chunks_exact_mut(8).zip(from.chunks_exact(8)) {
                 let word = u64::from_le_bytes(chunk.try_into().unwrap_or_else(|_| unreachable!()));
-                // Every whole word ends at or before position + bits, which
-                // fits the buffer: these eight bytes exist.
-                self.buf[out..out + 8].copy_from_slice(&(carry | word << offset).to_le_bytes());
+                to.copy_from_slice(&(carry | word << offset).to_le_bytes());
                 carry = word.checked_shr(64 - offset).unwrap_or(0);
-                out += 8;
             }
+            out += words * 8;
             if offset > 0 {
                 self.buf[out] = carry as u8;
             }

@@ -111,6 +111,8 @@ pub(crate) struct Frame {
     pub table: Vec<u32>,
     /// Numbers in use, increasing.
     pub live: Vec<u32>,
+    /// The same numbers as a set, for walking 64 at a time.
+    pub live_set: Bitset,
     /// Numbers that are in scope for every client.
     pub always: Bitset,
     /// Client snapshots referring to this frame.
@@ -125,6 +127,7 @@ impl Frame {
             time: 0,
             table: vec![NO_STATE; limit as usize],
             live: Vec::new(),
+            live_set: Bitset::new(limit),
             always: Bitset::new(limit),
             users: 0,
             alive: false,
@@ -136,6 +139,7 @@ impl Frame {
         slab.retain(state);
         self.table[number as usize] = state;
         self.live.push(number);
+        self.live_set.insert(number);
         if always {
             self.always.insert(number);
         }
@@ -143,6 +147,7 @@ impl Frame {
 
     fn memory_bytes(&self) -> usize {
         (self.table.capacity() + self.live.capacity()) * size_of::<u32>()
+            + self.live_set.memory_bytes()
             + self.always.memory_bytes()
     }
 }
@@ -243,10 +248,12 @@ impl<E> FrameStore<E> {
             frame.table[number as usize] = NO_STATE;
         }
         frame.live.clear();
+        frame.live_set.clear();
         frame.always.clear();
         let husk = Frame {
             table: std::mem::take(&mut frame.table),
             live: std::mem::take(&mut frame.live),
+            live_set: std::mem::take(&mut frame.live_set),
             always: std::mem::take(&mut frame.always),
             ..Frame::blank(0)
         };

@@ -32,7 +32,7 @@ use crate::codec::{EntityBody, EntityUpdate};
 use crate::error::BitError;
 use crate::kind::ScalarKind;
 use crate::model::{Clock, Context, Grid, NativeModel, Predictor, GROUP_FIELDS, VALUE_SYMBOLS};
-use crate::table::{Fields, MAX_FIELDS};
+use crate::table::{FieldSet, Fields, MAX_FIELDS};
 use crate::varcode::{get_exp_golomb, put_exp_golomb, unzigzag, zigzag};
 
 /// Integral floats beyond this magnitude take the bit-pattern path: above
@@ -480,6 +480,11 @@ fn value_order<T: Fields>(
 fn changed_fields<T: Fields>(base: &T, new: &T, out: &mut [u16; MAX_FIELDS]) -> usize {
     let mut set = [0u64; MAX_FIELDS.div_ceil(64)];
     new.changed_fields(base, &mut set);
+    set_members(&set, out)
+}
+
+/// The members of `set` in increasing order, into `out`; returns how many.
+fn set_members(set: &FieldSet, out: &mut [u16; MAX_FIELDS]) -> usize {
     let mut count = 0;
     for (word_index, &word) in set.iter().enumerate() {
         // One step per member, not per field.
@@ -554,10 +559,23 @@ pub(super) fn write_fields<T: Fields, S: BitSink + ?Sized>(
     new: &T,
     context: &DeltaContext,
 ) -> Result<(), BitError> {
+    let mut set = [0u64; MAX_FIELDS.div_ceil(64)];
+    new.changed_fields(base, &mut set);
+    write_changed_fields(sink, base, new, &set, context)
+}
+
+/// [`write_fields`] with the changed fields already found.
+fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
+    sink: &mut S,
+    base: &T,
+    new: &T,
+    set: &FieldSet,
+    context: &DeltaContext,
+) -> Result<(), BitError> {
     let codes = new.native_model();
     let model = Model::of(codes.as_deref());
     let mut changed = [0u16; MAX_FIELDS];
-    let count = changed_fields(base, new, &mut changed);
+    let count = set_members(set, &mut changed);
     let changed = &changed[..count];
     match model.codes {
         Some(codes) => {
@@ -756,13 +774,11 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
     update: EntityUpdate<'_, T>,
     context: &DeltaContext,
 ) -> Result<bool, BitError> {
-    if let EntityUpdate::Delta {
-        base,
-        new,
-        force: false,
-    } = update
-    {
-        if !new.wire_differs(base) {
+    // The changed fields are found once: to skip an unchanged entity and
+    // to write a changed one.
+    let mut set = [0u64; MAX_FIELDS.div_ceil(64)];
+    if let EntityUpdate::Delta { base, new, force } = update {
+        if new.changed_fields(base, &mut set) == 0 && !force {
             return Ok(false);
         }
     }
@@ -773,7 +789,7 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
         EntityUpdate::Removed => sink.put_bit(true)?,
         EntityUpdate::Delta { base, new, .. } => {
             sink.put_bit(false)?;
-            write_fields(sink, base, new, context)?;
+            write_changed_fields(sink, base, new, &set, context)?;
         }
     }
     sink.put_check_key(number as u16)?;
