@@ -119,6 +119,30 @@ pub trait Fields: Clone {
         out
     }
 
+    /// The word of every field (element 0 of an array) by field index, into
+    /// `out`; `false` (and nothing written) if `out` has fewer slots than
+    /// there are fields.
+    fn scalar_words(&self, out: &mut [u32]) -> bool {
+        if out.len() < self.field_count() {
+            return false;
+        }
+        for (field, slot) in out.iter_mut().enumerate().take(self.field_count()) {
+            *slot = self.word(field, 0);
+        }
+        true
+    }
+
+    /// Stores `words[i]` into every scalar field `i` in `set` (arrays are
+    /// left alone): the inverse of [`scalar_words`](Self::scalar_words) for
+    /// the fields a delta changed.
+    fn store_scalar_words(&mut self, words: &[u32], set: &FieldSet) {
+        for field in 0..self.field_count().min(words.len()) {
+            if field_in(set, field) && !self.field_kind(field).is_array() {
+                self.set_word(field, 0, words[field]);
+            }
+        }
+    }
+
     /// Every field that differs from `other` on the wire, into `set`
     /// (cleared first); returns how many.
     fn changed_fields(&self, other: &Self, set: &mut FieldSet) -> usize {
@@ -138,6 +162,13 @@ pub trait Fields: Clone {
     fn native_model(&self) -> Option<Arc<NativeModel>> {
         None
     }
+
+    /// The native model when it lives as long as the program (a
+    /// `net_struct!` type's): the codec borrows it instead of taking a
+    /// counted reference per struct, two atomic operations saved per delta.
+    fn static_model(&self) -> Option<&'static NativeModel> {
+        None
+    }
 }
 
 /// A struct declared with [`net_struct!`](crate::net_struct): it has a static
@@ -154,6 +185,12 @@ pub trait NetFields: Clone + Default + PartialEq + core::fmt::Debug + 'static {
 
     /// Stores a word into element `element` of field `field` (generated).
     fn set_field_word(&mut self, field: usize, element: usize, word: u32);
+
+    /// [`Fields::scalar_words`] for this struct (generated).
+    fn scalar_field_words(&self, out: &mut [u32]) -> bool;
+
+    /// [`Fields::store_scalar_words`] for this struct (generated).
+    fn store_scalar_field_words(&mut self, words: &[u32], set: &FieldSet);
 
     /// [`Fields::changed_fields`] for this struct (generated: one
     /// straight-line comparison per field, no call through the accessor
@@ -201,6 +238,11 @@ impl<T: NetFields> Fields for T {
         T::static_native_model().cloned()
     }
 
+    #[inline]
+    fn static_model(&self) -> Option<&'static NativeModel> {
+        T::static_native_model().map(|model| &**model)
+    }
+
     /// `==` first: most entities are unchanged between snapshots, and a
     /// derived comparison is much cheaper than walking the fields.
     fn wire_differs(&self, other: &Self) -> bool {
@@ -210,6 +252,16 @@ impl<T: NetFields> Fields for T {
     #[inline]
     fn changed_fields(&self, other: &Self, set: &mut FieldSet) -> usize {
         self.changed_field_set(other, set)
+    }
+
+    #[inline]
+    fn scalar_words(&self, out: &mut [u32]) -> bool {
+        self.scalar_field_words(out)
+    }
+
+    #[inline]
+    fn store_scalar_words(&mut self, words: &[u32], set: &FieldSet) {
+        self.store_scalar_field_words(words, set)
     }
 
     /// Every word of every field is stored, so `zero` adds nothing.
@@ -358,6 +410,45 @@ macro_rules! net_struct {
                 if let Some(set) = Self::__SETTERS.get(field) {
                     set(self, element, word)
                 }
+            }
+
+            #[inline]
+            fn scalar_field_words(&self, out: &mut [u32]) -> bool {
+                let Some(out) = out.get_mut(..Self::TABLE.fields.len()) else {
+                    return false;
+                };
+                let mut field = 0usize;
+                $(
+                    out[field] = $crate::table::__private::FieldValue::word(
+                        &self.$field,
+                        &*$crate::table::__private::element_kind(&$kind),
+                        0,
+                    );
+                    field += 1;
+                )*
+                let _ = field;
+                true
+            }
+
+            #[inline]
+            fn store_scalar_field_words(&mut self, words: &[u32], set: &$crate::table::FieldSet) {
+                let mut field = 0usize;
+                $(
+                    if !<$ty as $crate::table::__private::FieldValue>::IS_ARRAY
+                        && $crate::table::field_in(set, field)
+                    {
+                        if let Some(&word) = words.get(field) {
+                            $crate::table::__private::FieldValue::set_word(
+                                &mut self.$field,
+                                &*$crate::table::__private::element_kind(&$kind),
+                                0,
+                                word,
+                            );
+                        }
+                    }
+                    field += 1;
+                )*
+                let _ = field;
             }
 
             fn normalized(&self) -> Self {

@@ -270,6 +270,7 @@ fn predictor_of<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> Option
 fn float_reference<T: Fields>(
     model: &Model<'_>,
     base_word: impl Fn(usize) -> u32,
+    new_word: impl Fn(usize) -> u32,
     new: &T,
     field: usize,
     context: &DeltaContext,
@@ -289,15 +290,14 @@ fn float_reference<T: Fields>(
         predictor_of(model, new, field).and_then(|Predictor::Integrate { rate, clock }| {
             let rate = usize::from(rate);
             let rate_kind = *new.field_kind(rate).element();
-            let speed = (numeric(&rate_kind, base_word(rate))
-                + numeric(&rate_kind, new.word(rate, 0)))
-                / 2.0;
+            let speed =
+                (numeric(&rate_kind, base_word(rate)) + numeric(&rate_kind, new_word(rate))) / 2.0;
             let elapsed_ms = match clock {
                 Clock::Elapsed => context.elapsed_ms as f64,
                 Clock::Field(time) => {
                     let time = usize::from(time);
                     let kind = *new.field_kind(time).element();
-                    numeric(&kind, new.word(time, 0)) - numeric(&kind, base_word(time))
+                    numeric(&kind, new_word(time)) - numeric(&kind, base_word(time))
                 }
             };
             let value = (base_value as f64 + speed * elapsed_ms / 1000.0) as f32;
@@ -540,7 +540,14 @@ pub(crate) fn visit_symbols<T: Fields>(
     for &field in &changed[..count] {
         let field = usize::from(field);
         let kind = new.field_kind(field);
-        let reference = float_reference(&model, |f| base.word(f, 0), new, field, context);
+        let reference = float_reference(
+            &model,
+            |f| base.word(f, 0),
+            |f| new.word(f, 0),
+            new,
+            field,
+            context,
+        );
         for element in 0..kind.elements() {
             let (b, n) = (base.word(field, element), new.word(field, element));
             if b != n {
@@ -572,8 +579,14 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
     set: &FieldSet,
     context: &DeltaContext,
 ) -> Result<(), BitError> {
-    let codes = new.native_model();
-    let model = Model::of(codes.as_deref());
+    let counted;
+    let model = Model::of(match new.static_model() {
+        Some(model) => Some(model),
+        None => {
+            counted = new.native_model();
+            counted.as_deref()
+        }
+    });
     let mut changed = [0u16; MAX_FIELDS];
     let count = set_members(set, &mut changed);
     let changed = &changed[..count];
@@ -593,7 +606,14 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
     for &index in &order[..count] {
         let index = usize::from(index);
         let kind = new.field_kind(index);
-        let reference = float_reference(&model, |f| base.word(f, 0), new, index, context);
+        let reference = float_reference(
+            &model,
+            |f| base.word(f, 0),
+            |f| new.word(f, 0),
+            new,
+            index,
+            context,
+        );
         if kind.is_array() {
             let mask = new.element_changes(base, index);
             put_set(sink, (0..kind.elements()).filter(|e| mask & (1 << e) != 0))?;
@@ -616,9 +636,16 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     out: &mut T,
     context: &DeltaContext,
 ) -> Result<usize, BitError> {
-    // An `Arc`, not a borrow of `out`, which the loop below mutates.
-    let codes = out.native_model();
-    let model = Model::of(codes.as_deref());
+    // A `'static` model or an `Arc`, not a borrow of `out`, which the
+    // loop below mutates.
+    let counted;
+    let model = Model::of(match out.static_model() {
+        Some(model) => Some(model),
+        None => {
+            counted = out.native_model();
+            counted.as_deref()
+        }
+    });
     let fields = out.field_count();
     let mut changed = [0u16; MAX_FIELDS];
     let count = match model.codes {
@@ -627,12 +654,16 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     };
     let mut order = [0u16; MAX_FIELDS];
     value_order(&model, out, &changed[..count], &mut order);
+    let order = &order[..count];
+    if let Some(count) = read_scalar_words(source, out, &model, order, context)? {
+        return Ok(count);
+    }
     // Predictions read baseline words that `out` loses as it fills with new
     // values: save them first (a whole copy only in the rare case of more
     // inputs than `SAVED_INPUTS`).
     let saved = SavedInputs::save(&model, out);
     let base = saved.is_none().then(|| out.clone());
-    for &index in &order[..count] {
+    for &index in order {
         let index = usize::from(index);
         let kind = out.field_kind(index);
         let reference = {
@@ -642,7 +673,14 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
                 (None, Some(base)) => base.word(f, 0),
                 (None, None) => current.word(f, 0),
             };
-            float_reference(&model, base_word, current, index, context)
+            float_reference(
+                &model,
+                base_word,
+                |f| current.word(f, 0),
+                current,
+                index,
+                context,
+            )
         };
         if kind.is_array() {
             let mut elements = [0u16; 32];
@@ -672,6 +710,78 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
         }
     }
     Ok(count)
+}
+
+/// Fields a struct may have for [`read_scalar_words`].
+const SCALAR_WORDS: usize = 64;
+
+/// The values of [`read_fields`] for structs of at most [`SCALAR_WORDS`]
+/// fields whose predictors read only scalars (every Quake 3 layout): the
+/// baseline's scalar words are taken in one straight-line pass, values are
+/// decoded between two plain arrays (the baseline's, which predictions
+/// read, and the new one), and the changed scalars are stored back in one
+/// more pass. Reaching a field's accessor through the generated table
+/// instead costs an indirect call per read and write whose target depends
+/// on the data, mispredicted most of the time. `None` when the struct does
+/// not qualify; array elements are read and stored directly.
+fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
+    source: &mut S,
+    out: &mut T,
+    model: &Model<'_>,
+    order: &[u16],
+    context: &DeltaContext,
+) -> Result<Option<usize>, BitError> {
+    let mut base = [0u32; SCALAR_WORDS];
+    if model
+        .inputs
+        .iter()
+        .any(|&input| out.field_kind(usize::from(input)).is_array())
+        || !out.scalar_words(&mut base)
+    {
+        return Ok(None);
+    }
+    let mut new = base;
+    let mut set = [0u64; MAX_FIELDS.div_ceil(64)];
+    for &index in order {
+        let index = usize::from(index);
+        let kind = out.field_kind(index);
+        set[index / 64] |= 1 << (index % 64);
+        // A model's field numbers are checked against the struct when it
+        // is attached, but a miss reads as zero rather than panicking.
+        let word_of = |words: &[u32; SCALAR_WORDS], f: usize| words.get(f).copied().unwrap_or(0);
+        let reference = float_reference(
+            model,
+            |f| word_of(&base, f),
+            |f| word_of(&new, f),
+            out,
+            index,
+            context,
+        );
+        if kind.is_array() {
+            let mut elements = [0u16; 32];
+            let changed_elements = get_set(source, kind.elements(), &mut elements)?;
+            for &element in &elements[..changed_elements] {
+                let element = usize::from(element);
+                let old = out.word(index, element);
+                let word = get_value(source, model, index, kind.element(), old, reference)?;
+                out.set_word(index, element, word);
+            }
+        } else {
+            let word = get_value(
+                source,
+                model,
+                index,
+                kind.element(),
+                word_of(&base, index),
+                reference,
+            )?;
+            if let Some(slot) = new.get_mut(index) {
+                *slot = word;
+            }
+        }
+    }
+    out.store_scalar_words(&new, &set);
+    Ok(Some(order.len()))
 }
 
 /// Reads a changed set coded as group patterns.
