@@ -67,6 +67,7 @@ pub mod huffman;
 pub mod kind;
 pub mod merge;
 pub mod model;
+mod rounding;
 pub mod schema;
 pub mod table;
 pub mod varcode;

@@ -136,9 +136,9 @@ pub trait Fields: Clone {
     /// left alone): the inverse of [`scalar_words`](Self::scalar_words) for
     /// the fields a delta changed.
     fn store_scalar_words(&mut self, words: &[u32], set: &FieldSet) {
-        for field in 0..self.field_count().min(words.len()) {
+        for (field, &word) in words.iter().enumerate().take(self.field_count()) {
             if field_in(set, field) && !self.field_kind(field).is_array() {
-                self.set_word(field, 0, words[field]);
+                self.set_word(field, 0, word);
             }
         }
     }

@@ -410,33 +410,46 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         let slab = &store.slab;
 
         // 3. The view: which entities the viewer sees, with priorities.
-        // This runs for every client and live entity, so it walks the live
-        // set 64 numbers at a time: always-in-scope entities are taken a
-        // word at a time, and only the others ask the scope.
+        // This runs for every client and live entity. A scope that answers
+        // for all entities at once costs a copy of the live set; otherwise
+        // the live set is walked 64 numbers at a time: always-in-scope
+        // entities are taken a word at a time, and only the others ask.
         work.want.clear();
-        let want = work.want.words_mut();
-        let priorities = &mut work.priority[..];
-        let table = &frame.table[..];
-        let words = frame.live_set.words().iter().zip(frame.always.words());
-        for (index, (want_word, (&live, &always))) in want.iter_mut().zip(words).enumerate() {
-            let always = live & always;
-            let mut seen = always;
-            for bit in Ones(live & !always) {
-                let n = index * 64 + bit as usize;
-                let (Some(&state), Some(slot)) = (table.get(n), priorities.get_mut(n)) else {
-                    continue;
-                };
-                if let Some(priority) = scope.priority(viewer, &player, n as u32, slab.get(state)) {
-                    *slot = sanitize(priority);
-                    seen |= 1 << bit;
-                }
-            }
-            for bit in Ones(always) {
-                if let Some(slot) = priorities.get_mut(index * 64 + bit as usize) {
+        if let Some(priority) = scope.uniform_priority(viewer, &player) {
+            work.want.copy_from(&frame.live_set);
+            work.priority.fill(sanitize(priority));
+            for number in frame.always.iter() {
+                if let Some(slot) = work.priority.get_mut(number as usize) {
                     *slot = ALWAYS;
                 }
             }
-            *want_word = seen;
+        } else {
+            let want = work.want.words_mut();
+            let priorities = &mut work.priority[..];
+            let table = &frame.table[..];
+            let words = frame.live_set.words().iter().zip(frame.always.words());
+            for (index, (want_word, (&live, &always))) in want.iter_mut().zip(words).enumerate() {
+                let always = live & always;
+                let mut seen = always;
+                for bit in Ones(live & !always) {
+                    let n = index * 64 + bit as usize;
+                    let (Some(&state), Some(slot)) = (table.get(n), priorities.get_mut(n)) else {
+                        continue;
+                    };
+                    if let Some(priority) =
+                        scope.priority(viewer, &player, n as u32, slab.get(state))
+                    {
+                        *slot = sanitize(priority);
+                        seen |= 1 << bit;
+                    }
+                }
+                for bit in Ones(always) {
+                    if let Some(slot) = priorities.get_mut(index * 64 + bit as usize) {
+                        *slot = ALWAYS;
+                    }
+                }
+                *want_word = seen;
+            }
         }
 
         // 4. The updates: another client's identical list of this frame,

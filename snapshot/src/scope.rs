@@ -16,6 +16,16 @@ pub trait Scope<E, P> {
     /// player state is `player`; `None` if the viewer should not see it.
     /// Higher goes first when the budget is short; negative and NaN count as 0.
     fn priority(&mut self, viewer: ClientId, player: &P, number: u32, entity: &E) -> Option<f32>;
+
+    /// The answer for every entity at once, when it does not depend on the
+    /// entity: `Some(priority)` puts every live entity in `viewer`'s scope
+    /// at that priority, sparing one [`priority`](Self::priority) call per
+    /// client and entity (a cost of the order of comparing the entity's
+    /// bytes). `None`, the default, asks per entity.
+    fn uniform_priority(&mut self, viewer: ClientId, player: &P) -> Option<f32> {
+        let _ = (viewer, player);
+        None
+    }
 }
 
 impl<E, P, F> Scope<E, P> for F
@@ -35,6 +45,11 @@ pub struct AllInScope;
 impl<E, P> Scope<E, P> for AllInScope {
     #[inline]
     fn priority(&mut self, _: ClientId, _: &P, _: u32, _: &E) -> Option<f32> {
+        Some(1.0)
+    }
+
+    #[inline]
+    fn uniform_priority(&mut self, _: ClientId, _: &P) -> Option<f32> {
         Some(1.0)
     }
 }

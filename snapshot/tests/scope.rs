@@ -297,3 +297,71 @@ fn a_client_over_its_byte_rate_is_delayed_and_told_so() {
         assert!(stats.bytes <= 2 * 600 + 100 + 200, "{stats:?}");
     }
 }
+
+/// A scope that answers for every entity at once must build exactly the
+/// snapshots the same answer given per entity builds: same bytes, with
+/// always-in-scope entities, a budget that defers entities by priority,
+/// lost acknowledgements and entities that leave.
+#[test]
+fn a_uniform_answer_builds_the_snapshots_per_entity_answers_build() {
+    for codec in CODECS {
+        let mut servers = [server(codec, 40), server(codec, 40)];
+        let settings = [
+            ClientSettings::unlimited(),
+            ClientSettings {
+                max_snapshot_bytes: 180,
+                ..ClientSettings::unlimited()
+            },
+        ];
+        let mut ids = Vec::new();
+        for server in &mut servers {
+            server.set_always_in_scope(7, true).unwrap();
+            server.set_always_in_scope(33, true).unwrap();
+            ids = settings
+                .iter()
+                .map(|s| server.add_client(*s).unwrap())
+                .collect();
+        }
+        let mut rng = Rng::new(0x5c0fe);
+        let (mut uniform_bytes, mut asked_bytes) = (Vec::new(), Vec::new());
+        let mut deferred = 0;
+        for frame in 0..40u32 {
+            // The same changes on both servers.
+            let moves: Vec<(u32, f32)> = (0..6)
+                .map(|_| (rng.below(40) as u32, rng.range(-500, 500) as f32))
+                .collect();
+            let gone = (frame % 9 == 4).then(|| rng.below(40) as u32);
+            for server in &mut servers {
+                for &(number, x) in &moves {
+                    if let Some(entity) = server.entity_mut(number) {
+                        entity.x = x;
+                    }
+                }
+                if let Some(number) = gone {
+                    let _ = server.remove_entity(number);
+                }
+                server.commit_frame(frame * 50).unwrap();
+            }
+            for &id in &ids {
+                let uniform = servers[0]
+                    .build_snapshot(id, &mut snapshot::AllInScope, &mut uniform_bytes)
+                    .unwrap();
+                let mut per_entity = |_: ClientId, _: &Player, _: u32, _: &Ent| Some(1.0);
+                let asked = servers[1]
+                    .build_snapshot(id, &mut per_entity, &mut asked_bytes)
+                    .unwrap();
+                assert_eq!(uniform, asked, "{codec:?} frame {frame}");
+                assert_eq!(uniform_bytes, asked_bytes, "{codec:?} frame {frame}");
+                if let BuildOutcome::Built(info) = uniform {
+                    deferred += info.entities_deferred;
+                    if rng.below(5) != 0 {
+                        servers[0].acknowledge(id, info.sequence).unwrap();
+                        servers[1].acknowledge(id, info.sequence).unwrap();
+                    }
+                }
+            }
+        }
+        // The budget really deferred entities by priority.
+        assert!(deferred > 0, "{codec:?}: nothing was deferred");
+    }
+}

@@ -32,6 +32,7 @@ use crate::codec::{EntityBody, EntityUpdate};
 use crate::error::BitError;
 use crate::kind::ScalarKind;
 use crate::model::{Clock, Context, Grid, NativeModel, Predictor, GROUP_FIELDS, VALUE_SYMBOLS};
+use crate::rounding;
 use crate::table::{FieldSet, Fields, MAX_FIELDS};
 use crate::varcode::{get_exp_golomb, put_exp_golomb, unzigzag, zigzag};
 
@@ -76,12 +77,12 @@ fn unclass<S: BitSource + ?Sized>(source: &mut S, class: u32) -> Result<u32, Bit
 
 /// The integer a float holds, if the integral path can carry it.
 fn integral(value: f32) -> Option<i32> {
-    (value.trunc() == value && value.abs() <= INTEGRAL_FLOAT_LIMIT).then_some(value as i32)
+    (value.abs() <= INTEGRAL_FLOAT_LIMIT && rounding::is_whole(value)).then_some(value as i32)
 }
 
 /// The integer the baseline float predicts (saturating; NaN predicts 0).
 fn predict(base: f32) -> i32 {
-    base.round() as i32
+    rounding::round(base) as i32
 }
 
 /// Maps float bits to integers ordered like the floats (for non-NaN values),
@@ -111,7 +112,7 @@ struct FloatReference {
 impl FloatReference {
     fn steps(&self, grid: &Grid) -> i32 {
         let step = grid.step().unwrap_or(1.0);
-        let k = (self.value / step).round();
+        let k = rounding::round(self.value / step);
         if k.is_finite() {
             k.clamp(-(Grid::MAX_STEPS as f32), Grid::MAX_STEPS as f32) as i32
         } else {
@@ -592,10 +593,14 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
     let changed = &changed[..count];
     match model.codes {
         Some(codes) => {
-            let mut patterns = [0u8; MAX_FIELDS.div_ceil(GROUP_FIELDS)];
-            let last_group = group_patterns(changed, &mut patterns);
+            // A group's pattern is a byte of the set, read as it is.
+            const _: () = assert!(GROUP_FIELDS == 8, "a group is one byte of a FieldSet word");
+            let last_group = changed
+                .last()
+                .map_or(0, |&last| usize::from(last) / GROUP_FIELDS + 1);
             put_symbol(sink, Some(codes), Context::LastGroup, last_group as u8)?;
-            for (group, &pattern) in patterns.iter().enumerate().take(last_group) {
+            for group in 0..last_group {
+                let pattern = (set[group / 8] >> (group % 8 * 8)) as u8;
                 put_symbol(sink, Some(codes), Context::Group(group), pattern)?;
             }
         }

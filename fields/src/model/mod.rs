@@ -88,7 +88,7 @@ impl Grid {
     /// `value` as a whole number of steps, if it is one exactly.
     pub fn steps_of(&self, value: f32) -> Option<i32> {
         let step = self.step()?;
-        let k = (value / step).round();
+        let k = crate::rounding::round(value / step);
         (k.abs() < Self::MAX_STEPS as f32 && k * step == value && value.to_bits() != 0x8000_0000)
             .then_some(k as i32)
     }
