@@ -119,6 +119,19 @@ pub trait Fields: Clone {
         out
     }
 
+    /// Calls `visit` with every word of every field, fields in table order
+    /// and elements in order (what a hash of the wire state walks).
+    fn visit_words<V: FnMut(u32)>(&self, mut visit: V)
+    where
+        Self: Sized,
+    {
+        for field in 0..self.field_count() {
+            for element in 0..self.field_kind(field).elements() {
+                visit(self.word(field, element));
+            }
+        }
+    }
+
     /// The word of every field (element 0 of an array) by field index, into
     /// `out`; `false` (and nothing written) if `out` has fewer slots than
     /// there are fields.
@@ -186,6 +199,9 @@ pub trait NetFields: Clone + Default + PartialEq + core::fmt::Debug + 'static {
     /// Stores a word into element `element` of field `field` (generated).
     fn set_field_word(&mut self, field: usize, element: usize, word: u32);
 
+    /// [`Fields::visit_words`] for this struct (generated).
+    fn visit_field_words<V: FnMut(u32)>(&self, visit: V);
+
     /// [`Fields::scalar_words`] for this struct (generated).
     fn scalar_field_words(&self, out: &mut [u32]) -> bool;
 
@@ -252,6 +268,11 @@ impl<T: NetFields> Fields for T {
     #[inline]
     fn changed_fields(&self, other: &Self, set: &mut FieldSet) -> usize {
         self.changed_field_set(other, set)
+    }
+
+    #[inline]
+    fn visit_words<V: FnMut(u32)>(&self, visit: V) {
+        self.visit_field_words(visit)
     }
 
     #[inline]
@@ -410,6 +431,19 @@ macro_rules! net_struct {
                 if let Some(set) = Self::__SETTERS.get(field) {
                     set(self, element, word)
                 }
+            }
+
+            #[inline]
+            fn visit_field_words<V: FnMut(u32)>(&self, mut visit: V) {
+                $(
+                    for element in 0..<$ty as $crate::table::__private::FieldValue>::ELEMENTS {
+                        visit($crate::table::__private::FieldValue::word(
+                            &self.$field,
+                            &*$crate::table::__private::element_kind(&$kind),
+                            element,
+                        ));
+                    }
+                )*
             }
 
             #[inline]

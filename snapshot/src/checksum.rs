@@ -50,11 +50,7 @@ impl Fnv32 {
 /// Hash of every field word of `value`, in wire order.
 pub fn state_hash<T: Fields>(value: &T) -> u32 {
     let mut hash = Fnv32::new();
-    for field in 0..value.field_count() {
-        for element in 0..value.field_kind(field).elements() {
-            hash.u32(value.word(field, element));
-        }
-    }
+    value.visit_words(|word| hash.u32(word));
     hash.finish()
 }
 

@@ -608,13 +608,31 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
     }
     let mut order = [0u16; MAX_FIELDS];
     value_order(&model, new, changed, &mut order);
+    // Scalars through plain word arrays when the struct allows it, as the
+    // reader does (see `read_scalar_words`): no accessor-table call per
+    // changed field.
+    let mut base_words = [0u32; SCALAR_WORDS];
+    let mut new_words = [0u32; SCALAR_WORDS];
+    let unpacked = model
+        .inputs
+        .iter()
+        .all(|&input| !new.field_kind(usize::from(input)).is_array())
+        && base.scalar_words(&mut base_words)
+        && new.scalar_words(&mut new_words);
+    let scalar = |words: &[u32; SCALAR_WORDS], value: &T, f: usize| {
+        if unpacked {
+            words.get(f).copied().unwrap_or(0)
+        } else {
+            value.word(f, 0)
+        }
+    };
     for &index in &order[..count] {
         let index = usize::from(index);
         let kind = new.field_kind(index);
         let reference = float_reference(
             &model,
-            |f| base.word(f, 0),
-            |f| new.word(f, 0),
+            |f| scalar(&base_words, base, f),
+            |f| scalar(&new_words, new, f),
             new,
             index,
             context,
@@ -627,7 +645,10 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
                 put_value(sink, &model, index, kind.element(), b, n, reference)?;
             }
         } else {
-            let (b, n) = (base.word(index, 0), new.word(index, 0));
+            let (b, n) = (
+                scalar(&base_words, base, index),
+                scalar(&new_words, new, index),
+            );
             put_value(sink, &model, index, kind.element(), b, n, reference)?;
         }
     }

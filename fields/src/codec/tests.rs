@@ -104,6 +104,20 @@ proptest! {
             }
         }
         prop_assert!(same_wire(&new.normalized(), &walked));
+        // The generated word visit and scalar words match the accessors.
+        let mut visited = Vec::new();
+        new.visit_words(|word| visited.push(word));
+        let accessed: Vec<u32> = (0..Sample::TABLE.fields.len())
+            .flat_map(|f| (0..Sample::TABLE.fields[f].kind.elements()).map(move |e| (f, e)))
+            .map(|(f, e)| new.word(f, e))
+            .collect();
+        prop_assert_eq!(&visited, &accessed);
+        let mut scalars = [0u32; 64];
+        prop_assert!(new.scalar_words(&mut scalars));
+        for (f, &word) in scalars.iter().enumerate().take(Sample::TABLE.fields.len()) {
+            prop_assert_eq!(word, new.word(f, 0));
+        }
+        prop_assert!(!new.scalar_words(&mut [0u32; 3]));
         prop_assert_eq!(format!("{:?}", new.normalized()), format!("{walked:?}"));
     }
 
