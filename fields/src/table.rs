@@ -468,17 +468,20 @@ macro_rules! net_struct {
             fn store_scalar_field_words(&mut self, words: &[u32], set: &$crate::table::FieldSet) {
                 let mut field = 0usize;
                 $(
-                    if !<$ty as $crate::table::__private::FieldValue>::IS_ARRAY
-                        && $crate::table::field_in(set, field)
-                    {
-                        if let Some(&word) = words.get(field) {
-                            $crate::table::__private::FieldValue::set_word(
-                                &mut self.$field,
-                                &*$crate::table::__private::element_kind(&$kind),
-                                0,
-                                word,
-                            );
-                        }
+                    // A select, not a branch: which fields changed is data.
+                    // Unchanged fields keep their value as it is (storing
+                    // their word could normalize it).
+                    if !<$ty as $crate::table::__private::FieldValue>::IS_ARRAY {
+                        let old = self.$field;
+                        let mut stored = old;
+                        $crate::table::__private::FieldValue::set_word(
+                            &mut stored,
+                            &*$crate::table::__private::element_kind(&$kind),
+                            0,
+                            words.get(field).copied().unwrap_or(0),
+                        );
+                        let take = $crate::table::field_in(set, field) && field < words.len();
+                        self.$field = if take { stored } else { old };
                     }
                     field += 1;
                 )*
