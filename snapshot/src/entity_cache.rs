@@ -68,13 +68,10 @@ impl EntityCache {
     /// Forgets everything (a new frame was committed).
     pub fn invalidate(&mut self) {
         self.arena.clear();
-        self.stamp = self.stamp.wrapping_add(1);
-        if self.stamp == 0 {
-            // Stamps wrapped: clear for real so no stale entry matches.
+        if next_stamp(&mut self.stamp) {
             for ways in &mut self.entries {
                 *ways = [Entry::default(); WAYS];
             }
-            self.stamp = 1;
         }
     }
 
@@ -155,6 +152,18 @@ impl EntityCache {
             + self.next_way.capacity()
             + self.arena.capacity()
     }
+}
+
+/// Moves a cache's frame stamp on, so entries stamped earlier stop
+/// matching. Returns `true` when the stamps wrapped: the caller must then
+/// clear its entries' stamps for real (to 0, which no stamp ever is).
+pub(crate) fn next_stamp(stamp: &mut u32) -> bool {
+    *stamp = stamp.wrapping_add(1);
+    let wrapped = *stamp == 0;
+    if wrapped {
+        *stamp = 1;
+    }
+    wrapped
 }
 
 /// Appends the bytes of `source` that hold bits `from..to` to `arena`, as

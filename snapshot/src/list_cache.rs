@@ -16,7 +16,7 @@
 use fields::{BitError, BitSink};
 
 use crate::bitset::Bitset;
-use crate::entity_cache::keep_bytes;
+use crate::entity_cache::{keep_bytes, next_stamp};
 
 /// Lists kept per frame: the clients on the previous frame, and a few
 /// groups whose acks were lost.
@@ -92,13 +92,10 @@ impl ListCache {
     /// Forgets everything (a new frame was committed).
     pub fn invalidate(&mut self) {
         self.arena.clear();
-        self.stamp = self.stamp.wrapping_add(1);
-        if self.stamp == 0 {
-            // Stamps wrapped: clear for real so no stale list matches.
+        if next_stamp(&mut self.stamp) {
             for list in &mut self.lists {
                 list.stamp = 0;
             }
-            self.stamp = 1;
         }
     }
 

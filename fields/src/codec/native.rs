@@ -709,20 +709,7 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
             )
         };
         if kind.is_array() {
-            let mut elements = [0u16; 32];
-            let changed_elements = get_set(source, kind.elements(), &mut elements)?;
-            for &element in &elements[..changed_elements] {
-                let element = usize::from(element);
-                let word = get_value(
-                    source,
-                    &model,
-                    index,
-                    kind.element(),
-                    out.word(index, element),
-                    reference,
-                )?;
-                out.set_word(index, element, word);
-            }
+            read_array_elements(source, out, &model, index, reference)?;
         } else {
             let word = get_value(
                 source,
@@ -736,6 +723,27 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
         }
     }
     Ok(count)
+}
+
+/// Reads the changed-element set of array field `index` and each changed
+/// element's value into `out` (which holds the baseline).
+fn read_array_elements<T: Fields, S: BitSource + ?Sized>(
+    source: &mut S,
+    out: &mut T,
+    model: &Model<'_>,
+    index: usize,
+    reference: FloatReference,
+) -> Result<(), BitError> {
+    let kind = out.field_kind(index);
+    let mut elements = [0u16; 32];
+    let changed_elements = get_set(source, kind.elements(), &mut elements)?;
+    for &element in &elements[..changed_elements] {
+        let element = usize::from(element);
+        let old = out.word(index, element);
+        let word = get_value(source, model, index, kind.element(), old, reference)?;
+        out.set_word(index, element, word);
+    }
+    Ok(())
 }
 
 /// Fields a struct may have for [`read_scalar_words`].
@@ -784,14 +792,7 @@ fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
             context,
         );
         if kind.is_array() {
-            let mut elements = [0u16; 32];
-            let changed_elements = get_set(source, kind.elements(), &mut elements)?;
-            for &element in &elements[..changed_elements] {
-                let element = usize::from(element);
-                let old = out.word(index, element);
-                let word = get_value(source, model, index, kind.element(), old, reference)?;
-                out.set_word(index, element, word);
-            }
+            read_array_elements(source, out, model, index, reference)?;
         } else {
             let word = get_value(
                 source,
