@@ -199,6 +199,7 @@ pub fn train(seconds: u32, players: u8, seed: u64) -> ArenaModels {
             };
             let context = DeltaContext {
                 elapsed_ms: new.time.wrapping_sub(base.time) as i32,
+                spawn: false,
             };
             for (number, state) in &new.entities {
                 let old = base
@@ -211,7 +212,7 @@ pub fn train(seconds: u32, players: u8, seed: u64) -> ArenaModels {
                     Some(_) => {}
                     // The server codes an entity new to the client in the
                     // snapshot's context too: train the same way.
-                    None => entity.observe(&zero_entity, state, &context),
+                    None => entity.observe(&zero_entity, state, &context.with_spawn(true)),
                 }
             }
             for state in &new.players {

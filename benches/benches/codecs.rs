@@ -57,6 +57,7 @@ fn per_snapshot(c: &mut Criterion) {
                         black_box(&message.bytes),
                         message.bits,
                         step.base.as_deref(),
+                        step.frame_ms,
                         &*step.baselines,
                         &zeros,
                     )

@@ -105,6 +105,7 @@ fn measured_decodes(
                 black_box(&message.bytes),
                 message.bits,
                 base,
+                step.frame_ms,
                 &*step.baselines,
                 zeros,
             )?);

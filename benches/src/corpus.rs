@@ -55,7 +55,7 @@ pub struct EntityCase {
     pub new: EntityState,
     /// Whether it is written even if equal to the base (new entities).
     pub force: bool,
-    /// The snapshot's delta context.
+    /// The snapshot's delta context (from a spawn baseline when `force`).
     pub context: DeltaContext,
 }
 
@@ -82,7 +82,7 @@ pub fn entity_cases(steps: &[OwnedStep]) -> Vec<EntityCase> {
                 base,
                 new,
                 force,
-                context,
+                context: context.with_spawn(force),
             });
         }
     }

@@ -142,6 +142,7 @@ pub fn snapshot_message_bytes(units: u32, frames: usize) -> Result<f64, Error> {
                 snapshot: &snapshot,
                 base: base.as_ref(),
                 delta_num: u8::from(base.is_some()),
+                frame_ms: 50,
                 baselines: &NoBaselines,
                 reference: None,
             };

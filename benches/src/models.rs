@@ -69,7 +69,7 @@ impl<T: Fields> Fields for Retrained<T> {
 /// Checks that `model` was trained on `schema`.
 pub fn check_model(model: &NativeModel, schema: &Schema) -> Result<(), Error> {
     if model.data().schema_fingerprint != schema.fingerprint()
-        || model.data().values.len() != schema.fields.len()
+        || model.data().fields() != schema.fields.len()
     {
         return Err(Error::Model(format!(
             "the model was not trained on {}",
@@ -162,6 +162,7 @@ impl<E: Fields, P: Fields> Encoder<E, P> for ModelEncoder<E> {
             snapshot: &snapshot,
             base: base.as_ref(),
             delta_num: step.delta_num,
+            frame_ms: step.frame_ms,
             baselines: &spawn,
             reference: step.reference,
         };
@@ -202,14 +203,15 @@ pub fn train_on<W: Workload>(
         let snapshot = &**step.snapshot;
         let context = delta_context(snapshot, step.base.map(|b| &**b));
         let base_player = step.base.map_or(&zeros.player, |b| &b.player);
-        player.observe(base_player, &snapshot.player, &context);
+        let full = step.base.is_none();
+        player.observe(base_player, &snapshot.player, &context.with_spawn(full));
         let old = step.base.map_or(&[][..], |b| &b.entities[..]);
         for change in merge(old, &snapshot.entities) {
             match change {
                 Change::Changed { old, new, .. } => entity.observe(old, new, &context),
                 Change::Added { number, new } => {
                     let base = step.baselines.baseline(number).unwrap_or(&zeros.entity);
-                    entity.observe(base, new, &context);
+                    entity.observe(base, new, &context.with_spawn(true));
                 }
                 Change::Removed { .. } | Change::Unchanged { .. } => {}
             }

@@ -80,6 +80,11 @@ pub struct Step<'a, E, P> {
     pub base: Option<&'a Arc<State<E, P>>>,
     /// How many messages back the base is, as Quake 3 sends it (0: full).
     pub delta_num: u8,
+    /// The server's frame length in milliseconds: its clock advances in
+    /// whole frames (Quake 3: `1000 / sv_fps`), so elapsed times are whole
+    /// numbers of frames. A stream constant both ends know (a session's
+    /// gamestate would carry it); 1 when unknown.
+    pub frame_ms: u32,
     /// Spawn baselines for entities new to the client.
     pub baselines: &'a dyn Baselines<E>,
     /// The original stream's cost, for recordings.
@@ -92,6 +97,7 @@ impl<E: std::fmt::Debug, P: std::fmt::Debug> std::fmt::Debug for Step<'_, E, P> 
             .field("snapshot", &self.snapshot)
             .field("base", &self.base)
             .field("delta_num", &self.delta_num)
+            .field("frame_ms", &self.frame_ms)
             .field("reference", &self.reference)
             .finish_non_exhaustive()
     }

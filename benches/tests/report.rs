@@ -77,7 +77,14 @@ fn both_formats_decode_back_to_every_snapshot() {
                 + breakdown.end_bits;
             assert_eq!(sections, bits, "every bit is accounted for");
             let decoded = format
-                .decode(&buf, bits, step.base.map(|b| &**b), step.baselines, &zeros)
+                .decode(
+                    &buf,
+                    bits,
+                    step.base.map(|b| &**b),
+                    step.frame_ms,
+                    step.baselines,
+                    &zeros,
+                )
                 .unwrap();
             assert_eq!(&decoded, &**step.snapshot);
         }
@@ -96,8 +103,14 @@ fn both_formats_decode_back_to_every_snapshot() {
         .run(&mut |step| {
             for format in [MessageFormat::Q3, MessageFormat::NATIVE] {
                 let bits = format.encode(&mut buf, &step, &zeros, &mut breakdown)?;
-                let decoded =
-                    format.decode(&buf, bits, step.base.map(|b| &**b), &NoBaselines, &zeros)?;
+                let decoded = format.decode(
+                    &buf,
+                    bits,
+                    step.base.map(|b| &**b),
+                    step.frame_ms,
+                    &NoBaselines,
+                    &zeros,
+                )?;
                 assert_eq!(&decoded, &**step.snapshot);
             }
             Ok(())
@@ -113,8 +126,14 @@ fn both_formats_decode_back_to_every_snapshot() {
         .run(&mut |step| {
             for format in [MessageFormat::Q3, MessageFormat::NATIVE] {
                 let bits = format.encode(&mut buf, &step, &zeros, &mut breakdown)?;
-                let decoded =
-                    format.decode(&buf, bits, step.base.map(|b| &**b), step.baselines, &zeros)?;
+                let decoded = format.decode(
+                    &buf,
+                    bits,
+                    step.base.map(|b| &**b),
+                    step.frame_ms,
+                    step.baselines,
+                    &zeros,
+                )?;
                 assert_eq!(&decoded, &**step.snapshot);
             }
             messages += 1;

@@ -1,4 +1,4 @@
-//! The native demo file format, version 1.
+//! The native demo file format (version [`VERSION`]).
 //!
 //! All integers are little-endian.
 //!
@@ -49,7 +49,9 @@ pub const FORMAT_NAME: &str = "native";
 /// The format version this build reads and writes. 2: native models build
 /// their codes from the counts plus a prior (`fields::model`), so a version 1
 /// file's snapshots would decode with other codes than they were written with.
-pub const VERSION: u16 = 2;
+/// 3: native models count symbols per origin and value context
+/// (`fields::model::ValueContext`), another shape and other codes.
+pub const VERSION: u16 = 3;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

@@ -67,7 +67,7 @@ impl DynamicLayout {
         let model = match model {
             Some(data)
                 if data.schema_fingerprint != schema.fingerprint()
-                    || data.values.len() != schema.fields.len() =>
+                    || data.fields() != schema.fields.len() =>
             {
                 return Err(BitError::invalid(
                     "native model",

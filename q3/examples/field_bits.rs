@@ -1,8 +1,8 @@
-//! Where the native codec's bits go, per field, on one demo: the demo's own
-//! symbol counts priced with a model's Huffman code lengths (plus the raw
-//! bits below each class's leading one). Compares the model trained on the
-//! demo alone (an in-sample floor), on every training demo, and on the
-//! others only (leave-one-out).
+//! Where the native codec's bits go, per field, on one demo: the demo's
+//! symbols under each model (its grids and predictors) priced with that
+//! model's codes, plus the raw bits below each class's leading one. Compares
+//! the model trained on the demo alone (an in-sample floor), on every
+//! training demo, and on the others only (leave-one-out).
 //!
 //! ```sh
 //! cargo run --release -p q3 --example field_bits -- DIR/dm_68_osp_duel_2.dm_68 DIR/*.dm_68
@@ -11,8 +11,7 @@
 //! The first file is measured; the rest are the training set (the measured
 //! one is skipped for leave-one-out).
 
-use fields::huffman::HuffmanCode;
-use fields::model::ModelData;
+use fields::model::{Context, ModelData, NativeModel, Origin, ValueContext, VALUE_CONTEXTS};
 use fields::NetFields;
 use q3::{EntityState, PlayerState};
 
@@ -22,58 +21,92 @@ fn extra_bits(symbol: usize) -> u64 {
     class.saturating_sub(1) as u64
 }
 
-fn lengths(counts: &[u32]) -> [u8; 256] {
-    let mut table = [0u32; 256];
-    table[..counts.len()].copy_from_slice(counts);
-    HuffmanCode::from_frequencies(&table)
-        .expect("a code")
-        .code_lengths()
+const VALUE_CONTEXT_ORDER: [ValueContext; VALUE_CONTEXTS] = [
+    ValueContext::Spawn,
+    ValueContext::Zero,
+    ValueContext::Whole,
+    ValueContext::Grid,
+    ValueContext::Fraction,
+];
+
+/// Field `f`'s value tables, one per context.
+fn value_tables(m: &ModelData, f: usize) -> Vec<(&[u32], Context)> {
+    VALUE_CONTEXT_ORDER
+        .iter()
+        .map(|&c| {
+            (
+                &m.values[f * VALUE_CONTEXTS + c as usize][..],
+                Context::Value(f, c),
+            )
+        })
+        .collect()
 }
 
-fn price(counts: &[u32], model: &[u32], value: bool) -> u64 {
-    let lengths = lengths(model);
+fn price(counts: &[u32], model: &NativeModel, context: Context, value: bool) -> u64 {
+    let code = model.code(context).expect("a context of the model");
     counts
         .iter()
         .enumerate()
-        .map(|(s, &c)| c as u64 * (lengths[s] as u64 + if value { extra_bits(s) } else { 0 }))
+        .map(|(s, &c)| {
+            c as u64 * (u64::from(code.bits(s as u8)) + if value { extra_bits(s) } else { 0 })
+        })
         .sum()
 }
 
-fn report(
-    name: &str,
-    names: &[&str],
-    own: &ModelData,
-    models: &[(&str, &ModelData)],
-    messages: u64,
-) {
-    println!("== {name}: bits per message (mean over {messages} snapshots)");
+/// The count tables of one report row, with their contexts.
+type Tables<'a> = dyn Fn(&ModelData) -> Vec<(&[u32], Context)> + 'a;
+
+/// One column: a model, and the measured demo's symbol counts under it.
+type Column<'a> = (&'a str, NativeModel, &'a ModelData);
+
+fn report(name: &str, names: &[&str], models: &[Column<'_>]) {
+    let messages = u64::from(models[0].2.last_group.iter().flatten().sum::<u32>());
+    println!("== {name}: bits per message (mean over {messages} deltas)");
     print!("{:24}", "context");
-    for (model, _) in models {
+    for (model, _, _) in models {
         print!("{model:>10}");
     }
     println!("{:>10}", "count");
     let per = |bits: u64| bits as f64 / messages as f64;
     let mut totals = vec![0u64; models.len()];
-    let mut row = |label: &str, pick: &dyn Fn(&ModelData) -> &[u32], value: bool| {
-        let counts = pick(own);
-        let n: u64 = counts.iter().map(|&c| c as u64).sum();
+    let groups = models[0].2.groups.len() / 2;
+    let mut row = |label: &str, tables: &Tables<'_>, value: bool| {
+        let n: u64 = tables(models[0].2)
+            .iter()
+            .flat_map(|(t, _)| t.iter())
+            .map(|&c| c as u64)
+            .sum();
         if n == 0 {
             return;
         }
         print!("{label:24}");
-        for (i, (_, model)) in models.iter().enumerate() {
-            let bits = price(counts, pick(model), value);
+        for (i, (_, model, counts)) in models.iter().enumerate() {
+            let bits: u64 = tables(counts)
+                .iter()
+                .map(|(counts, context)| price(counts, model, *context, value))
+                .sum();
             totals[i] += bits;
             print!("{:>10.2}", per(bits));
         }
         println!("{n:>10}");
     };
-    row("last_group", &|m| &m.last_group, false);
-    for g in 0..own.groups.len() {
-        row(&format!("group {g}"), &|m| &m.groups[g], false);
+    for origin in [Origin::Held, Origin::Spawn] {
+        let o = origin.index();
+        row(
+            &format!("last_group {origin:?}"),
+            &|m| vec![(&m.last_group[o][..], Context::LastGroup(origin))],
+            false,
+        );
+        for g in 0..groups {
+            row(
+                &format!("group {g} {origin:?}"),
+                &|m| vec![(&m.groups[o * groups + g][..], Context::Group(origin, g))],
+                false,
+            );
+        }
     }
     for (f, field) in names.iter().enumerate() {
-        row(field, &|m| &m.values[f], true);
+        row(field, &|m| value_tables(m, f), true);
     }
     print!("{:24}", "TOTAL");
     for t in totals {
@@ -98,50 +131,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let own = q3::model::train([own_bytes.as_slice()])?;
     let loo = q3::model::train(others.iter().map(Vec::as_slice))?;
     let full = q3::model::train(all.iter().map(Vec::as_slice))?;
-    let messages = u64::from(own.player.last_group.iter().sum::<u32>());
+    let measured_under =
+        |models: &q3::model::Q3Models| q3::model::count([own_bytes.as_slice()], models);
+    let counts = [
+        measured_under(&own)?,
+        measured_under(&full)?,
+        measured_under(&loo)?,
+    ];
     let entity_names: Vec<&str> = EntityState::TABLE.fields.iter().map(|f| f.name).collect();
     let player_names: Vec<&str> = PlayerState::TABLE.fields.iter().map(|f| f.name).collect();
-    let models = |pick: fn(&q3::model::Q3Models) -> &ModelData| {
-        vec![
-            ("own", pick(&own)),
-            ("all", pick(&full)),
-            ("loo", pick(&loo)),
-        ]
-    };
-    if std::env::var_os("DUMP").is_some() {
-        for f in [1usize, 4, 5, 3, 0] {
-            dump(&models(|m| &m.player), f);
+    let columns = |pick: fn(&q3::model::Q3Models) -> &ModelData| {
+        let models = [("own", &own), ("all", &full), ("loo", &loo)];
+        let mut columns = Vec::new();
+        for ((name, model), counts) in models.into_iter().zip(&counts) {
+            let code = NativeModel::new(pick(model).clone()).expect("a model");
+            columns.push((name, code, pick(counts)));
         }
-    }
-    report(
-        "player",
-        &player_names,
-        &own.player,
-        &models(|m| &m.player),
-        messages,
-    );
-    report(
-        "entity",
-        &entity_names,
-        &own.entity,
-        &models(|m| &m.entity),
-        messages,
-    );
+        columns
+    };
+    report("player", &player_names, &columns(|m| &m.player));
+    report("entity", &entity_names, &columns(|m| &m.entity));
     Ok(())
-}
-
-/// Prints one player field's grid, predictor and symbol counts per model.
-fn dump(models: &[(&str, &ModelData)], field: usize) {
-    for (name, m) in models {
-        let nz: Vec<(usize, u32)> = m.values[field]
-            .iter()
-            .copied()
-            .enumerate()
-            .filter(|(_, c)| *c > 0)
-            .collect();
-        println!(
-            "{name}: grid {:?} pred {:?} symbols {:?}",
-            m.grids[field], m.predictors[field], nz
-        );
-    }
 }

@@ -11,7 +11,8 @@
 //! Predictors: a player's `origin` moves at `velocity` over the change of
 //! `commandTime`; an entity's `pos.trBase` moves at `pos.trDelta` over the
 //! snapshot's elapsed server time, which callers pass in a
-//! [`DeltaContext`]. Grids are learned: view angles, for instance, are
+//! [`DeltaContext`]; `commandTime` and an entity's `pos.trTime` advance by
+//! that elapsed time. Grids are learned: view angles, for instance, are
 //! 16-bit angles (multiples of 360/65536), coded as such.
 
 use std::sync::{Arc, OnceLock};
@@ -73,6 +74,7 @@ pub fn delta_context(snapshot: &Snapshot, base: Option<&Snapshot>) -> DeltaConte
         elapsed_ms: base.map_or(0, |base| {
             snapshot.server_time.wrapping_sub(base.server_time)
         }),
+        spawn: false,
     }
 }
 
@@ -94,6 +96,14 @@ fn trainers() -> (ModelTrainer, ModelTrainer) {
         player_table.fields.len(),
     );
     let command_time = field(&player_table, "command_time");
+    // Time stamps that move with the server clock: a player's command time,
+    // and the trajectory time of a player entity (`pos.trTime` is the
+    // command time under `g_smoothClients`).
+    player = player.with_predictor(usize::from(command_time), Predictor::Advance);
+    entity = entity.with_predictor(
+        usize::from(field(&entity_table, "pos_tr_time")),
+        Predictor::Advance,
+    );
     for axis in 0..3 {
         entity = entity.with_predictor(
             usize::from(field(&entity_table, &format!("pos_tr_base_{axis}"))),
@@ -117,13 +127,62 @@ fn trainers() -> (ModelTrainer, ModelTrainer) {
 struct Deltas {
     context: DeltaContext,
     player: (PlayerState, PlayerState),
-    /// (base, new) of every entity written: changed, or new to the client.
-    entities: Vec<(EntityState, EntityState)>,
+    /// Whether the player state deltas from the zeroed dummy (a full snapshot).
+    player_spawn: bool,
+    /// (base, new, from a spawn baseline) of every entity written: changed,
+    /// or new to the client.
+    entities: Vec<(EntityState, EntityState, bool)>,
 }
 
 /// Counts symbols over every snapshot of the given demos. Files that fail
 /// to decode contribute the snapshots before the failure.
 pub fn train<'a>(demos: impl IntoIterator<Item = &'a [u8]>) -> Result<Q3Models, Q3Error> {
+    let deltas = deltas_of(demos)?;
+    let (mut entity, mut player) = trainers();
+    for delta in &deltas {
+        player.learn_grids(&delta.player.1);
+        delta
+            .entities
+            .iter()
+            .for_each(|(_, new, _)| entity.learn_grids(new));
+    }
+    entity.freeze_grids();
+    player.freeze_grids();
+    Ok(count_deltas(&deltas, entity, player))
+}
+
+/// The symbols the given demos' deltas take when coded with `models`
+/// (their grids and predictors), as counts: priced with `models`' codes,
+/// they are what those demos cost under them (see the `field_bits` example).
+pub fn count<'a>(
+    demos: impl IntoIterator<Item = &'a [u8]>,
+    models: &Q3Models,
+) -> Result<Q3Models, Q3Error> {
+    let deltas = deltas_of(demos)?;
+    Ok(count_deltas(
+        &deltas,
+        ModelTrainer::counting_for(&models.entity),
+        ModelTrainer::counting_for(&models.player),
+    ))
+}
+
+/// Counts the symbols of `deltas` with trainers whose grids are frozen.
+fn count_deltas(deltas: &[Deltas], mut entity: ModelTrainer, mut player: ModelTrainer) -> Q3Models {
+    for delta in deltas {
+        let context = delta.context.with_spawn(delta.player_spawn);
+        player.observe(&delta.player.0, &delta.player.1, &context);
+        for (base, new, spawn) in &delta.entities {
+            entity.observe(base, new, &delta.context.with_spawn(*spawn));
+        }
+    }
+    Q3Models {
+        entity: entity.finish(),
+        player: player.finish(),
+    }
+}
+
+/// Every delta the demos' snapshots send, in order.
+fn deltas_of<'a>(demos: impl IntoIterator<Item = &'a [u8]>) -> Result<Vec<Deltas>, Q3Error> {
     let mut deltas = Vec::new();
     for demo in demos {
         for record in Dm68Decoder::new(demo)? {
@@ -145,37 +204,23 @@ pub fn train<'a>(demos: impl IntoIterator<Item = &'a [u8]>) -> Result<Q3Models, 
                             .map(|i| old[i].1);
                         let from = previous.or_else(|| snap.baselines.get(*number).copied())?;
                         // New entities are always written; old ones only when changed.
-                        (previous.is_none() || state.wire_differs(&from)).then_some((from, *state))
+                        (previous.is_none() || state.wire_differs(&from)).then_some((
+                            from,
+                            *state,
+                            previous.is_none(),
+                        ))
                     })
                     .collect();
                 deltas.push(Deltas {
                     context: delta_context(&snap.snapshot, base),
                     player: (base.map(|b| b.ps).unwrap_or_default(), snap.snapshot.ps),
+                    player_spawn: base.is_none(),
                     entities,
                 });
             }
         }
     }
-    let (mut entity, mut player) = trainers();
-    for delta in &deltas {
-        player.learn_grids(&delta.player.1);
-        delta
-            .entities
-            .iter()
-            .for_each(|(_, new)| entity.learn_grids(new));
-    }
-    entity.freeze_grids();
-    player.freeze_grids();
-    for delta in &deltas {
-        player.observe(&delta.player.0, &delta.player.1, &delta.context);
-        for (base, new) in &delta.entities {
-            entity.observe(base, new, &delta.context);
-        }
-    }
-    Ok(Q3Models {
-        entity: entity.finish(),
-        player: player.finish(),
-    })
+    Ok(deltas)
 }
 
 #[cfg(test)]

@@ -74,8 +74,15 @@ fn round_trip(
                 },
             )
         };
+        let spawn = matches!(update, EntityUpdate::Delta { force: true, .. });
         if Codec::Native
-            .write_entity_in(&context, &mut writer, last, number, update)
+            .write_entity_in(
+                &context.with_spawn(spawn),
+                &mut writer,
+                last,
+                number,
+                update,
+            )
             .unwrap()
         {
             last = Some(number);
@@ -102,7 +109,12 @@ fn round_trip(
             Err(_) => *baselines.get(number).unwrap(),
         };
         let body = Codec::Native
-            .read_entity_body_in(&context, &mut reader, number, &mut state)
+            .read_entity_body_in(
+                &context.with_spawn(slot.is_err()),
+                &mut reader,
+                number,
+                &mut state,
+            )
             .unwrap();
         match (body, slot) {
             (EntityBody::Removed, Ok(k)) => {

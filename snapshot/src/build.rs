@@ -203,9 +203,13 @@ impl<E: Fields> Emitter<'_, E> {
             force,
         };
         let from = sink.bits_written();
-        let written = self
-            .codec
-            .write_entity_in(&self.context, sink, last, op.number, update)?;
+        let written = self.codec.write_entity_in(
+            &self.context.with_spawn(force),
+            sink,
+            last,
+            op.number,
+            update,
+        )?;
         cache.store(
             op.number,
             elapsed,
@@ -461,7 +465,10 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         };
         let context = DeltaContext {
             elapsed_ms: base.map_or(0, |sent| now.wrapping_sub(sent.time) as i32),
+            spawn: false,
         };
+        // A full snapshot's player state deltas from the zeroed dummy.
+        let player_context = context.with_spawn(base.is_none());
         // A base holding left-out changes gives a list of its own.
         let shareable = base.is_none_or(|sent| sent.overrides.is_empty());
         let list_key = (base.map(|sent| sent.frame), base.map(|sent| &sent.visible));
@@ -520,9 +527,9 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         let buf = &mut buf[..max_bytes as usize];
 
         let mut writer = BitWriter::new(buf);
-        let prefix = header
-            .write(&mut writer)
-            .and_then(|()| codec.write_delta_in(&context, &mut writer, base_player, &player));
+        let prefix = header.write(&mut writer).and_then(|()| {
+            codec.write_delta_in(&player_context, &mut writer, base_player, &player)
+        });
         match prefix {
             Ok(()) => {}
             Err(BitError::Overflow { .. }) => {
@@ -596,7 +603,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             }
             writer = BitWriter::new(&mut buf[..]);
             header.write(&mut writer)?;
-            codec.write_delta_in(&context, &mut writer, base_player, &player)?;
+            codec.write_delta_in(&player_context, &mut writer, base_player, &player)?;
             emitter.write_ops(cache, &mut writer, ops, None)?;
         }
 

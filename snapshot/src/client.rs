@@ -247,11 +247,12 @@ impl<E: Fields, P: Fields> Client<E, P> {
 
         let context = DeltaContext {
             elapsed_ms: base.map_or(0, |b| header.server_time.wrapping_sub(b.server_time) as i32),
+            spawn: false,
         };
         let out = &mut self.scratch;
         let base_player = base.map_or(&self.zero_player, |b| &b.player);
         out.player.clone_from(base_player);
-        codec.read_delta_in(&context, reader, &mut out.player)?;
+        codec.read_delta_in(&context.with_spawn(base.is_none()), reader, &mut out.player)?;
         if let Some(trace) = trace.as_deref_mut() {
             trace.player_fields = FieldMask::diff(base_player, &out.player);
         }
@@ -275,7 +276,13 @@ impl<E: Fields, P: Fields> Client<E, P> {
                 None => self.gamestate.baseline(number).unwrap_or(&self.zero_entity),
             };
             let mut state = start.clone();
-            let body = codec.read_entity_body_in(&context, reader, number, &mut state)?;
+            let spawn = previous.is_none();
+            let body = codec.read_entity_body_in(
+                &context.with_spawn(spawn),
+                reader,
+                number,
+                &mut state,
+            )?;
             let kind = match (body, previous.is_some()) {
                 (EntityBody::Removed, false) => {
                     return Err(ClientError::RemovedUnknownEntity { number })

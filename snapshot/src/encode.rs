@@ -107,6 +107,7 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
         elapsed_ms: base.map_or(0, |b| {
             snapshot.server_time.wrapping_sub(b.server_time) as i32
         }),
+        spawn: false,
     };
     let zero_player = zeroed(snapshot.player);
     // The zeroed entity is only needed for a new entity without a baseline,
@@ -118,7 +119,12 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
     let initial = 64 + 16 * (snapshot.entities.len() + held.len());
     encode_growing(out, initial, |w: &mut BitWriter<'_>| {
         header.write(w)?;
-        codec.write_delta_in(&context, w, base_player, snapshot.player)?;
+        codec.write_delta_in(
+            &context.with_spawn(base.is_none()),
+            w,
+            base_player,
+            snapshot.player,
+        )?;
         let mut last = None;
         for merged in merge_by_number(held, snapshot.entities) {
             let number = merged.number();
@@ -139,7 +145,8 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
                     force: true,
                 },
             };
-            if codec.write_entity_in(&context, w, last, number, update)? {
+            let spawn = matches!(update, EntityUpdate::Delta { force: true, .. });
+            if codec.write_entity_in(&context.with_spawn(spawn), w, last, number, update)? {
                 last = Some(number);
             }
         }

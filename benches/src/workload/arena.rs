@@ -223,6 +223,8 @@ impl Workload for Arena {
             .collect();
         spawn.sort_by_key(|(n, _)| *n);
         let spawn = SpawnList(spawn);
+        // The server's clock advances one tick per frame.
+        let frame_ms = 1000 / self.config().tick_hz.max(1);
         let mut now = start;
         let mut streams: HashMap<ClientId, Stream> = HashMap::new();
         let mut missing_bases = 0u64;
@@ -260,6 +262,7 @@ impl Workload for Arena {
                         snapshot: &state,
                         base: base.as_ref().map(|(b, _)| b),
                         delta_num: base.as_ref().map_or(0, |(_, d)| *d as u8),
+                        frame_ms,
                         baselines: &spawn,
                         reference: None,
                     })?;

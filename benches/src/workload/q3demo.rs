@@ -27,6 +27,8 @@ pub struct OwnedStep {
     pub base: Option<Arc<Q3State>>,
     /// The delta byte as recorded.
     pub delta_num: u8,
+    /// The server's frame length (see [`Step::frame_ms`]).
+    pub frame_ms: u32,
     /// The spawn baselines in force.
     pub baselines: Arc<q3::Baselines>,
     /// The recorded and re-encoded sizes.
@@ -40,6 +42,7 @@ impl OwnedStep {
             snapshot: &self.snapshot,
             base: self.base.as_ref(),
             delta_num: self.delta_num,
+            frame_ms: self.frame_ms,
             baselines: &*self.baselines,
             reference: Some(self.reference),
         }
@@ -54,6 +57,15 @@ pub fn state_of(snapshot: &Snapshot) -> Q3State {
         areamask: snapshot.areamask.clone(),
         player: snapshot.ps,
         entities: snapshot.entities.clone(),
+    }
+}
+
+/// Greatest common divisor (`gcd(0, b) = b`).
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 
@@ -94,11 +106,35 @@ impl Q3Demo {
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
     }
 
+    /// The server's frame length: the greatest common divisor of the
+    /// demo's steps of server time (Quake 3's `1000 / sv_fps`; 33 ms in
+    /// every shared demo). Protocol 68 does not send it, so it is read off
+    /// the recording, as a client would from its first snapshots; 1 when
+    /// the demo has fewer than two snapshots.
+    pub fn frame_ms(&self) -> Result<u32, Error> {
+        let mut last = None;
+        let mut frame = 0u32;
+        for item in Dm68Decoder::new(&self.data)? {
+            let Ok(record) = item else { break };
+            for command in &record.message.commands {
+                if let Command::Snapshot(snap) = &command.command {
+                    let time = snap.snapshot.server_time;
+                    if let Some(last) = last {
+                        frame = gcd(frame, time.wrapping_sub(last).unsigned_abs());
+                    }
+                    last = Some(time);
+                }
+            }
+        }
+        Ok(frame.max(1))
+    }
+
     /// Decodes the demo and hands every snapshot to `f` as an [`OwnedStep`].
     pub fn decode(
         &self,
         mut f: impl FnMut(OwnedStep) -> Result<(), Error>,
     ) -> Result<RunEnd, Error> {
+        let frame_ms = self.frame_ms()?;
         let mut recent: VecDeque<(Arc<Snapshot>, Arc<Q3State>)> = VecDeque::with_capacity(RECENT);
         let mut buf = vec![0u8; 2 * MAX_MSGLEN];
         for item in Dm68Decoder::new(&self.data)? {
@@ -137,6 +173,7 @@ impl Q3Demo {
                     snapshot: state,
                     base,
                     delta_num: snap.snapshot.delta_num,
+                    frame_ms,
                     baselines: Arc::clone(&snap.baselines),
                     reference,
                 })?;

@@ -250,6 +250,7 @@ impl Workload for Stress {
                 snapshot: &snapshot,
                 base: base.as_ref(),
                 delta_num: u8::from(base.is_some()),
+                frame_ms: STRESS_FRAME_MS as u32,
                 baselines: &NoBaselines,
                 reference: None,
             })?;

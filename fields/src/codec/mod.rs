@@ -38,6 +38,31 @@ pub struct DeltaContext {
     /// Milliseconds between the baseline's and this snapshot's server time
     /// (0 when unknown: predictions then fall back to the baseline).
     pub elapsed_ms: i32,
+    /// The baseline is a spawn baseline or the zeroed dummy (an entity new
+    /// to the receiver, a full snapshot), not a state the receiver held:
+    /// the native codec then codes with its spawn contexts
+    /// ([`crate::model::Origin::Spawn`]). Writer and reader must agree on
+    /// it per delta, as on the baseline itself; a list writer sets it for
+    /// the entities it writes from spawn baselines.
+    pub spawn: bool,
+}
+
+impl DeltaContext {
+    /// The same context for a delta from a spawn baseline (`spawn`) or a
+    /// held state.
+    pub fn with_spawn(self, spawn: bool) -> Self {
+        DeltaContext { spawn, ..self }
+    }
+
+    /// The model origin of deltas in this context.
+    #[inline]
+    pub fn origin(&self) -> crate::model::Origin {
+        if self.spawn {
+            crate::model::Origin::Spawn
+        } else {
+            crate::model::Origin::Held
+        }
+    }
 }
 
 /// Which wire format to use.

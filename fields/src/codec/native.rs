@@ -31,7 +31,9 @@ use crate::codec::DeltaContext;
 use crate::codec::{EntityBody, EntityUpdate};
 use crate::error::BitError;
 use crate::kind::ScalarKind;
-use crate::model::{Clock, Context, Grid, NativeModel, Predictor, GROUP_FIELDS, VALUE_SYMBOLS};
+use crate::model::{
+    Clock, Context, Grid, NativeModel, Origin, Predictor, ValueContext, GROUP_FIELDS, VALUE_SYMBOLS,
+};
 use crate::rounding;
 use crate::table::{FieldSet, Fields, MAX_FIELDS};
 use crate::varcode::{get_exp_golomb, put_exp_golomb, unzigzag, zigzag};
@@ -85,6 +87,30 @@ fn predict(base: f32) -> i32 {
     rounding::round(base) as i32
 }
 
+/// The context a changed value is coded in (see [`ValueContext`]), from
+/// what both ends know before it: the delta's origin and the baseline word.
+fn value_context(kind: &ScalarKind, base: u32, grid: Option<Grid>, origin: Origin) -> ValueContext {
+    if origin == Origin::Spawn {
+        return ValueContext::Spawn;
+    }
+    match kind {
+        ScalarKind::Q3Float => {
+            let value = f32::from_bits(base);
+            if base & 0x7fff_ffff == 0 {
+                ValueContext::Zero
+            } else if rounding::is_whole(value) {
+                ValueContext::Whole
+            } else if grid.is_some_and(|g| g.steps_of(value).is_some()) {
+                ValueContext::Grid
+            } else {
+                ValueContext::Fraction
+            }
+        }
+        _ if base == 0 => ValueContext::Zero,
+        _ => ValueContext::Whole,
+    }
+}
+
 /// Maps float bits to integers ordered like the floats (for non-NaN values),
 /// so the difference of two mapped values counts the floats between them.
 /// The map is its own inverse.
@@ -97,19 +123,22 @@ fn ordered(bits: u32) -> i32 {
     }
 }
 
-/// What a float value is coded against: the baseline, or a prediction, and
-/// the field's grid.
+/// What a value is coded against: for a float, the baseline or a
+/// prediction, and the field's grid; for an integer, the baseline or an
+/// [`Predictor::Advance`] prediction.
 #[derive(Debug, Clone, Copy)]
-struct FloatReference {
-    /// The predicted (or baseline) value.
+struct Reference {
+    /// The predicted (or baseline) float value.
     value: f32,
     /// Whether `value` is the baseline itself; then a changed value cannot
     /// equal it and the bit-pattern distance is at least one.
     is_base: bool,
     grid: Option<Grid>,
+    /// An integer field's predicted word (`None`: coded from the baseline).
+    advanced: Option<u32>,
 }
 
-impl FloatReference {
+impl Reference {
     fn steps(&self, grid: &Grid) -> i32 {
         let step = grid.step().unwrap_or(1.0);
         let k = rounding::round(self.value / step);
@@ -123,12 +152,7 @@ impl FloatReference {
 
 /// The symbol and extra bits of a changed value (`None` for booleans, whose
 /// change says everything). `reference` is used for floats.
-fn value_code(
-    kind: &ScalarKind,
-    base: u32,
-    new: u32,
-    reference: FloatReference,
-) -> Option<ValueCode> {
+fn value_code(kind: &ScalarKind, base: u32, new: u32, reference: Reference) -> Option<ValueCode> {
     match kind {
         ScalarKind::Bool => None,
         ScalarKind::Q3Float => {
@@ -158,8 +182,17 @@ fn value_code(
         }
         other => {
             let width = other.wire_bits();
-            let difference = sign_extend(new.wrapping_sub(base) & low_mask(width), width);
-            Some(ValueCode::classed(zigzag(difference).wrapping_sub(1), 0))
+            // From a prediction the difference may be zero; from the
+            // baseline it cannot, and the code starts at one.
+            let (from, changed) = match reference.advanced {
+                Some(predicted) => (predicted, 0),
+                None => (base, 1),
+            };
+            let difference = sign_extend(new.wrapping_sub(from) & low_mask(width), width);
+            Some(ValueCode::classed(
+                zigzag(difference).wrapping_sub(changed),
+                0,
+            ))
         }
     }
 }
@@ -170,7 +203,7 @@ fn value_from_code<S: BitSource + ?Sized>(
     source: &mut S,
     kind: &ScalarKind,
     base: u32,
-    reference: FloatReference,
+    reference: Reference,
     symbol: u8,
     position: usize,
 ) -> Result<u32, BitError> {
@@ -222,8 +255,12 @@ fn value_from_code<S: BitSource + ?Sized>(
         }
         other => {
             let width = other.wire_bits();
+            let (from, changed) = match reference.advanced {
+                Some(predicted) => (predicted, 0),
+                None => (base, 1),
+            };
             let zigzagged = value
-                .checked_add(1)
+                .checked_add(changed)
                 .ok_or_else(|| out_of_range("field difference"))?;
             let difference = unzigzag(zigzagged);
             if width < 32 && sign_extend(difference as u32 & low_mask(width), width) != difference {
@@ -233,7 +270,7 @@ fn value_from_code<S: BitSource + ?Sized>(
                     format!("{difference} does not fit a {width}-bit field"),
                 ));
             }
-            base.wrapping_add(difference as u32) & low_mask(width)
+            from.wrapping_add(difference as u32) & low_mask(width)
         }
     };
     if !kind.word_in_range(word) {
@@ -256,39 +293,69 @@ fn numeric(kind: &ScalarKind, word: u32) -> f64 {
     }
 }
 
-/// The field's predictor, if the model declares one for a scalar float field
-/// (anything else is ignored the same way by encoder and decoder).
+/// The field's predictor, if the model declares one that fits the field:
+/// [`Predictor::Integrate`] for a scalar float, [`Predictor::Advance`] for a
+/// scalar integer (anything else is ignored the same way by encoder and
+/// decoder).
 fn predictor_of<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> Option<Predictor> {
     let kind = value.field_kind(field);
-    (!kind.is_array() && kind.element().is_float_bits())
-        .then(|| model.predictors.get(field).copied().flatten())
-        .flatten()
+    let predictor = model.predictors.get(field).copied().flatten()?;
+    let fits = !kind.is_array()
+        && match predictor {
+            Predictor::Integrate { .. } => kind.element().is_float_bits(),
+            Predictor::Advance => matches!(
+                kind.element(),
+                ScalarKind::Signed { .. } | ScalarKind::Unsigned { .. }
+            ),
+        };
+    fits.then_some(predictor)
 }
 
-/// What the float value of `field` is coded against. `new` must already
+/// When a field's value is decoded: 0 unpredicted, 1 predicted from the
+/// elapsed time alone, 2 predicted from other fields (which tiers 0 and 1
+/// hold by then).
+fn decode_tier<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> u8 {
+    match predictor_of(model, value, field) {
+        None => 0,
+        Some(Predictor::Advance) => 1,
+        Some(Predictor::Integrate { .. }) => 2,
+    }
+}
+
+/// What the value of `field` is coded against. `new` must already
 /// hold the new values of every field the prediction reads; `base_word`
 /// gives a field's baseline word (element 0).
-fn float_reference<T: Fields>(
+fn reference_of<T: Fields>(
     model: &Model<'_>,
     base_word: impl Fn(usize) -> u32,
     new_word: impl Fn(usize) -> u32,
     new: &T,
     field: usize,
     context: &DeltaContext,
-) -> FloatReference {
-    // Only Quake 3 floats are coded against a reference; skip the work
-    // (and the word reads) for everything else.
+) -> Reference {
+    // Only Quake 3 floats and advancing integers are coded against a
+    // reference; skip the work (and the word reads) for everything else.
     if !matches!(new.field_kind(field).element(), ScalarKind::Q3Float) {
-        return FloatReference {
+        let advanced = match predictor_of(model, new, field) {
+            Some(Predictor::Advance) => {
+                Some(base_word(field).wrapping_add(context.elapsed_ms as u32))
+            }
+            _ => None,
+        };
+        return Reference {
             value: 0.0,
             is_base: true,
             grid: None,
+            advanced,
         };
     }
     let base_value = f32::from_bits(base_word(field));
     let grid = model.grids.get(field).copied().flatten();
-    let predicted =
-        predictor_of(model, new, field).and_then(|Predictor::Integrate { rate, clock }| {
+    let predicted = predictor_of(model, new, field).and_then(|predictor| {
+        let Predictor::Integrate { rate, clock } = predictor else {
+            return None;
+        };
+        {
             let rate = usize::from(rate);
             let rate_kind = *new.field_kind(rate).element();
             let speed =
@@ -303,11 +370,13 @@ fn float_reference<T: Fields>(
             };
             let value = (base_value as f64 + speed * elapsed_ms / 1000.0) as f32;
             value.is_finite().then_some(value)
-        });
-    FloatReference {
+        }
+    });
+    Reference {
         value: predicted.unwrap_or(base_value),
         is_base: predicted.is_none(),
         grid,
+        advanced: None,
     }
 }
 
@@ -416,6 +485,7 @@ fn get_symbol<S: BitSource + ?Sized>(
 }
 
 /// Writes a changed value: its symbol, then its extra bits.
+#[allow(clippy::too_many_arguments)]
 fn put_value<S: BitSink + ?Sized>(
     sink: &mut S,
     model: &Model<'_>,
@@ -423,12 +493,19 @@ fn put_value<S: BitSink + ?Sized>(
     kind: &ScalarKind,
     base: u32,
     new: u32,
-    reference: FloatReference,
+    reference: Reference,
+    origin: Origin,
 ) -> Result<(), BitError> {
     let Some(code) = value_code(kind, base, new, reference) else {
         return Ok(());
     };
-    put_symbol(sink, model.codes, Context::Value(field), code.symbol)?;
+    let context = value_context(kind, base, reference.grid, origin);
+    put_symbol(
+        sink,
+        model.codes,
+        Context::Value(field, context),
+        code.symbol,
+    )?;
     if code.extra_bits > 0 {
         sink.put_bits(code.extra, code.extra_bits)?;
     }
@@ -441,13 +518,15 @@ fn get_value<S: BitSource + ?Sized>(
     field: usize,
     kind: &ScalarKind,
     base: u32,
-    reference: FloatReference,
+    reference: Reference,
+    origin: Origin,
 ) -> Result<u32, BitError> {
     if *kind == ScalarKind::Bool {
         return Ok(base ^ 1);
     }
     let position = source.bits_read();
-    let symbol = get_symbol(source, model.codes, Context::Value(field))?;
+    let context = value_context(kind, base, reference.grid, origin);
+    let symbol = get_symbol(source, model.codes, Context::Value(field, context))?;
     if usize::from(symbol) >= VALUE_SYMBOLS {
         return Err(BitError::invalid(
             "value class",
@@ -458,8 +537,8 @@ fn get_value<S: BitSource + ?Sized>(
     value_from_code(source, kind, base, reference, symbol, position)
 }
 
-/// The order values are sent in: unpredicted fields first, so every
-/// prediction's inputs are decoded before it, then predicted ones.
+/// The order values are sent in: by [`decode_tier`], so every prediction's
+/// inputs are decoded before it.
 fn value_order<T: Fields>(
     model: &Model<'_>,
     value: &T,
@@ -469,10 +548,10 @@ fn value_order<T: Fields>(
     // Branch-free compaction: which fields are predicted depends on the
     // data, so a branch per field would be mispredicted often.
     let mut n = 0;
-    for predicted in [false, true] {
+    for tier in 0..3 {
         for &field in changed {
             out[n] = field;
-            n += usize::from(predictor_of(model, value, usize::from(field)).is_some() == predicted);
+            n += usize::from(decode_tier(model, value, usize::from(field)) == tier);
         }
     }
 }
@@ -534,14 +613,15 @@ pub(crate) fn visit_symbols<T: Fields>(
     let count = changed_fields(base, new, &mut changed);
     let mut patterns = [0u8; MAX_FIELDS.div_ceil(GROUP_FIELDS)];
     let last_group = group_patterns(&changed[..count], &mut patterns);
-    visit(Context::LastGroup, last_group as u8);
+    let origin = context.origin();
+    visit(Context::LastGroup(origin), last_group as u8);
     for (group, &pattern) in patterns.iter().enumerate().take(last_group) {
-        visit(Context::Group(group), pattern);
+        visit(Context::Group(origin, group), pattern);
     }
     for &field in &changed[..count] {
         let field = usize::from(field);
         let kind = new.field_kind(field);
-        let reference = float_reference(
+        let reference = reference_of(
             &model,
             |f| base.word(f, 0),
             |f| new.word(f, 0),
@@ -553,7 +633,8 @@ pub(crate) fn visit_symbols<T: Fields>(
             let (b, n) = (base.word(field, element), new.word(field, element));
             if b != n {
                 if let Some(code) = value_code(kind.element(), b, n, reference) {
-                    visit(Context::Value(field), code.symbol);
+                    let value_context = value_context(kind.element(), b, reference.grid, origin);
+                    visit(Context::Value(field, value_context), code.symbol);
                 }
             }
         }
@@ -591,6 +672,7 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
     let mut changed = [0u16; MAX_FIELDS];
     let count = set_members(set, &mut changed);
     let changed = &changed[..count];
+    let origin = context.origin();
     match model.codes {
         Some(codes) => {
             // A group's pattern is a byte of the set, read as it is.
@@ -598,10 +680,15 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
             let last_group = changed
                 .last()
                 .map_or(0, |&last| usize::from(last) / GROUP_FIELDS + 1);
-            put_symbol(sink, Some(codes), Context::LastGroup, last_group as u8)?;
+            put_symbol(
+                sink,
+                Some(codes),
+                Context::LastGroup(origin),
+                last_group as u8,
+            )?;
             for group in 0..last_group {
                 let pattern = (set[group / 8] >> (group % 8 * 8)) as u8;
-                put_symbol(sink, Some(codes), Context::Group(group), pattern)?;
+                put_symbol(sink, Some(codes), Context::Group(origin, group), pattern)?;
             }
         }
         None => put_set(sink, changed.iter().map(|&i| usize::from(i)))?,
@@ -629,7 +716,7 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
     for &index in &order[..count] {
         let index = usize::from(index);
         let kind = new.field_kind(index);
-        let reference = float_reference(
+        let reference = reference_of(
             &model,
             |f| scalar(&base_words, base, f),
             |f| scalar(&new_words, new, f),
@@ -642,14 +729,14 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
             put_set(sink, (0..kind.elements()).filter(|e| mask & (1 << e) != 0))?;
             for element in (0..kind.elements()).filter(|e| mask & (1 << e) != 0) {
                 let (b, n) = (base.word(index, element), new.word(index, element));
-                put_value(sink, &model, index, kind.element(), b, n, reference)?;
+                put_value(sink, &model, index, kind.element(), b, n, reference, origin)?;
             }
         } else {
             let (b, n) = (
                 scalar(&base_words, base, index),
                 scalar(&new_words, new, index),
             );
-            put_value(sink, &model, index, kind.element(), b, n, reference)?;
+            put_value(sink, &model, index, kind.element(), b, n, reference, origin)?;
         }
     }
     Ok(())
@@ -675,7 +762,7 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     let fields = out.field_count();
     let mut changed = [0u16; MAX_FIELDS];
     let count = match model.codes {
-        Some(codes) => get_grouped_set(source, codes, fields, &mut changed)?,
+        Some(codes) => get_grouped_set(source, codes, context.origin(), fields, &mut changed)?,
         None => get_set(source, fields, &mut changed)?,
     };
     let mut order = [0u16; MAX_FIELDS];
@@ -699,7 +786,7 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
                 (None, Some(base)) => base.word(f, 0),
                 (None, None) => current.word(f, 0),
             };
-            float_reference(
+            reference_of(
                 &model,
                 base_word,
                 |f| current.word(f, 0),
@@ -709,7 +796,7 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
             )
         };
         if kind.is_array() {
-            read_array_elements(source, out, &model, index, reference)?;
+            read_array_elements(source, out, &model, index, reference, context.origin())?;
         } else {
             let word = get_value(
                 source,
@@ -718,6 +805,7 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
                 kind.element(),
                 out.word(index, 0),
                 reference,
+                context.origin(),
             )?;
             out.set_word(index, 0, word);
         }
@@ -732,7 +820,8 @@ fn read_array_elements<T: Fields, S: BitSource + ?Sized>(
     out: &mut T,
     model: &Model<'_>,
     index: usize,
-    reference: FloatReference,
+    reference: Reference,
+    origin: Origin,
 ) -> Result<(), BitError> {
     let kind = out.field_kind(index);
     let mut elements = [0u16; 32];
@@ -740,7 +829,7 @@ fn read_array_elements<T: Fields, S: BitSource + ?Sized>(
     for &element in &elements[..changed_elements] {
         let element = usize::from(element);
         let old = out.word(index, element);
-        let word = get_value(source, model, index, kind.element(), old, reference)?;
+        let word = get_value(source, model, index, kind.element(), old, reference, origin)?;
         out.set_word(index, element, word);
     }
     Ok(())
@@ -783,7 +872,7 @@ fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
         // A model's field numbers are checked against the struct when it
         // is attached, but a miss reads as zero rather than panicking.
         let word_of = |words: &[u32; SCALAR_WORDS], f: usize| words.get(f).copied().unwrap_or(0);
-        let reference = float_reference(
+        let reference = reference_of(
             model,
             |f| word_of(&base, f),
             |f| word_of(&new, f),
@@ -792,7 +881,7 @@ fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
             context,
         );
         if kind.is_array() {
-            read_array_elements(source, out, model, index, reference)?;
+            read_array_elements(source, out, model, index, reference, context.origin())?;
         } else {
             let word = get_value(
                 source,
@@ -801,6 +890,7 @@ fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
                 kind.element(),
                 word_of(&base, index),
                 reference,
+                context.origin(),
             )?;
             if let Some(slot) = new.get_mut(index) {
                 *slot = word;
@@ -815,12 +905,13 @@ fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
 fn get_grouped_set<S: BitSource + ?Sized>(
     source: &mut S,
     model: &NativeModel,
+    origin: Origin,
     fields: usize,
     out: &mut [u16; MAX_FIELDS],
 ) -> Result<usize, BitError> {
     let position = source.bits_read();
     let groups = fields.div_ceil(GROUP_FIELDS);
-    let last_group = usize::from(get_symbol(source, Some(model), Context::LastGroup)?);
+    let last_group = usize::from(get_symbol(source, Some(model), Context::LastGroup(origin))?);
     if last_group > groups {
         return Err(BitError::invalid(
             "changed-field groups",
@@ -831,7 +922,7 @@ fn get_grouped_set<S: BitSource + ?Sized>(
     let mut count = 0;
     for group in 0..last_group {
         let position = source.bits_read();
-        let pattern = get_symbol(source, Some(model), Context::Group(group))?;
+        let pattern = get_symbol(source, Some(model), Context::Group(origin, group))?;
         if pattern != 0 {
             let highest = group * GROUP_FIELDS + 7 - pattern.leading_zeros() as usize;
             if highest >= fields {

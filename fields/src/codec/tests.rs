@@ -694,6 +694,7 @@ mod predicted {
                 &pair[1].0,
                 &DeltaContext {
                     elapsed_ms: pair[1].1,
+                    spawn: false,
                 },
             );
         }
@@ -754,7 +755,7 @@ mod predicted {
         #[test]
         fn predicted_deltas_round_trip(base in (any::<i32>(), float(), float(), float()),
                                        new in (any::<i32>(), float(), float(), float()),
-                                       keep in 0u32..16, elapsed in any::<i32>()) {
+                                       keep in 0u32..16, elapsed in any::<i32>(), spawn in any::<bool>()) {
             let base = Body { time: base.0, position: base.1, velocity: base.2, heading: base.3 }.normalized();
             let mut new = Body { time: new.0, position: new.1, velocity: new.2, heading: new.3 }.normalized();
             for field in 0..4 {
@@ -762,7 +763,7 @@ mod predicted {
                     new.set_word(field, 0, base.word(field, 0));
                 }
             }
-            let context = DeltaContext { elapsed_ms: elapsed };
+            let context = DeltaContext { elapsed_ms: elapsed, spawn };
             let mut buf = vec![0u8; 256];
             let mut w = BitWriter::new(&mut buf);
             Codec::Native.write_delta_in(&context, &mut w, &base, &new).unwrap();
@@ -782,9 +783,9 @@ mod predicted {
         }
 
         #[test]
-        fn predicted_garbage_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..64), elapsed in any::<i32>()) {
+        fn predicted_garbage_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..64), elapsed in any::<i32>(), spawn in any::<bool>()) {
             let mut out = Body { time: 1, position: 2.5, velocity: -3.0, heading: 0.25 };
-            let _ = Codec::Native.read_delta_in(&DeltaContext { elapsed_ms: elapsed }, &mut BitReader::new(&bytes), &mut out);
+            let _ = Codec::Native.read_delta_in(&DeltaContext { elapsed_ms: elapsed, spawn }, &mut BitReader::new(&bytes), &mut out);
         }
     }
 

@@ -29,15 +29,58 @@ pub const VALUE_SYMBOLS: usize = 99;
 /// Most groups a model may have (255 fields / 8, rounded up).
 pub const MAX_GROUPS: usize = crate::table::MAX_FIELDS.div_ceil(GROUP_FIELDS);
 
+/// Value contexts per field (see [`ValueContext`]).
+pub const VALUE_CONTEXTS: usize = 5;
+
+/// What a delta's baseline is: the two kinds change in very different
+/// ways, so each has its own change-pattern codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// A state the receiver holds: its copy from an acknowledged snapshot.
+    /// Few fields change, by little.
+    Held,
+    /// A spawn baseline or the zeroed dummy (an entity entering the view,
+    /// a full snapshot): most fields differ, by whole values.
+    Spawn,
+}
+
+impl Origin {
+    /// 0 for [`Origin::Held`], 1 for [`Origin::Spawn`].
+    #[inline]
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What a changed value is coded in the context of: whether its delta is
+/// from a spawn baseline and, from a held state, what the baseline value
+/// looked like. A float whose baseline was a whole number (a snapped
+/// velocity) nearly always changes to another whole number, one whose
+/// baseline was not nearly never does, whichever game or mod sent it: the
+/// baseline tells a stream's habits that counts from other streams cannot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueContext {
+    /// From a spawn baseline ([`Origin::Spawn`]).
+    Spawn = 0,
+    /// The baseline is zero (integers and floats alike).
+    Zero = 1,
+    /// A whole number (every integer field's non-zero baseline).
+    Whole = 2,
+    /// A float on the field's grid that is not a whole number.
+    Grid = 3,
+    /// Any other float.
+    Fraction = 4,
+}
+
 /// Where a symbol occurs; each context has its own code in a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Context {
     /// One more than the index of the last group with a changed field (0: none).
-    LastGroup,
+    LastGroup(Origin),
     /// The change pattern of group `g` (bit `i` = field `8g + i` changed).
-    Group(usize),
+    Group(Origin, usize),
     /// The class of a changed value of field `f` (or of an element of it).
-    Value(usize),
+    Value(usize, ValueContext),
 }
 
 /// Symbol counts for one struct: what a model is built from.
@@ -45,11 +88,14 @@ pub enum Context {
 pub struct ModelData {
     /// Fingerprint of the schema the counts were taken on.
     pub schema_fingerprint: u64,
-    /// Counts of the [`Context::LastGroup`] symbol (`groups + 1` entries).
-    pub last_group: Vec<u32>,
-    /// Counts of each group's pattern (256 entries per group).
+    /// Counts of the [`Context::LastGroup`] symbol per [`Origin`] (two
+    /// tables of `groups + 1` entries).
+    pub last_group: Vec<Vec<u32>>,
+    /// Counts of each group's pattern, [`Origin::Held`]'s groups then
+    /// [`Origin::Spawn`]'s (256 entries per group).
     pub groups: Vec<Vec<u32>>,
-    /// Counts of each field's value classes ([`VALUE_SYMBOLS`] entries per field).
+    /// Counts of each field's value classes, [`VALUE_CONTEXTS`] tables per
+    /// field in [`ValueContext`] order ([`VALUE_SYMBOLS`] entries each).
     pub values: Vec<Vec<u32>>,
     /// Per field: the grid its float values were seen on, if any.
     pub grids: Vec<Option<Grid>>,
@@ -112,6 +158,11 @@ pub enum Predictor {
         /// Where the elapsed time comes from.
         clock: Clock,
     },
+    /// The field is an integer time stamp in milliseconds that moves with
+    /// the snapshot clock (Quake 3's `commandTime`, a player entity's
+    /// `pos.trTime`): `new ≈ base + elapsed`, the
+    /// [`DeltaContext`](crate::codec::DeltaContext)'s elapsed time.
+    Advance,
 }
 
 /// The elapsed time of an [`Predictor::Integrate`], in milliseconds.
@@ -130,9 +181,9 @@ impl ModelData {
         let groups = fields.div_ceil(GROUP_FIELDS);
         ModelData {
             schema_fingerprint,
-            last_group: vec![0; groups + 1],
-            groups: vec![vec![0; 256]; groups],
-            values: vec![vec![0; VALUE_SYMBOLS]; fields],
+            last_group: vec![vec![0; groups + 1]; 2],
+            groups: vec![vec![0; 256]; 2 * groups],
+            values: vec![vec![0; VALUE_SYMBOLS]; fields * VALUE_CONTEXTS],
             grids: vec![None; fields],
             predictors: vec![None; fields],
         }
@@ -149,7 +200,9 @@ impl ModelData {
             }
         };
         eat(self.schema_fingerprint);
-        for table in std::iter::once(&self.last_group)
+        for table in self
+            .last_group
+            .iter()
             .chain(&self.groups)
             .chain(&self.values)
         {
@@ -159,19 +212,22 @@ impl ModelData {
         hash
     }
 
+    /// Fields the counts are for.
+    pub fn fields(&self) -> usize {
+        self.values.len() / VALUE_CONTEXTS
+    }
+
     fn count(&mut self, context: Context, symbol: u8) {
-        let slot = match context {
-            Context::LastGroup => self.last_group.get_mut(symbol as usize),
-            Context::Group(g) => self
-                .groups
-                .get_mut(g)
-                .and_then(|t| t.get_mut(symbol as usize)),
-            Context::Value(f) => self
-                .values
-                .get_mut(f)
-                .and_then(|t| t.get_mut(symbol as usize)),
+        let groups = self.groups.len() / 2;
+        let table = match context {
+            Context::LastGroup(origin) => self.last_group.get_mut(origin.index()),
+            Context::Group(origin, g) if g < groups => {
+                self.groups.get_mut(origin.index() * groups + g)
+            }
+            Context::Group(..) => None,
+            Context::Value(f, c) => self.values.get_mut(f * VALUE_CONTEXTS + c as usize),
         };
-        if let Some(slot) = slot {
+        if let Some(slot) = table.and_then(|t| t.get_mut(symbol as usize)) {
             *slot = slot.saturating_add(1);
         }
     }
@@ -207,6 +263,11 @@ impl SymbolCode {
             }
         }
         SymbolCode { code, trie }
+    }
+
+    /// Length of `symbol`'s code word, in bits.
+    pub fn bits(&self, symbol: u8) -> u32 {
+        u32::from(self.code.code_word(symbol).len)
     }
 
     /// Writes `symbol`'s code word.
@@ -284,8 +345,11 @@ pub struct NativeModel {
     id: u64,
     /// Every field a predictor reads, once each, in field order.
     inputs: Vec<u16>,
-    last_group: SymbolCode,
+    /// Per [`Origin`].
+    last_group: [SymbolCode; 2],
+    /// [`Origin::Held`]'s groups, then [`Origin::Spawn`]'s.
     groups: Vec<SymbolCode>,
+    /// [`VALUE_CONTEXTS`] per field.
     values: Vec<SymbolCode>,
 }
 
@@ -294,11 +358,13 @@ impl NativeModel {
     /// consistent with a struct of `values.len()` fields), since model data
     /// may come from a file.
     pub fn new(data: ModelData) -> Result<Self, BitError> {
-        let fields = data.values.len();
+        let fields = data.fields();
         let groups = fields.div_ceil(GROUP_FIELDS);
         let shape_ok = fields <= crate::table::MAX_FIELDS
-            && data.groups.len() == groups
-            && data.last_group.len() == groups + 1
+            && data.values.len() == fields * VALUE_CONTEXTS
+            && data.groups.len() == 2 * groups
+            && data.last_group.len() == 2
+            && data.last_group.iter().all(|t| t.len() == groups + 1)
             && data.groups.iter().all(|g| g.len() == 256)
             && data.values.iter().all(|v| v.len() == VALUE_SYMBOLS)
             && data.grids.len() == fields
@@ -306,14 +372,19 @@ impl NativeModel {
             && data.grids.iter().flatten().all(|g| g.step().is_some())
             && data.predictors.iter().flatten().all(|p| match *p {
                 // Inputs of a prediction must be decoded before it: they may
-                // not be predicted themselves.
+                // only be predicted from the elapsed time, which the codec
+                // decodes first.
                 Predictor::Integrate { rate, clock } => {
-                    let input_ok =
-                        |f: u16| data.predictors.get(f as usize).is_some_and(Option::is_none);
+                    let input_ok = |f: u16| {
+                        data.predictors
+                            .get(f as usize)
+                            .is_some_and(|p| matches!(p, None | Some(Predictor::Advance)))
+                    };
                     input_ok(rate)
                         && (clock == Clock::Elapsed
                             || matches!(clock, Clock::Field(f) if input_ok(f)))
                 }
+                Predictor::Advance => true,
             });
         if !shape_ok {
             return Err(BitError::invalid(
@@ -333,20 +404,27 @@ impl NativeModel {
             .predictors
             .iter()
             .flatten()
-            .flat_map(|Predictor::Integrate { rate, clock }| {
-                let time = match *clock {
-                    Clock::Field(time) => Some(time),
-                    Clock::Elapsed => None,
-                };
-                std::iter::once(*rate).chain(time)
+            .flat_map(|predictor| match *predictor {
+                Predictor::Integrate { rate, clock } => {
+                    let time = match clock {
+                        Clock::Field(time) => Some(time),
+                        Clock::Elapsed => None,
+                    };
+                    [Some(rate), time]
+                }
+                Predictor::Advance => [None, None],
             })
+            .flatten()
             .collect();
         inputs.sort_unstable();
         inputs.dedup();
         Ok(NativeModel {
             id: data.fingerprint(),
             inputs,
-            last_group: code(smooth::last_group(&data.last_group))?,
+            last_group: [
+                code(smooth::last_group(&data.last_group[0]))?,
+                code(smooth::last_group(&data.last_group[1]))?,
+            ],
             groups: data
                 .groups
                 .iter()
@@ -354,8 +432,12 @@ impl NativeModel {
                 .collect::<Result<_, _>>()?,
             values: data
                 .values
-                .iter()
-                .map(|v| code(smooth::value(v)))
+                .chunks(VALUE_CONTEXTS)
+                .flat_map(|field| {
+                    let pooled = smooth::pooled(field);
+                    field.iter().map(move |v| smooth::value(v, &pooled))
+                })
+                .map(code)
                 .collect::<Result<_, _>>()?,
             data,
         })
@@ -403,9 +485,14 @@ impl NativeModel {
     /// The code for a context (`None` for a context outside the model's shape).
     pub fn code(&self, context: Context) -> Option<&SymbolCode> {
         match context {
-            Context::LastGroup => Some(&self.last_group),
-            Context::Group(g) => self.groups.get(g),
-            Context::Value(f) => self.values.get(f),
+            Context::LastGroup(origin) => Some(&self.last_group[origin.index()]),
+            Context::Group(origin, g) => {
+                let groups = self.groups.len() / 2;
+                (g < groups)
+                    .then(|| self.groups.get(origin.index() * groups + g))
+                    .flatten()
+            }
+            Context::Value(f, c) => self.values.get(f * VALUE_CONTEXTS + c as usize),
         }
     }
 }
@@ -512,6 +599,20 @@ impl ModelTrainer {
         ModelTrainer {
             data: ModelData::empty(schema_fingerprint, fields),
             grid_evidence: vec![GridEvidence::new(); fields],
+        }
+    }
+
+    /// A trainer that counts symbols as `model` codes them: its grids
+    /// (already frozen) and predictors, no counts. Observing a stream with
+    /// it gives that stream's symbols in the model's terms, to price them
+    /// with the model's codes.
+    pub fn counting_for(model: &ModelData) -> Self {
+        let mut data = ModelData::empty(model.schema_fingerprint, model.fields());
+        data.grids.clone_from(&model.grids);
+        data.predictors.clone_from(&model.predictors);
+        ModelTrainer {
+            grid_evidence: vec![GridEvidence::new(); data.grids.len()],
+            data,
         }
     }
 

@@ -29,6 +29,12 @@ const VALUE_SPREAD: f64 = 0.1;
 const VALUE_DECAY: f64 = 0.5;
 /// Uniform floor, as a share of the field's counts.
 const VALUE_FLOOR: f64 = 0.01;
+/// Weight of a field's pooled counts in each of its value contexts: as a
+/// share of the context's counts, plus a fixed number of counts (so a
+/// context seen rarely in training codes like the field as a whole).
+const BACKOFF_SHARE: f64 = 0.02;
+/// See [`BACKOFF_SHARE`].
+const BACKOFF_COUNT: f64 = 16.0;
 /// Weight of the independent-fields prior, as a share of the group's counts.
 const PATTERN_PRIOR: f64 = 0.1;
 /// Uniform floor of the last-group symbol, as a share of its counts.
@@ -42,26 +48,55 @@ fn to_weights(weights: impl Iterator<Item = f64>) -> [u32; 256] {
     out
 }
 
-/// Weights for the value-class symbols of one field.
-pub(super) fn value(counts: &[u32]) -> [u32; 256] {
-    let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();
-    if total == 0.0 {
-        return [0; 256];
+/// One field's value counts summed over its contexts: the prior of each
+/// context, which matters where a context saw little in training.
+pub(super) fn pooled(contexts: &[Vec<u32>]) -> Vec<u32> {
+    let mut sum = vec![0u32; VALUE_SYMBOLS];
+    for table in contexts {
+        for (slot, &count) in sum.iter_mut().zip(table) {
+            *slot = slot.saturating_add(count);
+        }
     }
+    sum
+}
+
+/// Counts with each count also spread over its neighbouring classes and
+/// a uniform floor: weights, in count units.
+fn spread_classes(counts: &[u32]) -> Vec<f64> {
+    let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();
     let (spread, decay, floor) = (VALUE_SPREAD, VALUE_DECAY, VALUE_FLOOR);
     const CLASSES: usize = 33;
-    let weights = (0..VALUE_SYMBOLS).map(|symbol| {
-        let (path, class) = (symbol / CLASSES, symbol % CLASSES);
-        let neighbours: f64 = (0..CLASSES)
-            .filter(|&other| other != class)
-            .map(|other| {
-                let distance = other.abs_diff(class) as i32;
-                f64::from(counts[path * CLASSES + other]) * decay.powi(distance)
-            })
-            .sum();
-        f64::from(counts[symbol]) + spread * neighbours + floor * total / VALUE_SYMBOLS as f64
-    });
-    to_weights(weights)
+    (0..VALUE_SYMBOLS)
+        .map(|symbol| {
+            let (path, class) = (symbol / CLASSES, symbol % CLASSES);
+            let neighbours: f64 = (0..CLASSES)
+                .filter(|&other| other != class)
+                .map(|other| {
+                    let distance = other.abs_diff(class) as i32;
+                    f64::from(counts[path * CLASSES + other]) * decay.powi(distance)
+                })
+                .sum();
+            f64::from(counts[symbol]) + spread * neighbours + floor * total / VALUE_SYMBOLS as f64
+        })
+        .collect()
+}
+
+/// Weights for the value-class symbols of one field in one context, given
+/// the field's counts over all its contexts (`pooled`).
+pub(super) fn value(counts: &[u32], pooled: &[u32]) -> [u32; 256] {
+    let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();
+    let own = spread_classes(counts);
+    let prior = spread_classes(pooled);
+    let prior_total: f64 = prior.iter().sum();
+    if prior_total == 0.0 {
+        return [0; 256];
+    }
+    let prior_mass = BACKOFF_SHARE * total + BACKOFF_COUNT;
+    to_weights(
+        own.iter()
+            .zip(&prior)
+            .map(|(own, prior)| own + prior_mass * prior / prior_total),
+    )
 }
 
 /// Weights for the 256 change patterns of one group of eight fields.
@@ -124,7 +159,7 @@ mod tests {
         let mut counts = vec![0u32; VALUE_SYMBOLS];
         counts[5] = 1000;
         counts[6] = 3000;
-        let smoothed = lengths(value(&counts));
+        let smoothed = lengths(value(&counts, &counts));
         // Class 7 (next to 6) is cheaper than class 20 (far away) and than
         // an unseen float-bits class.
         assert!(
@@ -143,6 +178,29 @@ mod tests {
         assert!(smoothed[7] < raw[7]);
         // The seen classes keep short codes.
         assert!(smoothed[6] <= 2 && smoothed[5] <= 3);
+    }
+
+    #[test]
+    fn a_context_seen_rarely_codes_like_its_field() {
+        // The field as a whole changes by classes 3 and 4; one context saw
+        // nothing, another saw only float-bits class 20.
+        let mut pooled = vec![0u32; VALUE_SYMBOLS];
+        pooled[3] = 4000;
+        pooled[4] = 4000;
+        let empty = vec![0u32; VALUE_SYMBOLS];
+        let unseen = lengths(value(&empty, &pooled));
+        assert!(unseen[3] <= 2 && unseen[4] <= 2, "{:?}", &unseen[..8]);
+        let mut floaty = vec![0u32; VALUE_SYMBOLS];
+        floaty[33 + 20] = 5000;
+        pooled[33 + 20] = 5000;
+        let seen = lengths(value(&floaty, &pooled));
+        assert!(seen[33 + 20] <= 1);
+        assert!(
+            seen[3] < seen[33 + 2],
+            "the pooled classes stay cheaper than unseen ones"
+        );
+        // Nothing seen anywhere: no weights.
+        assert_eq!(value(&empty, &empty), [0; 256]);
     }
 
     #[test]
