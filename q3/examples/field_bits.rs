@@ -11,7 +11,7 @@
 //! The first file is measured; the rest are the training set (the measured
 //! one is skipped for leave-one-out).
 
-use fields::model::{Context, ModelData, NativeModel, Origin, ValueContext, VALUE_CONTEXTS};
+use fields::model::{Context, ModelData, NativeModel, ValueContext, VALUE_CONTEXTS};
 use fields::NetFields;
 use q3::{EntityState, PlayerState};
 
@@ -69,7 +69,7 @@ fn report(name: &str, names: &[&str], models: &[Column<'_>]) {
     println!("{:>10}", "count");
     let per = |bits: u64| bits as f64 / messages as f64;
     let mut totals = vec![0u64; models.len()];
-    let groups = models[0].2.groups.len() / 2;
+    let groups = models[0].2.groups.len() / models[0].2.pattern_sets();
     let mut row = |label: &str, tables: &Tables<'_>, value: bool| {
         let n: u64 = tables(models[0].2)
             .iter()
@@ -90,17 +90,23 @@ fn report(name: &str, names: &[&str], models: &[Column<'_>]) {
         }
         println!("{n:>10}");
     };
-    for origin in [Origin::Held, Origin::Spawn] {
-        let o = origin.index();
+    let sets = models[0].2.pattern_sets();
+    for set in 0..sets {
+        let name = if set == 0 {
+            "spawn".to_owned()
+        } else {
+            format!("held {}", set - 1)
+        };
+        let s = set as u8;
         row(
-            &format!("last_group {origin:?}"),
-            &|m| vec![(&m.last_group[o][..], Context::LastGroup(origin))],
+            &format!("last_group {name}"),
+            &|m| vec![(&m.last_group[set][..], Context::LastGroup(s))],
             false,
         );
         for g in 0..groups {
             row(
-                &format!("group {g} {origin:?}"),
-                &|m| vec![(&m.groups[o * groups + g][..], Context::Group(origin, g))],
+                &format!("group {g} {name}"),
+                &|m| vec![(&m.groups[set * groups + g][..], Context::Group(s, g))],
                 false,
             );
         }

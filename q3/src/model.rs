@@ -17,7 +17,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use fields::model::{Clock, ModelPair, ModelTrainer, NativeModel, Predictor};
+use fields::model::{Clock, ModelPair, ModelTrainer, NativeModel, PatternKey, Predictor};
 use fields::{DeltaContext, Fields, NetFields};
 
 use crate::error::Q3Error;
@@ -100,6 +100,11 @@ fn trainers() -> (ModelTrainer, ModelTrainer) {
     // and the trajectory time of a player entity (`pos.trTime` is the
     // command time under `g_smoothClients`).
     player = player.with_predictor(usize::from(command_time), Predictor::Advance);
+    // An entity's trajectory type says which fields its deltas change.
+    entity = entity.with_pattern_key(PatternKey {
+        field: field(&entity_table, "pos_tr_type"),
+        classes: 6,
+    });
     entity = entity.with_predictor(
         usize::from(field(&entity_table, "pos_tr_time")),
         Predictor::Advance,

@@ -32,7 +32,8 @@ use crate::codec::{EntityBody, EntityUpdate};
 use crate::error::BitError;
 use crate::kind::ScalarKind;
 use crate::model::{
-    Clock, Context, Grid, NativeModel, Origin, Predictor, ValueContext, GROUP_FIELDS, VALUE_SYMBOLS,
+    Clock, Context, Grid, NativeModel, Origin, PatternKey, PatternSet, Predictor, ValueContext,
+    GROUP_FIELDS, VALUE_SYMBOLS,
 };
 use crate::rounding;
 use crate::table::{FieldSet, Fields, MAX_FIELDS};
@@ -432,6 +433,7 @@ struct Model<'a> {
     predictors: &'a [Option<Predictor>],
     /// Every field a predictor reads (see [`NativeModel::predictor_inputs`]).
     inputs: &'a [u16],
+    pattern_key: Option<PatternKey>,
 }
 
 impl<'a> Model<'a> {
@@ -442,14 +444,27 @@ impl<'a> Model<'a> {
                 grids: &m.data().grids,
                 predictors: &m.data().predictors,
                 inputs: m.predictor_inputs(),
+                pattern_key: m.data().pattern_key,
             },
             None => Model {
                 codes: None,
                 grids: &[],
                 predictors: &[],
                 inputs: &[],
+                pattern_key: None,
             },
         }
+    }
+
+    /// The pattern set of a delta of `origin` from `base` (which must hold
+    /// the baseline's key field).
+    #[inline]
+    fn pattern_set<T: Fields>(&self, origin: Origin, base: &T) -> PatternSet {
+        let key = self
+            .pattern_key
+            .filter(|key| usize::from(key.field) < base.field_count())
+            .map_or(0, |key| base.word(usize::from(key.field), 0));
+        crate::model::pattern_set(self.pattern_key, origin, key)
     }
 }
 
@@ -600,6 +615,7 @@ pub(crate) fn visit_symbols<T: Fields>(
     new: &T,
     grids: &[Option<Grid>],
     predictors: &[Option<Predictor>],
+    pattern_key: Option<PatternKey>,
     context: &DeltaContext,
     visit: &mut dyn FnMut(Context, u8),
 ) {
@@ -608,15 +624,17 @@ pub(crate) fn visit_symbols<T: Fields>(
         grids,
         predictors,
         inputs: &[],
+        pattern_key,
     };
     let mut changed = [0u16; MAX_FIELDS];
     let count = changed_fields(base, new, &mut changed);
     let mut patterns = [0u8; MAX_FIELDS.div_ceil(GROUP_FIELDS)];
     let last_group = group_patterns(&changed[..count], &mut patterns);
     let origin = context.origin();
-    visit(Context::LastGroup(origin), last_group as u8);
+    let set = model.pattern_set(origin, base);
+    visit(Context::LastGroup(set), last_group as u8);
     for (group, &pattern) in patterns.iter().enumerate().take(last_group) {
-        visit(Context::Group(origin, group), pattern);
+        visit(Context::Group(set, group), pattern);
     }
     for &field in &changed[..count] {
         let field = usize::from(field);
@@ -675,6 +693,7 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
     let origin = context.origin();
     match model.codes {
         Some(codes) => {
+            let pattern_set = model.pattern_set(origin, base);
             // A group's pattern is a byte of the set, read as it is.
             const _: () = assert!(GROUP_FIELDS == 8, "a group is one byte of a FieldSet word");
             let last_group = changed
@@ -683,12 +702,17 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
             put_symbol(
                 sink,
                 Some(codes),
-                Context::LastGroup(origin),
+                Context::LastGroup(pattern_set),
                 last_group as u8,
             )?;
             for group in 0..last_group {
                 let pattern = (set[group / 8] >> (group % 8 * 8)) as u8;
-                put_symbol(sink, Some(codes), Context::Group(origin, group), pattern)?;
+                put_symbol(
+                    sink,
+                    Some(codes),
+                    Context::Group(pattern_set, group),
+                    pattern,
+                )?;
             }
         }
         None => put_set(sink, changed.iter().map(|&i| usize::from(i)))?,
@@ -762,7 +786,11 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     let fields = out.field_count();
     let mut changed = [0u16; MAX_FIELDS];
     let count = match model.codes {
-        Some(codes) => get_grouped_set(source, codes, context.origin(), fields, &mut changed)?,
+        Some(codes) => {
+            // `out` still holds the baseline, whose key picks the codes.
+            let set = model.pattern_set(context.origin(), &*out);
+            get_grouped_set(source, codes, set, fields, &mut changed)?
+        }
         None => get_set(source, fields, &mut changed)?,
     };
     let mut order = [0u16; MAX_FIELDS];
@@ -905,13 +933,13 @@ fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
 fn get_grouped_set<S: BitSource + ?Sized>(
     source: &mut S,
     model: &NativeModel,
-    origin: Origin,
+    set: PatternSet,
     fields: usize,
     out: &mut [u16; MAX_FIELDS],
 ) -> Result<usize, BitError> {
     let position = source.bits_read();
     let groups = fields.div_ceil(GROUP_FIELDS);
-    let last_group = usize::from(get_symbol(source, Some(model), Context::LastGroup(origin))?);
+    let last_group = usize::from(get_symbol(source, Some(model), Context::LastGroup(set))?);
     if last_group > groups {
         return Err(BitError::invalid(
             "changed-field groups",
@@ -922,7 +950,7 @@ fn get_grouped_set<S: BitSource + ?Sized>(
     let mut count = 0;
     for group in 0..last_group {
         let position = source.bits_read();
-        let pattern = get_symbol(source, Some(model), Context::Group(origin, group))?;
+        let pattern = get_symbol(source, Some(model), Context::Group(set, group))?;
         if pattern != 0 {
             let highest = group * GROUP_FIELDS + 7 - pattern.leading_zeros() as usize;
             if highest >= fields {

@@ -44,13 +44,39 @@ pub enum Origin {
     Spawn,
 }
 
-impl Origin {
-    /// 0 for [`Origin::Held`], 1 for [`Origin::Spawn`].
-    #[inline]
-    pub fn index(self) -> usize {
-        self as usize
+/// A field whose baseline value picks the change-pattern codes of a delta
+/// from a held state: entities of one kind change the same fields (Quake
+/// 3's players with `pos.trType` interpolate change their position; with
+/// linear-stop extrapolation their trajectory time as well), and the kinds'
+/// mix differs from game to game, so one code for all fits none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatternKey {
+    /// The key field (its element 0).
+    pub field: u16,
+    /// Key classes: values from `classes - 1` up share the last class.
+    pub classes: u8,
+}
+
+impl PatternKey {
+    /// Most classes a key may have.
+    pub const MAX_CLASSES: u8 = 16;
+}
+
+/// The [`PatternSet`] of a delta of `origin` whose baseline holds `word`
+/// in the `key` field.
+#[inline]
+pub(crate) fn pattern_set(key: Option<PatternKey>, origin: Origin, word: u32) -> PatternSet {
+    match (origin, key) {
+        (Origin::Spawn, _) => 0,
+        (Origin::Held, None) => 1,
+        (Origin::Held, Some(key)) => 1 + word.min(u32::from(key.classes.max(1)) - 1) as PatternSet,
     }
 }
+
+/// Which set of change-pattern codes a delta uses: 0 for a delta from a
+/// spawn baseline, `1 + class` for one from a held state (class 0 without
+/// a [`PatternKey`]).
+pub type PatternSet = u8;
 
 /// What a changed value is coded in the context of: whether its delta is
 /// from a spawn baseline and, from a held state, what the baseline value
@@ -75,10 +101,12 @@ pub enum ValueContext {
 /// Where a symbol occurs; each context has its own code in a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Context {
-    /// One more than the index of the last group with a changed field (0: none).
-    LastGroup(Origin),
-    /// The change pattern of group `g` (bit `i` = field `8g + i` changed).
-    Group(Origin, usize),
+    /// One more than the index of the last group with a changed field (0:
+    /// none), in a pattern set.
+    LastGroup(PatternSet),
+    /// The change pattern of group `g` (bit `i` = field `8g + i` changed),
+    /// in a pattern set.
+    Group(PatternSet, usize),
     /// The class of a changed value of field `f` (or of an element of it).
     Value(usize, ValueContext),
 }
@@ -88,11 +116,13 @@ pub enum Context {
 pub struct ModelData {
     /// Fingerprint of the schema the counts were taken on.
     pub schema_fingerprint: u64,
-    /// Counts of the [`Context::LastGroup`] symbol per [`Origin`] (two
-    /// tables of `groups + 1` entries).
+    /// The field picking a held delta's pattern codes, if any.
+    pub pattern_key: Option<PatternKey>,
+    /// Counts of the [`Context::LastGroup`] symbol per [`PatternSet`]
+    /// (tables of `groups + 1` entries).
     pub last_group: Vec<Vec<u32>>,
-    /// Counts of each group's pattern, [`Origin::Held`]'s groups then
-    /// [`Origin::Spawn`]'s (256 entries per group).
+    /// Counts of each group's pattern, per [`PatternSet`] all its groups
+    /// (256 entries per group).
     pub groups: Vec<Vec<u32>>,
     /// Counts of each field's value classes, [`VALUE_CONTEXTS`] tables per
     /// field in [`ValueContext`] order ([`VALUE_SYMBOLS`] entries each).
@@ -181,6 +211,7 @@ impl ModelData {
         let groups = fields.div_ceil(GROUP_FIELDS);
         ModelData {
             schema_fingerprint,
+            pattern_key: None,
             last_group: vec![vec![0; groups + 1]; 2],
             groups: vec![vec![0; 256]; 2 * groups],
             values: vec![vec![0; VALUE_SYMBOLS]; fields * VALUE_CONTEXTS],
@@ -217,12 +248,24 @@ impl ModelData {
         self.values.len() / VALUE_CONTEXTS
     }
 
+    /// Pattern sets: spawn, and one per key class.
+    pub fn pattern_sets(&self) -> usize {
+        1 + self.pattern_key.map_or(1, |key| usize::from(key.classes))
+    }
+
+    /// The pattern set of a delta of `origin` whose baseline holds `key`
+    /// in the [`PatternKey`] field (ignored without one).
+    #[inline]
+    pub fn pattern_set(&self, origin: Origin, key: u32) -> PatternSet {
+        pattern_set(self.pattern_key, origin, key)
+    }
+
     fn count(&mut self, context: Context, symbol: u8) {
-        let groups = self.groups.len() / 2;
+        let groups = self.groups.len() / self.pattern_sets();
         let table = match context {
-            Context::LastGroup(origin) => self.last_group.get_mut(origin.index()),
-            Context::Group(origin, g) if g < groups => {
-                self.groups.get_mut(origin.index() * groups + g)
+            Context::LastGroup(set) => self.last_group.get_mut(usize::from(set)),
+            Context::Group(set, g) if g < groups => {
+                self.groups.get_mut(usize::from(set) * groups + g)
             }
             Context::Group(..) => None,
             Context::Value(f, c) => self.values.get_mut(f * VALUE_CONTEXTS + c as usize),
@@ -345,9 +388,9 @@ pub struct NativeModel {
     id: u64,
     /// Every field a predictor reads, once each, in field order.
     inputs: Vec<u16>,
-    /// Per [`Origin`].
-    last_group: [SymbolCode; 2],
-    /// [`Origin::Held`]'s groups, then [`Origin::Spawn`]'s.
+    /// Per [`PatternSet`].
+    last_group: Vec<SymbolCode>,
+    /// Per [`PatternSet`], all its groups.
     groups: Vec<SymbolCode>,
     /// [`VALUE_CONTEXTS`] per field.
     values: Vec<SymbolCode>,
@@ -362,8 +405,12 @@ impl NativeModel {
         let groups = fields.div_ceil(GROUP_FIELDS);
         let shape_ok = fields <= crate::table::MAX_FIELDS
             && data.values.len() == fields * VALUE_CONTEXTS
-            && data.groups.len() == 2 * groups
-            && data.last_group.len() == 2
+            && data.pattern_key.is_none_or(|key| {
+                usize::from(key.field) < fields
+                    && (1..=PatternKey::MAX_CLASSES).contains(&key.classes)
+            })
+            && data.groups.len() == data.pattern_sets() * groups
+            && data.last_group.len() == data.pattern_sets()
             && data.last_group.iter().all(|t| t.len() == groups + 1)
             && data.groups.iter().all(|g| g.len() == 256)
             && data.values.iter().all(|v| v.len() == VALUE_SYMBOLS)
@@ -421,15 +468,33 @@ impl NativeModel {
         Ok(NativeModel {
             id: data.fingerprint(),
             inputs,
-            last_group: [
-                code(smooth::last_group(&data.last_group[0]))?,
-                code(smooth::last_group(&data.last_group[1]))?,
-            ],
-            groups: data
-                .groups
-                .iter()
-                .map(|g| code(smooth::pattern(g)))
-                .collect::<Result<_, _>>()?,
+            last_group: {
+                // Held sets back off to all held deltas; spawn to itself.
+                let pooled = smooth::pooled(&data.last_group[1..]);
+                data.last_group
+                    .iter()
+                    .enumerate()
+                    .map(|(set, t)| code(smooth::last_group(t, if set == 0 { t } else { &pooled })))
+                    .collect::<Result<_, _>>()?
+            },
+            groups: {
+                let held: Vec<Vec<u32>> = (0..groups)
+                    .map(|g| {
+                        let tables: Vec<Vec<u32>> = (1..data.pattern_sets())
+                            .map(|set| data.groups[set * groups + g].clone())
+                            .collect();
+                        smooth::pooled(&tables)
+                    })
+                    .collect();
+                data.groups
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| {
+                        let prior = if i < groups { t } else { &held[i % groups] };
+                        code(smooth::pattern(t, prior))
+                    })
+                    .collect::<Result<_, _>>()?
+            },
             values: data
                 .values
                 .chunks(VALUE_CONTEXTS)
@@ -485,11 +550,11 @@ impl NativeModel {
     /// The code for a context (`None` for a context outside the model's shape).
     pub fn code(&self, context: Context) -> Option<&SymbolCode> {
         match context {
-            Context::LastGroup(origin) => Some(&self.last_group[origin.index()]),
-            Context::Group(origin, g) => {
-                let groups = self.groups.len() / 2;
+            Context::LastGroup(set) => self.last_group.get(usize::from(set)),
+            Context::Group(set, g) => {
+                let groups = self.groups.len() / self.last_group.len().max(1);
                 (g < groups)
-                    .then(|| self.groups.get(origin.index() * groups + g))
+                    .then(|| self.groups.get(usize::from(set) * groups + g))
                     .flatten()
             }
             Context::Value(f, c) => self.values.get(f * VALUE_CONTEXTS + c as usize),
@@ -607,13 +672,25 @@ impl ModelTrainer {
     /// it gives that stream's symbols in the model's terms, to price them
     /// with the model's codes.
     pub fn counting_for(model: &ModelData) -> Self {
-        let mut data = ModelData::empty(model.schema_fingerprint, model.fields());
-        data.grids.clone_from(&model.grids);
-        data.predictors.clone_from(&model.predictors);
-        ModelTrainer {
-            grid_evidence: vec![GridEvidence::new(); data.grids.len()],
-            data,
+        let mut trainer = ModelTrainer::new(model.schema_fingerprint, model.fields());
+        if let Some(key) = model.pattern_key {
+            trainer = trainer.with_pattern_key(key);
         }
+        trainer.data.grids.clone_from(&model.grids);
+        trainer.data.predictors.clone_from(&model.predictors);
+        trainer
+    }
+
+    /// Declares the field whose baseline value picks a held delta's
+    /// change-pattern codes (see [`PatternKey`]), before observing.
+    pub fn with_pattern_key(mut self, key: PatternKey) -> Self {
+        let fields = self.data.fields();
+        let groups = fields.div_ceil(GROUP_FIELDS);
+        self.data.pattern_key = Some(key);
+        let sets = self.data.pattern_sets();
+        self.data.last_group = vec![vec![0; groups + 1]; sets];
+        self.data.groups = vec![vec![0; 256]; sets * groups];
+        self
     }
 
     /// Declares a predictor for field `field` (before observing: the
@@ -657,6 +734,7 @@ impl ModelTrainer {
             new,
             &grids,
             &predictors,
+            data.pattern_key,
             context,
             &mut |c, symbol| data.count(c, symbol),
         );

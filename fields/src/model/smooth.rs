@@ -48,10 +48,12 @@ fn to_weights(weights: impl Iterator<Item = f64>) -> [u32; 256] {
     out
 }
 
-/// One field's value counts summed over its contexts: the prior of each
-/// context, which matters where a context saw little in training.
+/// Tables of counts summed symbol by symbol (one field's value counts over
+/// its contexts, a group's pattern counts over its pattern sets): the prior
+/// of each table, which matters where a table saw little in training.
 pub(super) fn pooled(contexts: &[Vec<u32>]) -> Vec<u32> {
-    let mut sum = vec![0u32; VALUE_SYMBOLS];
+    let len = contexts.iter().map(Vec::len).max().unwrap_or(0);
+    let mut sum = vec![0u32; len];
     for table in contexts {
         for (slot, &count) in sum.iter_mut().zip(table) {
             *slot = slot.saturating_add(count);
@@ -99,11 +101,30 @@ pub(super) fn value(counts: &[u32], pooled: &[u32]) -> [u32; 256] {
     )
 }
 
-/// Weights for the 256 change patterns of one group of eight fields.
-pub(super) fn pattern(counts: &[u32]) -> [u32; 256] {
+/// Weights for the 256 change patterns of one group of eight fields in
+/// one pattern set, backed off to the group's counts over all held sets
+/// (`pooled`).
+pub(super) fn pattern(counts: &[u32], pooled: &[u32]) -> [u32; 256] {
+    let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();
+    let own = pattern_weights(counts);
+    let prior = pattern_weights(pooled);
+    let prior_total: f64 = prior.iter().sum();
+    if prior_total == 0.0 {
+        return to_weights(own.into_iter());
+    }
+    let prior_mass = BACKOFF_SHARE * total + BACKOFF_COUNT;
+    to_weights(
+        own.iter()
+            .zip(&prior)
+            .map(|(own, prior)| own + prior_mass * prior / prior_total),
+    )
+}
+
+/// Pattern counts plus the independent-fields prior, in count units.
+fn pattern_weights(counts: &[u32]) -> Vec<f64> {
     let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();
     if total == 0.0 {
-        return [0; 256];
+        return vec![0.0; 256];
     }
     let strength = PATTERN_PRIOR;
     let mut rates = [0f64; 8];
@@ -132,14 +153,29 @@ pub(super) fn pattern(counts: &[u32]) -> [u32; 256] {
             .product();
         f64::from(counts[pattern]) + strength * total * prior
     });
-    to_weights(weights)
+    weights.collect()
 }
 
-/// Weights for the last-changed-group symbol.
-pub(super) fn last_group(counts: &[u32]) -> [u32; 256] {
+/// Weights for the last-changed-group symbol of one pattern set, backed
+/// off to the counts of all held sets (`pooled`).
+pub(super) fn last_group(counts: &[u32], pooled: &[u32]) -> [u32; 256] {
+    let weights = |counts: &[u32]| -> Vec<f64> {
+        let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();
+        let floor = LAST_GROUP_FLOOR * total / counts.len().max(1) as f64;
+        counts.iter().map(|&c| f64::from(c) + floor).collect()
+    };
     let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();
-    let floor = LAST_GROUP_FLOOR * total / counts.len().max(1) as f64;
-    to_weights(counts.iter().map(|&c| f64::from(c) + floor))
+    let (own, prior) = (weights(counts), weights(pooled));
+    let prior_total: f64 = prior.iter().sum();
+    if prior_total == 0.0 {
+        return to_weights(own.into_iter());
+    }
+    let prior_mass = BACKOFF_SHARE * total + BACKOFF_COUNT;
+    to_weights(
+        own.iter()
+            .zip(&prior)
+            .map(|(own, prior)| own + prior_mass * prior / prior_total),
+    )
 }
 
 #[cfg(test)]
@@ -211,7 +247,7 @@ mod tests {
         counts[0b0000_0001] = 5000;
         counts[0b1000_0001] = 50;
         counts[0b0000_0011] = 500;
-        let smoothed = lengths(pattern(&counts));
+        let smoothed = lengths(pattern(&counts, &counts));
         // {0, 1, 7} (never seen) combines likely fields: cheaper than
         // {2, 3, 4, 5} (never seen, fields that never changed).
         assert!(smoothed[0b1000_0011] < smoothed[0b0011_1100]);
