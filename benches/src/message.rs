@@ -299,7 +299,7 @@ fn areamask_len<E, P, S: BitSink + ?Sized>(
 /// | message kind (as the snapshot crate's messages) | 2 |
 /// | delta distance `d`, 0 = full snapshot | exp-Golomb order 1 (2 bits for 1) |
 /// | full: server time | 32 |
-/// | delta, frame length `f` > 1: whole frames? then zigzag(frames − `d`), else zigzag(time − base time) | 1 + exp-Golomb order 0 (1 bit for one frame per message), else order 5 |
+/// | delta, frame length `f` > 1: zigzag(frames − `d`); 0 frames (time not a whole number of frames, or no time passed) escapes to zigzag(time − base time) | exp-Golomb order 0 (1 bit for one frame per message); the escape adds order 5 |
 /// | delta, `f` ≤ 1: zigzag(time − base time) | exp-Golomb order 5 (10 bits for 50 ms) |
 /// | flags and area mask as the base's (0 and empty for full)? | 1 |
 /// | if not: flags changed? then 8 bits; area mask changed? then length and bytes | 1 (+8), 1 (+6 + 8 × length) |
@@ -336,15 +336,16 @@ pub fn write_compact_header<E, P, S: BitSink + ?Sized>(
         None => sink.put_bits(snapshot.server_time as u32, 32)?,
         Some(base) => {
             let elapsed = snapshot.server_time.wrapping_sub(base.server_time);
-            let frames = whole_frames(elapsed, frame_ms);
             if frame_ms > 1 {
-                sink.put_bit(frames.is_some())?;
-            }
-            match frames {
-                Some(frames) => {
-                    put_exp_golomb(sink, zigzag(frames.wrapping_sub(distance as i32)), 0)?
+                // Zero frames (never a delta's elapsed time in practice)
+                // is the escape to milliseconds.
+                let frames = whole_frames(elapsed, frame_ms).unwrap_or(0);
+                put_exp_golomb(sink, zigzag(frames.wrapping_sub(distance as i32)), 0)?;
+                if frames == 0 {
+                    put_exp_golomb(sink, zigzag(elapsed), ELAPSED_ORDER)?;
                 }
-                None => put_exp_golomb(sink, zigzag(elapsed), ELAPSED_ORDER)?,
+            } else {
+                put_exp_golomb(sink, zigzag(elapsed), ELAPSED_ORDER)?;
             }
         }
     }
@@ -503,9 +504,12 @@ fn read_compact_header<E, P, S: BitSource + ?Sized>(
     let server_time = match base {
         None => source.get_bits(32)? as i32,
         Some(base) => {
-            let framed = frame_ms > 1 && source.get_bit()?;
-            let elapsed = if framed {
-                let frames = unzigzag(get_exp_golomb(source, 0)?).wrapping_add(distance as i32);
+            let frames = if frame_ms > 1 {
+                unzigzag(get_exp_golomb(source, 0)?).wrapping_add(distance as i32)
+            } else {
+                0
+            };
+            let elapsed = if frames != 0 {
                 frames.wrapping_mul(frame_ms as i32)
             } else {
                 unzigzag(get_exp_golomb(source, ELAPSED_ORDER)?)

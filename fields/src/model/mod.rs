@@ -131,6 +131,12 @@ pub struct ModelData {
     pub grids: Vec<Option<Grid>>,
     /// Per field: how to predict its new value, if declared.
     pub predictors: Vec<Option<Predictor>>,
+    /// Per float field: the median binary exponent of its non-zero values
+    /// in training (what one step of its float bits is worth), learned with
+    /// the grids. The prior of a value context maps float-bits classes to
+    /// whole-number classes through it, so a game that snaps a field codes
+    /// it cheaply with counts from games that do not, and the reverse.
+    pub magnitudes: Vec<Option<i16>>,
 }
 
 /// A float grid: every value the field took was `k × step` for an integer
@@ -217,6 +223,7 @@ impl ModelData {
             values: vec![vec![0; VALUE_SYMBOLS]; fields * VALUE_CONTEXTS],
             grids: vec![None; fields],
             predictors: vec![None; fields],
+            magnitudes: vec![None; fields],
         }
     }
 
@@ -416,6 +423,7 @@ impl NativeModel {
             && data.values.iter().all(|v| v.len() == VALUE_SYMBOLS)
             && data.grids.len() == fields
             && data.predictors.len() == fields
+            && data.magnitudes.len() == fields
             && data.grids.iter().flatten().all(|g| g.step().is_some())
             && data.predictors.iter().flatten().all(|p| match *p {
                 // Inputs of a prediction must be decoded before it: they may
@@ -498,9 +506,13 @@ impl NativeModel {
             values: data
                 .values
                 .chunks(VALUE_CONTEXTS)
-                .flat_map(|field| {
+                .zip(&data.magnitudes)
+                .flat_map(|(field, magnitude)| {
                     let pooled = smooth::pooled(field);
-                    field.iter().map(move |v| smooth::value(v, &pooled))
+                    // One float step at the field's magnitude is 2^(e - 23):
+                    // a change of 2^i units spans about 2^(i + 23 - e) steps.
+                    let shift = magnitude.map(|e| (23 - i32::from(e)).clamp(0, 32) as usize);
+                    field.iter().map(move |v| smooth::value(v, &pooled, shift))
                 })
                 .map(code)
                 .collect::<Result<_, _>>()?,
@@ -588,23 +600,34 @@ struct GridEvidence {
     values: u64,
     /// `exponents[e - MIN_EXPONENT]`: values whose lowest set bit is 2^e.
     exponents: Vec<u64>,
+    /// `magnitudes[e - MIN_EXPONENT]`: values whose highest set bit is 2^e.
+    magnitudes: Vec<u64>,
     divisible: [[u64; GRID_POWERS]; GRID_PRIMES.len()],
 }
 
 impl GridEvidence {
     const MIN_EXPONENT: i32 = -149;
     const MAX_EXPONENT: i32 = 104;
+    const MAX_MAGNITUDE: i32 = 127;
 
     fn new() -> Self {
         GridEvidence {
             values: 0,
             exponents: vec![0; (Self::MAX_EXPONENT - Self::MIN_EXPONENT + 1) as usize],
+            magnitudes: vec![0; (Self::MAX_MAGNITUDE - Self::MIN_EXPONENT + 1) as usize],
             divisible: [[0; GRID_POWERS]; GRID_PRIMES.len()],
         }
     }
 
     fn add(&mut self, odd: u32, exponent: i32) {
         self.values += 1;
+        let magnitude = exponent + 31 - odd.leading_zeros() as i32;
+        if let Some(slot) = self
+            .magnitudes
+            .get_mut((magnitude - Self::MIN_EXPONENT) as usize)
+        {
+            *slot += 1;
+        }
         if let Some(slot) = self
             .exponents
             .get_mut((exponent - Self::MIN_EXPONENT) as usize)
@@ -621,6 +644,18 @@ impl GridEvidence {
                 power *= prime;
             }
         }
+    }
+
+    /// The median binary exponent of the values.
+    fn magnitude(&self) -> Option<i16> {
+        let mut seen = 0;
+        for (i, &count) in self.magnitudes.iter().enumerate() {
+            seen += count;
+            if seen * 2 > self.values {
+                return Some((Self::MIN_EXPONENT + i as i32) as i16);
+            }
+        }
+        None
     }
 
     /// The coarsest grid that at least [`GRID_COVERAGE`] of the values lie on.
@@ -678,6 +713,7 @@ impl ModelTrainer {
         }
         trainer.data.grids.clone_from(&model.grids);
         trainer.data.predictors.clone_from(&model.predictors);
+        trainer.data.magnitudes.clone_from(&model.magnitudes);
         trainer
     }
 
@@ -721,6 +757,9 @@ impl ModelTrainer {
     pub fn freeze_grids(&mut self) {
         for (slot, evidence) in self.data.grids.iter_mut().zip(&self.grid_evidence) {
             *slot = evidence.grid();
+        }
+        for (slot, evidence) in self.data.magnitudes.iter_mut().zip(&self.grid_evidence) {
+            *slot = evidence.magnitude();
         }
     }
 

@@ -84,11 +84,26 @@ fn spread_classes(counts: &[u32]) -> Vec<f64> {
 }
 
 /// Weights for the value-class symbols of one field in one context, given
-/// the field's counts over all its contexts (`pooled`).
-pub(super) fn value(counts: &[u32], pooled: &[u32]) -> [u32; 256] {
+/// the field's counts over all its contexts (`pooled`) and, for a float
+/// field, how many classes a float-bits change is above a whole-number
+/// change of the same size (`shift`): the prior then also carries each
+/// path's counts over to the other path, so a context that saw whole
+/// numbers in training codes the float-bits changes of a game that does
+/// not snap the field (and the reverse) at about their size, not as
+/// strangers.
+pub(super) fn value(counts: &[u32], pooled: &[u32], shift: Option<usize>) -> [u32; 256] {
+    const CLASSES: usize = 33;
     let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();
     let own = spread_classes(counts);
-    let prior = spread_classes(pooled);
+    let mut mixed = pooled.to_vec();
+    if let Some(shift) = shift {
+        for whole in 0..CLASSES - shift.min(CLASSES) {
+            let float = CLASSES + whole + shift;
+            mixed[whole] = mixed[whole].saturating_add(pooled[float]);
+            mixed[float] = mixed[float].saturating_add(pooled[whole]);
+        }
+    }
+    let prior = spread_classes(&mixed);
     let prior_total: f64 = prior.iter().sum();
     if prior_total == 0.0 {
         return [0; 256];
@@ -195,7 +210,7 @@ mod tests {
         let mut counts = vec![0u32; VALUE_SYMBOLS];
         counts[5] = 1000;
         counts[6] = 3000;
-        let smoothed = lengths(value(&counts, &counts));
+        let smoothed = lengths(value(&counts, &counts, None));
         // Class 7 (next to 6) is cheaper than class 20 (far away) and than
         // an unseen float-bits class.
         assert!(
@@ -224,19 +239,19 @@ mod tests {
         pooled[3] = 4000;
         pooled[4] = 4000;
         let empty = vec![0u32; VALUE_SYMBOLS];
-        let unseen = lengths(value(&empty, &pooled));
+        let unseen = lengths(value(&empty, &pooled, None));
         assert!(unseen[3] <= 2 && unseen[4] <= 2, "{:?}", &unseen[..8]);
         let mut floaty = vec![0u32; VALUE_SYMBOLS];
         floaty[33 + 20] = 5000;
         pooled[33 + 20] = 5000;
-        let seen = lengths(value(&floaty, &pooled));
+        let seen = lengths(value(&floaty, &pooled, None));
         assert!(seen[33 + 20] <= 1);
         assert!(
             seen[3] < seen[33 + 2],
             "the pooled classes stay cheaper than unseen ones"
         );
         // Nothing seen anywhere: no weights.
-        assert_eq!(value(&empty, &empty), [0; 256]);
+        assert_eq!(value(&empty, &empty, None), [0; 256]);
     }
 
     #[test]
