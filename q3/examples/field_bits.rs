@@ -25,7 +25,6 @@ const VALUE_CONTEXT_ORDER: [ValueContext; VALUE_CONTEXTS] = [
     ValueContext::Spawn,
     ValueContext::Zero,
     ValueContext::Whole,
-    ValueContext::Grid,
     ValueContext::Fraction,
 ];
 

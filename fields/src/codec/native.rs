@@ -23,8 +23,12 @@
 //! * **Entity numbers** are gaps from the previous entity in the list.
 //!
 //! Symbols are Huffman-coded with the struct's trained model when it has one
-//! (see [`crate::model`]), else with exp-Golomb codes. Everything is lossless
-//! with respect to the field words: decoding gives exactly the encoder's state.
+//! (see [`crate::model`]), else with exp-Golomb codes. A model picks each
+//! symbol's code by context: the delta's origin (held state or spawn
+//! baseline, [`DeltaContext::spawn`]), a key field of the baseline for the
+//! changed set, and the baseline value's kind for a value
+//! ([`crate::model::ValueContext`]). Everything is lossless with respect to
+//! the field words: decoding gives exactly the encoder's state.
 
 use crate::bits::{low_mask, sign_extend, BitSink, BitSource};
 use crate::codec::DeltaContext;
@@ -32,8 +36,8 @@ use crate::codec::{EntityBody, EntityUpdate};
 use crate::error::BitError;
 use crate::kind::ScalarKind;
 use crate::model::{
-    Clock, Context, Grid, NativeModel, Origin, PatternKey, PatternSet, Predictor, ValueContext,
-    GROUP_FIELDS, VALUE_SYMBOLS,
+    decode_tiers, Clock, Context, Grid, NativeModel, Origin, PatternKey, PatternSet, Predictor,
+    ValueContext, GROUP_FIELDS, VALUE_SYMBOLS,
 };
 use crate::rounding;
 use crate::table::{FieldSet, Fields, MAX_FIELDS};
@@ -90,28 +94,42 @@ fn predict(base: f32) -> i32 {
 
 /// The context a changed value is coded in (see [`ValueContext`]), from
 /// what both ends know before it: the delta's origin and the baseline word.
-fn value_context(kind: &ScalarKind, base: u32, grid: Option<Grid>, origin: Origin) -> ValueContext {
+#[inline]
+fn value_context(kind: &ScalarKind, base: u32, origin: Origin) -> ValueContext {
+    // Computed, then selected, not branched on: which case a value falls in
+    // is data, and mispredicted branches cost more than the tests.
+    let float = matches!(kind, ScalarKind::Q3Float);
+    let zero = base & if float { 0x7fff_ffff } else { u32::MAX } == 0;
+    let whole = !float || whole_float_bits(base);
+    let held = if zero {
+        ValueContext::Zero
+    } else if whole {
+        ValueContext::Whole
+    } else {
+        ValueContext::Fraction
+    };
     if origin == Origin::Spawn {
-        return ValueContext::Spawn;
-    }
-    match kind {
-        ScalarKind::Q3Float => {
-            let value = f32::from_bits(base);
-            if base & 0x7fff_ffff == 0 {
-                ValueContext::Zero
-            } else if rounding::is_whole(value) {
-                ValueContext::Whole
-            } else if grid.is_some_and(|g| g.steps_of(value).is_some()) {
-                ValueContext::Grid
-            } else {
-                ValueContext::Fraction
-            }
-        }
-        _ if base == 0 => ValueContext::Zero,
-        _ => ValueContext::Whole,
+        ValueContext::Spawn
+    } else {
+        held
     }
 }
 
+/// Whether the float with these bits is a whole number (infinities count,
+/// NaNs do not), from the bits alone: no bits of the significand may lie
+/// below the binary point.
+#[inline]
+fn whole_float_bits(bits: u32) -> bool {
+    let exponent = ((bits >> 23) & 0xff) as i32 - 127;
+    let fraction_bits = (23 - exponent).clamp(0, 32) as u32;
+    let significand = bits & 0x7f_ffff;
+    let nan = exponent == 128 && significand != 0;
+    // Below 1 (exponent < 0) only zero is whole; the shift covers it, as
+    // the implicit leading one then lies below the point too.
+    let below_point = (significand | 0x80_0000) & low_mask(fraction_bits);
+    let is_zero = bits & 0x7fff_ffff == 0;
+    is_zero || (below_point == 0 && !nan)
+}
 /// Maps float bits to integers ordered like the floats (for non-NaN values),
 /// so the difference of two mapped values counts the floats between them.
 /// The map is its own inverse.
@@ -299,8 +317,8 @@ fn numeric(kind: &ScalarKind, word: u32) -> f64 {
 /// scalar integer (anything else is ignored the same way by encoder and
 /// decoder).
 fn predictor_of<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> Option<Predictor> {
-    let kind = value.field_kind(field);
     let predictor = model.predictors.get(field).copied().flatten()?;
+    let kind = value.field_kind(field);
     let fits = !kind.is_array()
         && match predictor {
             Predictor::Integrate { .. } => kind.element().is_float_bits(),
@@ -310,17 +328,6 @@ fn predictor_of<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> Option
             ),
         };
     fits.then_some(predictor)
-}
-
-/// When a field's value is decoded: 0 unpredicted, 1 predicted from the
-/// elapsed time alone, 2 predicted from other fields (which tiers 0 and 1
-/// hold by then).
-fn decode_tier<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> u8 {
-    match predictor_of(model, value, field) {
-        None => 0,
-        Some(Predictor::Advance) => 1,
-        Some(Predictor::Integrate { .. }) => 2,
-    }
 }
 
 /// What the value of `field` is coded against. `new` must already
@@ -337,10 +344,15 @@ fn reference_of<T: Fields>(
     // Only Quake 3 floats and advancing integers are coded against a
     // reference; skip the work (and the word reads) for everything else.
     if !matches!(new.field_kind(field).element(), ScalarKind::Q3Float) {
-        let advanced = match predictor_of(model, new, field) {
-            Some(Predictor::Advance) => {
-                Some(base_word(field).wrapping_add(context.elapsed_ms as u32))
-            }
+        // Only a tier-1 field can hold an `Advance` prediction: skip the
+        // look-up for the rest.
+        let advanced = match model.tiers.get(field) {
+            Some(1) => match predictor_of(model, new, field) {
+                Some(Predictor::Advance) => {
+                    Some(base_word(field).wrapping_add(context.elapsed_ms as u32))
+                }
+                _ => None,
+            },
             _ => None,
         };
         return Reference {
@@ -433,6 +445,8 @@ struct Model<'a> {
     predictors: &'a [Option<Predictor>],
     /// Every field a predictor reads (see [`NativeModel::predictor_inputs`]).
     inputs: &'a [u16],
+    /// Per field, its decode tier (see [`NativeModel::decode_tiers`]).
+    tiers: &'a [u8],
     pattern_key: Option<PatternKey>,
 }
 
@@ -444,6 +458,7 @@ impl<'a> Model<'a> {
                 grids: &m.data().grids,
                 predictors: &m.data().predictors,
                 inputs: m.predictor_inputs(),
+                tiers: m.decode_tiers(),
                 pattern_key: m.data().pattern_key,
             },
             None => Model {
@@ -451,6 +466,7 @@ impl<'a> Model<'a> {
                 grids: &[],
                 predictors: &[],
                 inputs: &[],
+                tiers: &[],
                 pattern_key: None,
             },
         }
@@ -514,7 +530,7 @@ fn put_value<S: BitSink + ?Sized>(
     let Some(code) = value_code(kind, base, new, reference) else {
         return Ok(());
     };
-    let context = value_context(kind, base, reference.grid, origin);
+    let context = value_context(kind, base, origin);
     put_symbol(
         sink,
         model.codes,
@@ -540,7 +556,7 @@ fn get_value<S: BitSource + ?Sized>(
         return Ok(base ^ 1);
     }
     let position = source.bits_read();
-    let context = value_context(kind, base, reference.grid, origin);
+    let context = value_context(kind, base, origin);
     let symbol = get_symbol(source, model.codes, Context::Value(field, context))?;
     if usize::from(symbol) >= VALUE_SYMBOLS {
         return Err(BitError::invalid(
@@ -552,21 +568,17 @@ fn get_value<S: BitSource + ?Sized>(
     value_from_code(source, kind, base, reference, symbol, position)
 }
 
-/// The order values are sent in: by [`decode_tier`], so every prediction's
-/// inputs are decoded before it.
-fn value_order<T: Fields>(
-    model: &Model<'_>,
-    value: &T,
-    changed: &[u16],
-    out: &mut [u16; MAX_FIELDS],
-) {
+/// The order values are sent in: by [`crate::model::decode_tier`], so every
+/// prediction's inputs are decoded before it.
+fn value_order(model: &Model<'_>, changed: &[u16], out: &mut [u16; MAX_FIELDS]) {
     // Branch-free compaction: which fields are predicted depends on the
     // data, so a branch per field would be mispredicted often.
     let mut n = 0;
     for tier in 0..3 {
         for &field in changed {
             out[n] = field;
-            n += usize::from(decode_tier(model, value, usize::from(field)) == tier);
+            let field_tier = model.tiers.get(usize::from(field)).copied().unwrap_or(0);
+            n += usize::from(field_tier == tier);
         }
     }
 }
@@ -619,11 +631,13 @@ pub(crate) fn visit_symbols<T: Fields>(
     context: &DeltaContext,
     visit: &mut dyn FnMut(Context, u8),
 ) {
+    let tiers = decode_tiers(predictors);
     let model = Model {
         codes: None,
         grids,
         predictors,
         inputs: &[],
+        tiers: &tiers,
         pattern_key,
     };
     let mut changed = [0u16; MAX_FIELDS];
@@ -651,7 +665,7 @@ pub(crate) fn visit_symbols<T: Fields>(
             let (b, n) = (base.word(field, element), new.word(field, element));
             if b != n {
                 if let Some(code) = value_code(kind.element(), b, n, reference) {
-                    let value_context = value_context(kind.element(), b, reference.grid, origin);
+                    let value_context = value_context(kind.element(), b, origin);
                     visit(Context::Value(field, value_context), code.symbol);
                 }
             }
@@ -718,7 +732,7 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
         None => put_set(sink, changed.iter().map(|&i| usize::from(i)))?,
     }
     let mut order = [0u16; MAX_FIELDS];
-    value_order(&model, new, changed, &mut order);
+    value_order(&model, changed, &mut order);
     // Scalars through plain word arrays when the struct allows it, as the
     // reader does (see `read_scalar_words`): no accessor-table call per
     // changed field.
@@ -794,7 +808,7 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
         None => get_set(source, fields, &mut changed)?,
     };
     let mut order = [0u16; MAX_FIELDS];
-    value_order(&model, out, &changed[..count], &mut order);
+    value_order(&model, &changed[..count], &mut order);
     let order = &order[..count];
     if let Some(count) = read_scalar_words(source, out, &model, order, context)? {
         return Ok(count);
@@ -1086,4 +1100,41 @@ pub(super) fn read_entity_body<T: Fields, S: BitSource + ?Sized>(
     };
     source.expect_check_key(number as u16)?;
     Ok(body)
+}
+
+#[cfg(test)]
+mod whole_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn whole_float_edges() {
+        for (x, whole) in [
+            (0.0f32, true),
+            (-0.0, true),
+            (1.0, true),
+            (-3.0, true),
+            (0.5, false),
+            (1.5, false),
+            (8_388_607.5, false),
+            (8_388_608.0, true),
+            (1e30, true),
+            (f32::MIN_POSITIVE, false),
+            (f32::from_bits(1), false),
+            (f32::INFINITY, true),
+            (f32::NAN, false),
+        ] {
+            assert_eq!(whole_float_bits(x.to_bits()), whole, "{x}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn whole_float_bits_agree_with_rounding(bits in any::<u32>()) {
+            let x = f32::from_bits(bits);
+            if x.is_finite() {
+                prop_assert_eq!(whole_float_bits(bits), rounding::is_whole(x));
+            }
+        }
+    }
 }

@@ -6,7 +6,10 @@
 //! with universal (exp-Golomb) codes. A [`NativeModel`] instead holds one
 //! Huffman code per symbol context, built from symbol counts observed on real
 //! data by a [`ModelTrainer`]: a field that nearly always changes by one
-//! class then costs one bit for its class, not five.
+//! class then costs one bit for its class, not five. Contexts split the
+//! counts by what both ends know before the symbol ([`Origin`],
+//! [`PatternKey`], [`ValueContext`]); a context seen rarely in training
+//! backs off to the field's counts over all of them.
 //!
 //! Models are data ([`ModelData`], serializable), so a demo file can carry
 //! the model its snapshots were written with and be decoded without the game.
@@ -30,7 +33,7 @@ pub const VALUE_SYMBOLS: usize = 99;
 pub const MAX_GROUPS: usize = crate::table::MAX_FIELDS.div_ceil(GROUP_FIELDS);
 
 /// Value contexts per field (see [`ValueContext`]).
-pub const VALUE_CONTEXTS: usize = 5;
+pub const VALUE_CONTEXTS: usize = 4;
 
 /// What a delta's baseline is: the two kinds change in very different
 /// ways, so each has its own change-pattern codes.
@@ -62,6 +65,24 @@ impl PatternKey {
     pub const MAX_CLASSES: u8 = 16;
 }
 
+/// When a field's value is decoded within a delta: 0 unpredicted, 1
+/// predicted from the elapsed time alone ([`Predictor::Advance`]), 2
+/// predicted from other fields ([`Predictor::Integrate`], whose inputs a
+/// model may only take from tiers 0 and 1). Encoder and decoder order the
+/// values by it, so a prediction's inputs are always decoded first.
+pub fn decode_tier(predictor: Option<Predictor>) -> u8 {
+    match predictor {
+        None => 0,
+        Some(Predictor::Advance) => 1,
+        Some(Predictor::Integrate { .. }) => 2,
+    }
+}
+
+/// [`decode_tier`] of every field.
+pub(crate) fn decode_tiers(predictors: &[Option<Predictor>]) -> Vec<u8> {
+    predictors.iter().map(|&p| decode_tier(p)).collect()
+}
+
 /// The [`PatternSet`] of a delta of `origin` whose baseline holds `word`
 /// in the `key` field.
 #[inline]
@@ -80,7 +101,7 @@ pub type PatternSet = u8;
 
 /// What a changed value is coded in the context of: whether its delta is
 /// from a spawn baseline and, from a held state, what the baseline value
-/// looked like. A float whose baseline was a whole number (a snapped
+/// looked like (zero, whole, a fraction). A float whose baseline was a whole number (a snapped
 /// velocity) nearly always changes to another whole number, one whose
 /// baseline was not nearly never does, whichever game or mod sent it: the
 /// baseline tells a stream's habits that counts from other streams cannot.
@@ -92,10 +113,8 @@ pub enum ValueContext {
     Zero = 1,
     /// A whole number (every integer field's non-zero baseline).
     Whole = 2,
-    /// A float on the field's grid that is not a whole number.
-    Grid = 3,
-    /// Any other float.
-    Fraction = 4,
+    /// A float that is not a whole number.
+    Fraction = 3,
 }
 
 /// Where a symbol occurs; each context has its own code in a model.
@@ -395,6 +414,10 @@ pub struct NativeModel {
     id: u64,
     /// Every field a predictor reads, once each, in field order.
     inputs: Vec<u16>,
+    /// Per field: its [`decode_tier`].
+    tiers: Vec<u8>,
+    /// Groups per pattern set.
+    groups_per_set: usize,
     /// Per [`PatternSet`].
     last_group: Vec<SymbolCode>,
     /// Per [`PatternSet`], all its groups.
@@ -476,6 +499,8 @@ impl NativeModel {
         Ok(NativeModel {
             id: data.fingerprint(),
             inputs,
+            tiers: decode_tiers(&data.predictors),
+            groups_per_set: groups,
             last_group: {
                 // Held sets back off to all held deltas; spawn to itself.
                 let pooled = smooth::pooled(&data.last_group[1..]);
@@ -543,6 +568,11 @@ impl NativeModel {
         self.data.predictors.get(field).copied().flatten()
     }
 
+    /// Per field, when its value is decoded (see [`decode_tier`]).
+    pub fn decode_tiers(&self) -> &[u8] {
+        &self.tiers
+    }
+
     /// Every field a predictor reads (a velocity, a time), once each, in
     /// field order.
     pub fn predictor_inputs(&self) -> &[u16] {
@@ -564,7 +594,7 @@ impl NativeModel {
         match context {
             Context::LastGroup(set) => self.last_group.get(usize::from(set)),
             Context::Group(set, g) => {
-                let groups = self.groups.len() / self.last_group.len().max(1);
+                let groups = self.groups_per_set;
                 (g < groups)
                     .then(|| self.groups.get(usize::from(set) * groups + g))
                     .flatten()
