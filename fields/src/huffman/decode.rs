@@ -119,8 +119,14 @@ pub(super) struct LookupTable {
 
 impl LookupTable {
     pub(super) fn build(tree: &Tree) -> LookupTable {
+        Self::build_with(tree, PRIMARY_MAX_BITS)
+    }
+
+    /// Like [`LookupTable::build`] with a primary table of at most
+    /// `max_primary_bits` (1 to 12) bits.
+    pub(super) fn build_with(tree: &Tree, max_primary_bits: u32) -> LookupTable {
         let heights = tree.heights();
-        let primary_bits = heights[0].min(PRIMARY_MAX_BITS);
+        let primary_bits = heights[0].min(max_primary_bits.clamp(1, PRIMARY_MAX_BITS));
         let mut entries = vec![0; 1 << primary_bits];
         fill(tree, &heights, &mut entries, 0, 0, primary_bits, 0);
         LookupTable {

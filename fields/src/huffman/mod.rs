@@ -208,6 +208,16 @@ impl HuffmanCode {
         Ok(HuffmanCode { words, tree, table })
     }
 
+    /// The same code with a decoding table of at most `bits` primary bits
+    /// (1 to 12; the default is 12). Longer code words take a second
+    /// look-up. A program holding hundreds of codes (one per symbol
+    /// context) keeps them in cache with small tables; one hot code is
+    /// fastest with a wide one.
+    pub fn with_table_bits(mut self, bits: u32) -> HuffmanCode {
+        self.table = decode::LookupTable::build_with(&self.tree, bits);
+        self
+    }
+
     /// The code word of `byte`.
     #[inline]
     pub fn code_word(&self, byte: u8) -> CodeWord {

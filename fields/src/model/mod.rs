@@ -313,8 +313,14 @@ pub struct SymbolCode {
     trie: Vec<[i16; 2]>,
 }
 
+/// Primary decoding-table bits of a context's code: a model holds hundreds
+/// of codes, and 4 KB tables (16 KB at the Huffman default) would not stay
+/// in cache; most symbols' code words are shorter than this anyway.
+const SYMBOL_TABLE_BITS: u32 = 8;
+
 impl SymbolCode {
     fn new(code: HuffmanCode) -> Self {
+        let code = code.with_table_bits(SYMBOL_TABLE_BITS);
         let mut trie = vec![[0i16; 2]];
         for (symbol, word) in code.code_words().iter().enumerate() {
             let mut node = 0usize;
