@@ -185,6 +185,20 @@ impl fmt::Debug for HuffmanCode {
     }
 }
 
+/// A code's decoding table without its code words and tree (see
+/// [`HuffmanCode::decode_table`]): a few words, with the table behind a
+/// pointer, so an array of them stays small.
+#[derive(Debug, Clone)]
+pub struct DecodeTable(decode::LookupTable);
+
+impl DecodeTable {
+    /// As [`HuffmanCode::lookup`].
+    #[inline]
+    pub fn lookup(&self, window: u32) -> Result<(u8, u32), u32> {
+        self.0.lookup(window)
+    }
+}
+
 impl HuffmanCode {
     /// Builds a code from one code word per byte value (`words[b]` for byte
     /// `b`). The words must be prefix-free and `1..=32` bits long; they need
@@ -216,6 +230,12 @@ impl HuffmanCode {
     pub fn with_table_bits(mut self, bits: u32) -> HuffmanCode {
         self.table = decode::LookupTable::build_with(&self.tree, bits);
         self
+    }
+
+    /// The code's decoding table on its own (a copy), for programs that
+    /// keep many codes and want the decoding side compact.
+    pub fn decode_table(&self) -> DecodeTable {
+        DecodeTable(self.table.clone())
     }
 
     /// The code word of `byte`.

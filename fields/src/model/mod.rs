@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bits::{BitSink, BitSource};
 use crate::error::BitError;
-use crate::huffman::HuffmanCode;
+use crate::huffman::{DecodeTable, HuffmanCode};
 use crate::table::{FieldTable, Fields, NetFields};
 use std::sync::Arc;
 
@@ -307,7 +307,11 @@ impl ModelData {
 /// inside a Huffman bitstream, where raw bits cannot be peeked ahead).
 #[derive(Debug, Clone)]
 pub struct SymbolCode {
-    code: HuffmanCode,
+    /// The decoding side, inline: a model's symbol codes sit side by side
+    /// in arrays, and a decode touches only this and its table.
+    table: DecodeTable,
+    /// The code words (2 KB), behind a pointer for the same reason.
+    code: Box<HuffmanCode>,
     /// `trie[node][bit]`: a positive value is a child node index, a negative
     /// one is `-(symbol + 1)`, zero is "no code word goes this way".
     trie: Vec<[i16; 2]>,
@@ -320,7 +324,7 @@ const SYMBOL_TABLE_BITS: u32 = 8;
 
 impl SymbolCode {
     fn new(code: HuffmanCode) -> Self {
-        let code = code.with_table_bits(SYMBOL_TABLE_BITS);
+        let code = Box::new(code.with_table_bits(SYMBOL_TABLE_BITS));
         let mut trie = vec![[0i16; 2]];
         for (symbol, word) in code.code_words().iter().enumerate() {
             let mut node = 0usize;
@@ -337,7 +341,11 @@ impl SymbolCode {
                 }
             }
         }
-        SymbolCode { code, trie }
+        SymbolCode {
+            table: code.decode_table(),
+            code,
+            trie,
+        }
     }
 
     /// Length of `symbol`'s code word, in bits.
@@ -356,7 +364,7 @@ impl SymbolCode {
     #[inline]
     pub fn decode<S: BitSource + ?Sized>(&self, source: &mut S) -> Result<u8, BitError> {
         if let Some((window, left)) = source.peek_window() {
-            match self.code.lookup(window) {
+            match self.table.lookup(window) {
                 Ok((symbol, len)) if len as usize <= left => {
                     source.skip_bits(len)?;
                     return Ok(symbol);

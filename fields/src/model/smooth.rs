@@ -103,15 +103,21 @@ pub(super) fn value(counts: &[u32], pooled: &[u32], shift: Option<usize>) -> [u3
             mixed[float] = mixed[float].saturating_add(pooled[whole]);
         }
     }
-    let prior = spread_classes(&mixed);
+    back_off(&own, &spread_classes(&mixed), total)
+}
+
+/// A context's own weights plus its prior's distribution, the prior
+/// weighing [`BACKOFF_SHARE`] of the context's `total` counts plus
+/// [`BACKOFF_COUNT`]; just the own weights when the prior is empty.
+fn back_off(own: &[f64], prior: &[f64], total: f64) -> [u32; 256] {
     let prior_total: f64 = prior.iter().sum();
     if prior_total == 0.0 {
-        return [0; 256];
+        return to_weights(own.iter().copied());
     }
     let prior_mass = BACKOFF_SHARE * total + BACKOFF_COUNT;
     to_weights(
         own.iter()
-            .zip(&prior)
+            .zip(prior)
             .map(|(own, prior)| own + prior_mass * prior / prior_total),
     )
 }
@@ -121,18 +127,7 @@ pub(super) fn value(counts: &[u32], pooled: &[u32], shift: Option<usize>) -> [u3
 /// (`pooled`).
 pub(super) fn pattern(counts: &[u32], pooled: &[u32]) -> [u32; 256] {
     let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();
-    let own = pattern_weights(counts);
-    let prior = pattern_weights(pooled);
-    let prior_total: f64 = prior.iter().sum();
-    if prior_total == 0.0 {
-        return to_weights(own.into_iter());
-    }
-    let prior_mass = BACKOFF_SHARE * total + BACKOFF_COUNT;
-    to_weights(
-        own.iter()
-            .zip(&prior)
-            .map(|(own, prior)| own + prior_mass * prior / prior_total),
-    )
+    back_off(&pattern_weights(counts), &pattern_weights(pooled), total)
 }
 
 /// Pattern counts plus the independent-fields prior, in count units.
@@ -180,17 +175,7 @@ pub(super) fn last_group(counts: &[u32], pooled: &[u32]) -> [u32; 256] {
         counts.iter().map(|&c| f64::from(c) + floor).collect()
     };
     let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();
-    let (own, prior) = (weights(counts), weights(pooled));
-    let prior_total: f64 = prior.iter().sum();
-    if prior_total == 0.0 {
-        return to_weights(own.into_iter());
-    }
-    let prior_mass = BACKOFF_SHARE * total + BACKOFF_COUNT;
-    to_weights(
-        own.iter()
-            .zip(&prior)
-            .map(|(own, prior)| own + prior_mass * prior / prior_total),
-    )
+    back_off(&weights(counts), &weights(pooled), total)
 }
 
 #[cfg(test)]
