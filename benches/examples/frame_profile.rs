@@ -16,6 +16,12 @@
 //! `decode-q3` / `decode-native` (then a pass count) decode every snapshot
 //! of the real duel instead, like the `codecs` benchmark's
 //! `snapshot_decode` (collect with `--toggle-collect='*measured_decodes*'`).
+//!
+//! `ab-decode ROUNDS` and `ab-frame ROUNDS FRAMES` time the two codecs (and,
+//! for frames, the memcmp floor) in alternating rounds and print each one's
+//! fastest and median round: on a machine shared with other work, a slow
+//! spell then hits both sides of the comparison alike, where separate
+//! benchmark runs minutes apart can differ by a third.
 
 use std::hint::black_box;
 
@@ -31,6 +37,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let what = args.get(1).map_or("native", String::as_str);
     let clients: usize = args.get(2).map_or(Ok(64), |s| s.parse())?;
     let frames: usize = args.get(3).map_or(Ok(200), |s| s.parse())?;
+    match what {
+        "ab-decode" => return ab_decode(args.get(2).map_or(Ok(20), |s| s.parse())?),
+        "ab-frame" => {
+            let rounds = args.get(2).map_or(Ok(20), |s| s.parse())?;
+            return ab_frame(rounds, args.get(3).map_or(Ok(200), |s| s.parse())?);
+        }
+        _ => {}
+    }
     if let Some(codec) = what.strip_prefix("decode-") {
         let format = if codec == "q3" {
             MessageFormat::Q3
@@ -113,4 +127,83 @@ fn measured_decodes(
         }
     }
     Ok(decoded)
+}
+
+/// Per-unit times of each side's rounds, in nanoseconds.
+#[derive(Default)]
+struct Rounds(Vec<(&'static str, Vec<f64>)>);
+
+impl Rounds {
+    fn record(&mut self, name: &'static str, nanos_per_unit: f64) {
+        match self.0.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, times)) => times.push(nanos_per_unit),
+            None => self.0.push((name, vec![nanos_per_unit])),
+        }
+    }
+
+    /// One line per side: fastest and median round, and both as a
+    /// multiple of the first side's.
+    fn print(&mut self, unit: &str) {
+        let stats: Vec<(&str, f64, f64)> = self
+            .0
+            .iter_mut()
+            .map(|(name, times)| {
+                times.sort_by(f64::total_cmp);
+                (*name, times[0], times[times.len() / 2])
+            })
+            .collect();
+        let (_, first_min, first_median) = stats[0];
+        for (name, min, median) in &stats {
+            println!(
+                "{name:>7}: fastest {:8.1} ns/{unit} ({:.2}x), median {:8.1} ns/{unit} ({:.2}x)",
+                min,
+                min / first_min,
+                median,
+                median / first_median
+            );
+        }
+    }
+}
+
+/// Alternating decode rounds of the whole duel, q3 then native.
+fn ab_decode(rounds: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let steps = duel_steps()?;
+    let zeros = q3_zeros();
+    let formats = [("q3", MessageFormat::Q3), ("native", MessageFormat::NATIVE)];
+    let encoded = formats
+        .iter()
+        .map(|(_, format)| encode_all(*format, &steps))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut times = Rounds::default();
+    for _ in 0..rounds {
+        for ((name, format), messages) in formats.iter().zip(&encoded) {
+            let start = std::time::Instant::now();
+            let decoded = measured_decodes(*format, &steps, messages, &zeros, 1)?;
+            times.record(name, start.elapsed().as_nanos() as f64 / decoded as f64);
+        }
+    }
+    times.print("snapshot");
+    Ok(())
+}
+
+/// Alternating frame rounds at 64 clients: the memcmp floor, q3, native.
+fn ab_frame(rounds: usize, frames: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let clients = 64;
+    let mut q3 = FrameBench::new(Codec::Q3, clients, ENTITIES)?;
+    let mut native = FrameBench::new(Codec::Native, clients, ENTITIES)?;
+    let (base, current) = native.entity_images();
+    let entity_bytes = base.len() / ENTITIES as usize;
+    let mut times = Rounds::default();
+    for _ in 0..rounds {
+        let start = std::time::Instant::now();
+        measured_memcmp(&current, &base, entity_bytes, clients, frames);
+        times.record("memcmp", start.elapsed().as_nanos() as f64 / frames as f64);
+        for (name, bench) in [("q3", &mut q3), ("native", &mut native)] {
+            let start = std::time::Instant::now();
+            measured_frames(bench, frames)?;
+            times.record(name, start.elapsed().as_nanos() as f64 / frames as f64);
+        }
+    }
+    times.print("frame");
+    Ok(())
 }

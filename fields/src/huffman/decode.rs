@@ -148,7 +148,22 @@ impl LookupTable {
     /// first `length` bits lead to no code word.
     #[inline]
     pub(super) fn lookup(&self, window: u32) -> Result<(u8, u32), u32> {
-        let mut entry = self.entries[(window & low_mask(self.primary_bits)) as usize];
+        self.resolve(
+            self.entries[(window & low_mask(self.primary_bits)) as usize],
+            window,
+        )
+    }
+
+    /// Entry `index` of the primary table.
+    pub(super) fn entry(&self, index: usize) -> u32 {
+        self.entries[index]
+    }
+
+    /// [`lookup`](Self::lookup) from `entry`, the primary table's entry for
+    /// `window` (which a caller may keep elsewhere).
+    #[inline]
+    pub(super) fn resolve(&self, entry: u32, window: u32) -> Result<(u8, u32), u32> {
+        let mut entry = entry;
         let mut consumed = self.primary_bits;
         while entry & KIND_MASK == KIND_SUB {
             let width = entry & 0xFF;
@@ -170,17 +185,10 @@ impl LookupTable {
         // No code word is longer than 32 bits, so one peek covers every level.
         // Past the end the peek reads zeros; the length check below decides
         // whether the code word found that way was really all there.
-        let window = reader.peek_bits(32);
-        let mut entry = self.entries[(window & low_mask(self.primary_bits)) as usize];
-        let mut consumed = self.primary_bits;
-        while entry & KIND_MASK == KIND_SUB {
-            let width = entry & 0xFF;
-            let offset = ((entry & !KIND_MASK) >> 8) as usize;
-            let index = window.checked_shr(consumed).unwrap_or(0) & low_mask(width);
-            entry = self.entries[offset + index as usize];
-            consumed += width;
-        }
-        let len = (entry >> 8) & 0x3F;
+        let found = self.lookup(reader.peek_bits(32));
+        let len = match found {
+            Ok((_, len)) | Err(len) => len,
+        };
         let position = reader.bits_read();
         if len as usize > reader.remaining_bits() {
             return Err(BitError::EndOfInput {
@@ -189,11 +197,9 @@ impl LookupTable {
                 available: reader.bit_len(),
             });
         }
-        if entry & KIND_MASK == KIND_INVALID {
-            return Err(BitError::InvalidCode { position });
-        }
+        let (symbol, _) = found.map_err(|_| BitError::InvalidCode { position })?;
         reader.skip(len)?;
-        Ok(entry as u8)
+        Ok(symbol)
     }
 }
 

@@ -78,7 +78,7 @@ use std::fmt;
 
 use thiserror::Error;
 
-use crate::bits::{BitReader, BitSink, BitWriter};
+use crate::bits::{low_mask, BitReader, BitSink, BitWriter};
 use crate::error::BitError;
 
 pub use decode::TreeDecoder;
@@ -185,17 +185,40 @@ impl fmt::Debug for HuffmanCode {
     }
 }
 
+/// Window bits the first level of a [`DecodeTable`] decodes.
+const HEAD_BITS: u32 = 4;
+
 /// A code's decoding table without its code words and tree (see
-/// [`HuffmanCode::decode_table`]): a few words, with the table behind a
-/// pointer, so an array of them stays small.
+/// [`HuffmanCode::decode_table`]), for a program that holds many codes and
+/// decodes a few symbols with each, such as one code per symbol context.
+///
+/// Its first level (the code words of at most four bits, which are most
+/// of what a skewed code reads) lies inline, on one cache line of its own;
+/// longer code words continue in sub-tables behind a pointer. A symbol
+/// read from a code not used lately then costs one cache miss, not one
+/// for the table's address and another for its entry.
 #[derive(Debug, Clone)]
-pub struct DecodeTable(decode::LookupTable);
+#[repr(align(64))]
+pub struct DecodeTable {
+    head: [u32; 1 << HEAD_BITS],
+    rest: decode::LookupTable,
+}
 
 impl DecodeTable {
+    fn new(tree: &decode::Tree) -> Self {
+        let rest = decode::LookupTable::build_with(tree, HEAD_BITS);
+        // A code shallower than the head fills a smaller primary table: its
+        // entries repeat over the window bits it does not read.
+        let mask = low_mask(rest.primary_bits()) as usize;
+        let head = std::array::from_fn(|i| rest.entry(i & mask));
+        DecodeTable { head, rest }
+    }
+
     /// As [`HuffmanCode::lookup`].
     #[inline]
     pub fn lookup(&self, window: u32) -> Result<(u8, u32), u32> {
-        self.0.lookup(window)
+        let first = self.head[(window & low_mask(HEAD_BITS)) as usize];
+        self.rest.resolve(first, window)
     }
 }
 
@@ -215,7 +238,7 @@ impl HuffmanCode {
                 });
             }
             // Normalise so callers can rely on the documented zero high bits.
-            word.bits &= crate::bits::low_mask(len);
+            word.bits &= low_mask(len);
         }
         let tree = decode::Tree::from_code_words(&words)?;
         let table = decode::LookupTable::build(&tree);
@@ -235,7 +258,7 @@ impl HuffmanCode {
     /// The code's decoding table on its own (a copy), for programs that
     /// keep many codes and want the decoding side compact.
     pub fn decode_table(&self) -> DecodeTable {
-        DecodeTable(self.table.clone())
+        DecodeTable::new(&self.tree)
     }
 
     /// The code word of `byte`.

@@ -389,6 +389,27 @@ proptest! {
         prop_assert_eq!(decode_both(&code, &buf, bits, input.len()).unwrap(), input);
     }
 
+    /// Every table layout reads every window as the default one does:
+    /// narrow primary tables of each width, and the compact `DecodeTable`
+    /// with its first level inline.
+    #[test]
+    fn every_table_layout_looks_up_alike(freqs in frequencies(),
+                                         windows in prop::collection::vec(any::<u32>(), 64)) {
+        let random = HuffmanCode::from_frequencies(&freqs).unwrap();
+        for code in [random, deep_sparse_code()] {
+            let compact = code.decode_table();
+            let narrow: Vec<HuffmanCode> = (1..=12).map(|b| code.clone().with_table_bits(b)).collect();
+            // Short windows too: the low bits pick the first-level entry.
+            for window in windows.iter().flat_map(|&w| [w, w & 0xf, w & 0xff]) {
+                let expected = code.lookup(window);
+                prop_assert_eq!(compact.lookup(window), expected);
+                for table in &narrow {
+                    prop_assert_eq!(table.lookup(window), expected);
+                }
+            }
+        }
+    }
+
     #[test]
     fn random_tables_replay_adaptively(freqs in prop::collection::vec(1u32..64, 256),
                                        input in prop::collection::vec(any::<u8>(), 0..256)) {

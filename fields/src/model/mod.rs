@@ -308,19 +308,20 @@ impl ModelData {
 #[derive(Debug, Clone)]
 pub struct SymbolCode {
     /// The decoding side, inline: a model's symbol codes sit side by side
-    /// in arrays, and a decode touches only this and its table.
+    /// in arrays, and a short code word is read from this alone.
     table: DecodeTable,
-    /// The code words (2 KB), behind a pointer for the same reason.
+    /// The code words (2 KB), behind a pointer for the same reason. Its own
+    /// decoding table is never read (see [`SYMBOL_TABLE_BITS`]).
     code: Box<HuffmanCode>,
     /// `trie[node][bit]`: a positive value is a child node index, a negative
     /// one is `-(symbol + 1)`, zero is "no code word goes this way".
     trie: Vec<[i16; 2]>,
 }
 
-/// Primary decoding-table bits of a context's code: a model holds hundreds
-/// of codes, and 4 KB tables (16 KB at the Huffman default) would not stay
-/// in cache; most symbols' code words are shorter than this anyway.
-const SYMBOL_TABLE_BITS: u32 = 8;
+/// Primary decoding-table bits of the boxed code's own table: the smallest,
+/// as decoding goes through [`SymbolCode::table`] and a model holds hundreds
+/// of codes (16 KB each at the Huffman default).
+const SYMBOL_TABLE_BITS: u32 = 1;
 
 impl SymbolCode {
     fn new(code: HuffmanCode) -> Self {
