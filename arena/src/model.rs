@@ -42,8 +42,10 @@ fn loaded() -> Option<&'static (Arc<NativeModel>, Arc<NativeModel>)> {
     static MODELS: OnceLock<Option<(Arc<NativeModel>, Arc<NativeModel>)>> = OnceLock::new();
     MODELS
         .get_or_init(|| {
-            let models: ArenaModels = serde_json::from_str(MODELS_JSON).ok()?;
-            models.build::<EntityState, PlayerState>().ok()
+            ModelPair::load_committed::<EntityState, PlayerState>(
+                "arena::model",
+                serde_json::from_str(MODELS_JSON).map_err(|e| e.to_string()),
+            )
         })
         .as_ref()
 }

@@ -50,8 +50,10 @@ fn loaded() -> Option<&'static (Arc<NativeModel>, Arc<NativeModel>)> {
     static MODELS: OnceLock<Option<(Arc<NativeModel>, Arc<NativeModel>)>> = OnceLock::new();
     MODELS
         .get_or_init(|| {
-            let models: Q3Models = postcard::from_bytes(MODELS_FILE).ok()?;
-            models.build::<EntityState, PlayerState>().ok()
+            ModelPair::load_committed::<EntityState, PlayerState>(
+                "q3::model",
+                postcard::from_bytes(MODELS_FILE).map_err(|e| e.to_string()),
+            )
         })
         .as_ref()
 }

@@ -420,6 +420,30 @@ impl ModelPair {
             Arc::new(NativeModel::for_table(self.player, &P::TABLE)?),
         ))
     }
+
+    /// Builds the pair a crate commits (`decoded` from its embedded bytes),
+    /// meant to run once per program. A pair that does not fit (bytes of an
+    /// older model format, or counts trained on another layout) leaves the
+    /// native codec without a model: still correct, but several times
+    /// larger on the wire. That is logged as a `tracing` warning naming
+    /// `source`, not left silent, and `None` is returned.
+    pub fn load_committed<E: NetFields, P: NetFields>(
+        source: &str,
+        decoded: Result<ModelPair, String>,
+    ) -> Option<(Arc<NativeModel>, Arc<NativeModel>)> {
+        let built = decoded.and_then(|pair| pair.build::<E, P>().map_err(|e| e.to_string()));
+        match built {
+            Ok(models) => Some(models),
+            Err(error) => {
+                tracing::warn!(
+                    source,
+                    %error,
+                    "committed native models do not load; the native codec codes without them"
+                );
+                None
+            }
+        }
+    }
 }
 
 /// Huffman codes for every context of one struct, ready to code with.
@@ -883,6 +907,48 @@ mod tests {
         };
         assert!(pair.clone().build::<Small, Small>().is_ok());
         assert!(pair.build::<Small, Other>().is_err());
+    }
+
+    /// Counts the warnings logged while it is the default subscriber.
+    struct WarningCounter(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+    impl tracing::Subscriber for WarningCounter {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            if *event.metadata().level() == tracing::Level::WARN {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn a_committed_pair_that_does_not_load_is_warned_about() {
+        let warnings = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = WarningCounter(warnings.clone());
+        let data = ModelTrainer::new(Small::TABLE.schema().fingerprint(), 2).finish();
+        let pair = ModelPair {
+            entity: data.clone(),
+            player: data,
+        };
+        tracing::subscriber::with_default(counter, || {
+            let count = || warnings.load(std::sync::atomic::Ordering::SeqCst);
+            assert!(ModelPair::load_committed::<Small, Small>("test", Ok(pair.clone())).is_some());
+            assert_eq!(count(), 0);
+            assert!(ModelPair::load_committed::<Small, Other>("test", Ok(pair)).is_none());
+            assert_eq!(count(), 1);
+            let undecodable = Err("unexpected end of input".to_string());
+            assert!(ModelPair::load_committed::<Small, Small>("test", undecodable).is_none());
+            assert_eq!(count(), 2);
+        });
     }
 
     /// A bit source that cannot look ahead, like a Huffman bitstream.
