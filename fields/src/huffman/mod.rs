@@ -186,17 +186,19 @@ impl fmt::Debug for HuffmanCode {
 }
 
 /// Window bits the first level of a [`DecodeTable`] decodes.
-const HEAD_BITS: u32 = 4;
+const HEAD_BITS: u32 = 5;
 
 /// A code's decoding table without its code words and tree (see
 /// [`HuffmanCode::decode_table`]), for a program that holds many codes and
 /// decodes a few symbols with each, such as one code per symbol context.
 ///
-/// Its first level (the code words of at most four bits, which are most
-/// of what a skewed code reads) lies inline, on one cache line of its own;
-/// longer code words continue in sub-tables behind a pointer. A symbol
-/// read from a code not used lately then costs one cache miss, not one
-/// for the table's address and another for its entry.
+/// Its first level (the code words of at most five bits, which are most
+/// of what a skewed code reads) lies inline, on two cache lines of its
+/// own; longer code words continue in sub-tables behind a pointer. A
+/// symbol read from a code not used lately then costs one cache miss, not
+/// one for the table's address and another for its entry. (Four bits, one
+/// line, took more sub-table walks: more instructions, mispredicted
+/// branches and misses per duel snapshot; six, more misses.)
 #[derive(Debug, Clone)]
 #[repr(align(64))]
 pub struct DecodeTable {
