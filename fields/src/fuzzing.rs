@@ -167,8 +167,13 @@ fn decoders_agree(code: &HuffmanCode, bytes: &[u8], bit_len: usize) -> usize {
     let mut fast = BitReader::with_bit_len(bytes, bit_len);
     let mut slow = fast.clone();
     let tree = code.tree_decoder();
+    // The compact table a native model decodes through reads every window
+    // as the code's own table does.
+    let compact = code.decode_table();
     let mut symbols = 0;
     loop {
+        let window = fast.peek_bits(32);
+        assert_eq!(compact.lookup(window), code.lookup(window));
         let a = code.decode_symbol(&mut fast);
         let b = tree.decode_symbol(&mut slow);
         assert_eq!(a, b);
@@ -197,7 +202,8 @@ fn read_stream(code: &HuffmanCode, bytes: &[u8], bit_len: usize, widths: &[u8]) 
 
 /// `huffman_decode`: bytes through the table decoder, the tree-walk decoder
 /// and the bitstream-mode reader of every [`huffman_codes`] code. The two
-/// decoders must agree on every symbol, error and position, and a failed
+/// decoders (and the compact [`crate::huffman::DecodeTable`]) must agree on
+/// every symbol, error and position, and a failed
 /// bitstream read leaves the reader where it was.
 ///
 /// Input: a byte whose low 3 bits cut that many bits off the end of the
