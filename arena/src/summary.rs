@@ -83,7 +83,8 @@ pub struct ClientSummary {
     pub mean_snapshot_bytes: f64,
     /// 99th-percentile snapshot message size.
     pub p99_snapshot_bytes: f64,
-    /// Largest datagram through its socket, either way.
+    /// Largest datagram it sent (its commands, acks and guaranteed
+    /// messages up; the engine promises at most 1400 bytes).
     pub max_datagram_bytes: usize,
     /// Guaranteed messages the server queued to it (by the end of the drain).
     pub reliable_sent: u64,
