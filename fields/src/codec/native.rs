@@ -171,6 +171,7 @@ impl Reference {
 
 /// The symbol and extra bits of a changed value (`None` for booleans, whose
 /// change says everything). `reference` is used for floats.
+#[inline(always)]
 fn value_code(kind: &ScalarKind, base: u32, new: u32, reference: Reference) -> Option<ValueCode> {
     match kind {
         ScalarKind::Bool => None,
@@ -517,6 +518,7 @@ fn get_symbol<S: BitSource + ?Sized>(
 
 /// Writes a changed value: its symbol, then its extra bits.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn put_value<S: BitSink + ?Sized>(
     sink: &mut S,
     model: &Model<'_>,
