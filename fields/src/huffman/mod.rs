@@ -257,8 +257,9 @@ impl HuffmanCode {
         self
     }
 
-    /// The code's decoding table on its own (a copy), for programs that
-    /// keep many codes and want the decoding side compact.
+    /// The code's decoding table on its own, laid out for programs that
+    /// keep many codes and want the decoding side compact (see
+    /// [`DecodeTable`]).
     pub fn decode_table(&self) -> DecodeTable {
         DecodeTable::new(&self.tree)
     }
