@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bits::{BitSink, BitSource};
 use crate::error::BitError;
-use crate::huffman::{DecodeTable, HuffmanCode};
+use crate::huffman::{CodeWord, DecodeTable, HuffmanCode};
 use crate::table::{FieldTable, Fields, NetFields};
 use std::sync::Arc;
 
@@ -310,22 +310,15 @@ pub struct SymbolCode {
     /// The decoding side, inline: a model's symbol codes sit side by side
     /// in arrays, and a short code word is read from this alone.
     table: DecodeTable,
-    /// The code words (2 KB), behind a pointer for the same reason. Its own
-    /// decoding table is never read (see [`SYMBOL_TABLE_BITS`]).
-    code: Box<HuffmanCode>,
+    /// The code words (2 KB), behind a pointer for the same reason.
+    words: Box<[CodeWord; 256]>,
     /// `trie[node][bit]`: a positive value is a child node index, a negative
     /// one is `-(symbol + 1)`, zero is "no code word goes this way".
     trie: Vec<[i16; 2]>,
 }
 
-/// Primary decoding-table bits of the boxed code's own table: the smallest,
-/// as decoding goes through [`SymbolCode::table`] and a model holds hundreds
-/// of codes (16 KB each at the Huffman default).
-const SYMBOL_TABLE_BITS: u32 = 1;
-
 impl SymbolCode {
     fn new(code: HuffmanCode) -> Self {
-        let code = Box::new(code.with_table_bits(SYMBOL_TABLE_BITS));
         let mut trie = vec![[0i16; 2]];
         for (symbol, word) in code.code_words().iter().enumerate() {
             let mut node = 0usize;
@@ -344,19 +337,19 @@ impl SymbolCode {
         }
         SymbolCode {
             table: code.decode_table(),
-            code,
+            words: Box::new(*code.code_words()),
             trie,
         }
     }
 
     /// Length of `symbol`'s code word, in bits.
     pub fn bits(&self, symbol: u8) -> u32 {
-        u32::from(self.code.code_word(symbol).len)
+        u32::from(self.words[usize::from(symbol)].len)
     }
 
     /// Writes `symbol`'s code word.
     pub fn encode<S: BitSink + ?Sized>(&self, sink: &mut S, symbol: u8) -> Result<(), BitError> {
-        let word = self.code.code_word(symbol);
+        let word = self.words[usize::from(symbol)];
         sink.put_bits(word.bits, u32::from(word.len))
     }
 
