@@ -16,6 +16,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use fields::merge::{merge_by_number, Merged};
 use fields::model::{Clock, ModelPair, ModelTrainer, NativeModel, Predictor};
 use fields::{DeltaContext, Fields, NetFields};
 
@@ -203,20 +204,28 @@ pub fn train(seconds: u32, players: u8, seed: u64) -> ArenaModels {
                 elapsed_ms: new.time.wrapping_sub(base.time) as i32,
                 spawn: false,
             };
-            for (number, state) in &new.entities {
-                let old = base
-                    .entities
-                    .binary_search_by_key(number, |(n, _)| *n)
-                    .ok()
-                    .map(|j| &base.entities[j].1);
-                match old {
-                    Some(old) if old.wire_differs(state) => entity.observe(old, state, &context),
-                    Some(_) => {}
+            let mut list = Vec::new();
+            for merged in merge_by_number(&base.entities, &new.entities) {
+                let number = merged.number();
+                match merged {
+                    Merged::Both {
+                        old, new: state, ..
+                    } => {
+                        if old.wire_differs(state) {
+                            entity.observe(old, state, &context);
+                            list.push((number, false));
+                        }
+                    }
                     // The server codes an entity new to the client in the
                     // snapshot's context too: train the same way.
-                    None => entity.observe(&zero_entity, state, &context.with_spawn(true)),
+                    Merged::Added { new: state, .. } => {
+                        entity.observe(&zero_entity, state, &context.with_spawn(true));
+                        list.push((number, false));
+                    }
+                    Merged::Removed { .. } => list.push((number, true)),
                 }
             }
+            entity.observe_entity_list(list);
             for state in &new.players {
                 if let Some(old) = base.players.iter().find(|p| p.client == state.client) {
                     player.observe(old, state, &context);

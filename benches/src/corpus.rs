@@ -138,10 +138,10 @@ fn read_entity<S: BitSource>(
     source: &mut S,
 ) -> Result<EntityState, Error> {
     let limit = codec.entity_number_limit().unwrap_or(u32::MAX);
-    let number = codec.read_entity_number(source, None, limit)?;
+    let header = codec.read_entity_number(source, None, limit, &case.base)?;
     let mut state = case.base;
-    if number == Some(case.number) {
-        let body = codec.read_entity_body_in(&case.context, source, case.number, &mut state)?;
+    if let Some(header) = header.filter(|h| h.number() == case.number) {
+        let body = codec.read_entity_body_in(&case.context, source, header, &mut state)?;
         debug_assert_ne!(body, EntityBody::Removed);
     }
     Ok(state)

@@ -216,7 +216,7 @@ pub fn write_message<E: Fields, P: Fields, S: BitSink + ?Sized>(
         let number = change.number();
         let update = match change {
             Change::Unchanged { .. } => continue,
-            Change::Removed { .. } => EntityUpdate::Removed,
+            Change::Removed { .. } => EntityUpdate::Removed { old: &zeros.entity },
             Change::Changed { old, new, .. } => EntityUpdate::Delta {
                 base: old,
                 new,
@@ -255,7 +255,7 @@ pub fn write_message<E: Fields, P: Fields, S: BitSink + ?Sized>(
         }
     }
     let before = sink.bits_written();
-    format.codec.write_entities_end(sink)?;
+    format.codec.write_entities_end(sink, last, &zeros.entity)?;
     breakdown.end_bits = sink.bits_written() - before;
     Ok(())
 }
@@ -403,7 +403,11 @@ pub fn read_message<E: Fields, P: Fields, S: BitSource + ?Sized>(
     let mut next_old = 0;
     let mut last = None;
     let limit = format.entity_limit();
-    while let Some(number) = format.codec.read_entity_number(source, last, limit)? {
+    while let Some(header) = format
+        .codec
+        .read_entity_number(source, last, limit, &zeros.entity)?
+    {
+        let number = header.number();
         // Entities the message skips are unchanged: keep the client's copy.
         while next_old < old.len() && old[next_old].0 < number {
             entities.push(old[next_old].clone());
@@ -418,7 +422,7 @@ pub fn read_message<E: Fields, P: Fields, S: BitSource + ?Sized>(
         let body = format.codec.read_entity_body_in(
             &context.with_spawn(held.is_none()),
             source,
-            number,
+            header,
             &mut state,
         )?;
         if held.is_some() {

@@ -206,16 +206,23 @@ pub fn train_on<W: Workload>(
         let full = step.base.is_none();
         player.observe(base_player, &snapshot.player, &context.with_spawn(full));
         let old = step.base.map_or(&[][..], |b| &b.entities[..]);
+        let mut list = Vec::new();
         for change in merge(old, &snapshot.entities) {
             match change {
-                Change::Changed { old, new, .. } => entity.observe(old, new, &context),
+                Change::Changed { old, new, number } => {
+                    entity.observe(old, new, &context);
+                    list.push((number, false));
+                }
                 Change::Added { number, new } => {
                     let base = step.baselines.baseline(number).unwrap_or(&zeros.entity);
                     entity.observe(base, new, &context.with_spawn(true));
+                    list.push((number, false));
                 }
-                Change::Removed { .. } | Change::Unchanged { .. } => {}
+                Change::Removed { number } => list.push((number, true)),
+                Change::Unchanged { .. } => {}
             }
         }
+        entity.observe_entity_list(list);
         Ok(())
     })?;
     Ok((entity.finish(), player.finish()))

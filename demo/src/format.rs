@@ -51,7 +51,9 @@ pub const FORMAT_NAME: &str = "native";
 /// file's snapshots would decode with other codes than they were written with.
 /// 3: native models count symbols per origin and value context
 /// (`fields::model::ValueContext`), another shape and other codes.
-pub const VERSION: u16 = 3;
+/// 4: native entity lists code their numbers with the model
+/// (`fields::model::Context::EntityNumber`), and models carry those counts.
+pub const VERSION: u16 = 4;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

@@ -107,10 +107,11 @@ pub fn codec(codec: Codec, data: &[u8]) -> usize {
 
     let mut reader = BitReader::new(data);
     let mut last = None;
-    while let Ok(Some(number)) = codec.read_entity_number(&mut reader, last, 1023) {
+    while let Ok(Some(header)) = codec.read_entity_number(&mut reader, last, 1023, &base) {
+        let number = header.number();
         assert!(number < 1023 && last.is_none_or(|last| number > last));
         let mut entity = base;
-        match codec.read_entity_body(&mut reader, number, &mut entity) {
+        match codec.read_entity_body(&mut reader, header, &mut entity) {
             Ok(EntityBody::Unchanged) | Ok(EntityBody::Removed) => assert_eq!(entity, base),
             Ok(EntityBody::Changed) => {}
             Err(_) => break,

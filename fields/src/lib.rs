@@ -73,7 +73,7 @@ pub mod table;
 pub mod varcode;
 
 pub use bits::{BitReader, BitSink, BitSource, BitWriter};
-pub use codec::{Codec, DeltaContext, EntityBody, EntityUpdate};
+pub use codec::{Codec, DeltaContext, EntityBody, EntityHeader, EntityUpdate};
 pub use error::BitError;
 pub use huffman::{HuffmanCode, HuffmanReader, HuffmanWriter};
 pub use kind::{array, boolean, q3_float, quantized, signed, unsigned, FieldKind, ScalarKind};

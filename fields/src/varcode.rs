@@ -36,6 +36,13 @@ pub fn put_exp_golomb<S: BitSink + ?Sized>(
     put_wide(sink, shifted & ((1u64 << width) - 1), width)
 }
 
+/// Length in bits of [`put_exp_golomb`]'s code of `value`.
+pub fn exp_golomb_bits(value: u32, k: u32) -> u32 {
+    let shifted = value as u64 + (1u64 << k);
+    let width = 63 - shifted.leading_zeros();
+    2 * width - k + 1
+}
+
 /// Reads an order-`k` exponential-Golomb code written by [`put_exp_golomb`].
 pub fn get_exp_golomb<S: BitSource + ?Sized>(source: &mut S, k: u32) -> Result<u32, BitError> {
     let position = source.bits_read();

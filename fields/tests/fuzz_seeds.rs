@@ -86,7 +86,7 @@ fn codec_seeds(codec: Codec) -> Vec<Vec<u8>> {
                 force: false,
             },
         ),
-        (4, EntityUpdate::Removed),
+        (4, EntityUpdate::Removed { old: &base }),
         (
             70,
             EntityUpdate::Delta {
@@ -111,7 +111,7 @@ fn codec_seeds(codec: Codec) -> Vec<Vec<u8>> {
             .unwrap());
         last = Some(number);
     }
-    codec.write_entities_end(&mut writer).unwrap();
+    codec.write_entities_end(&mut writer, last, &base).unwrap();
     let len = writer.bits_written().div_ceil(8);
     seeds.push(buf[..len].to_vec());
     seeds

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use fields::codec::Q3_ENTITY_END;
 use fields::merge::BaseCursor;
-use fields::{BitReader, BitSource, Codec, EntityBody, HuffmanCode, HuffmanReader};
+use fields::{BitReader, BitSource, Codec, EntityBody, EntityHeader, HuffmanCode, HuffmanReader};
 
 use crate::commands::ConfigstringCommands;
 use crate::error::MessageError;
@@ -459,7 +459,7 @@ fn read_baseline(src: &mut Reader<'_>) -> Result<(u32, EntityState), MessageErro
     let number = read_bits(src, u32::from(GENTITYNUM_BITS), "baseline number")?;
     let mut state = EntityState::default();
     let body = Codec::Q3
-        .read_entity_body(src, number, &mut state)
+        .read_entity_body(src, EntityHeader::with_flag_in_body(number), &mut state)
         .map_err(|e| MessageError::bits(format!("baseline {number}"), e))?;
     if body == EntityBody::Removed {
         state = EntityState::default();
@@ -480,10 +480,12 @@ fn read_packet_entities(
     let mut out = Vec::with_capacity(old.len() + 8);
     let mut cursor = BaseCursor::new(old);
     let mut last = None;
-    while let Some(number) = Codec::Q3
-        .read_entity_number(src, last, Q3_ENTITY_END)
+    let like = EntityState::default();
+    while let Some(header) = Codec::Q3
+        .read_entity_number(src, last, Q3_ENTITY_END, &like)
         .map_err(|e| MessageError::bits("entity number", e))?
     {
+        let number = header.number();
         last = Some(number);
         let (carried, held) = cursor.advance_to(number);
         out.extend_from_slice(carried);
@@ -493,7 +495,7 @@ fn read_packet_entities(
             None => baselines.get(number).copied().unwrap_or_default(),
         };
         let body = Codec::Q3
-            .read_entity_body(src, number, &mut state)
+            .read_entity_body(src, header, &mut state)
             .map_err(|e| MessageError::bits(format!("entity {number}"), e))?;
         if body != EntityBody::Removed {
             out.push((number, state));

@@ -17,6 +17,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use fields::merge::{merge_by_number, Merged};
 use fields::model::{Clock, ModelPair, ModelTrainer, NativeModel, PatternKey, Predictor};
 use fields::{DeltaContext, Fields, NetFields};
 
@@ -139,6 +140,8 @@ struct Deltas {
     /// (base, new, from a spawn baseline) of every entity written: changed,
     /// or new to the client.
     entities: Vec<(EntityState, EntityState, bool)>,
+    /// The entity list's entries in order: (number, removed).
+    list: Vec<(u32, bool)>,
 }
 
 /// Counts symbols over every snapshot of the given demos. Files that fail
@@ -181,6 +184,7 @@ fn count_deltas(deltas: &[Deltas], mut entity: ModelTrainer, mut player: ModelTr
         for (base, new, spawn) in &delta.entities {
             entity.observe(base, new, &delta.context.with_spawn(*spawn));
         }
+        entity.observe_entity_list(delta.list.iter().copied());
     }
     Q3Models {
         entity: entity.finish(),
@@ -200,29 +204,34 @@ fn deltas_of<'a>(demos: impl IntoIterator<Item = &'a [u8]>) -> Result<Vec<Deltas
                 };
                 let base = snap.base.as_deref();
                 let old = base.map_or(&[][..], |b| &b.entities[..]);
-                let entities = snap
-                    .snapshot
-                    .entities
-                    .iter()
-                    .filter_map(|(number, state)| {
-                        let previous = old
-                            .binary_search_by_key(number, |(n, _)| *n)
-                            .ok()
-                            .map(|i| old[i].1);
-                        let from = previous.or_else(|| snap.baselines.get(*number).copied())?;
-                        // New entities are always written; old ones only when changed.
-                        (previous.is_none() || state.wire_differs(&from)).then_some((
-                            from,
-                            *state,
-                            previous.is_none(),
-                        ))
-                    })
-                    .collect();
+                let mut entities = Vec::new();
+                let mut list = Vec::new();
+                for merged in merge_by_number(old, &snap.snapshot.entities) {
+                    let number = merged.number();
+                    match merged {
+                        Merged::Removed { .. } => list.push((number, true)),
+                        // Old ones are written only when changed.
+                        Merged::Both { old, new, .. } => {
+                            if new.wire_differs(old) {
+                                entities.push((*old, *new, false));
+                                list.push((number, false));
+                            }
+                        }
+                        // New ones always, from their spawn baseline.
+                        Merged::Added { new, .. } => {
+                            if let Some(from) = snap.baselines.get(number) {
+                                entities.push((*from, *new, true));
+                                list.push((number, false));
+                            }
+                        }
+                    }
+                }
                 deltas.push(Deltas {
                     context: delta_context(&snap.snapshot, base),
                     player: (base.map(|b| b.ps).unwrap_or_default(), snap.snapshot.ps),
                     player_spawn: base.is_none(),
                     entities,
+                    list,
                 });
             }
         }

@@ -50,7 +50,7 @@ fn round_trip(
             j == snapshot.entities.len() || (i < old.len() && old[i].0 < snapshot.entities[j].0);
         let (number, update) = if take_old {
             i += 1;
-            (old[i - 1].0, EntityUpdate::Removed)
+            (old[i - 1].0, EntityUpdate::Removed { old: &old[i - 1].1 })
         } else if i < old.len() && old[i].0 == snapshot.entities[j].0 {
             i += 1;
             j += 1;
@@ -88,7 +88,10 @@ fn round_trip(
             last = Some(number);
         }
     }
-    Codec::Native.write_entities_end(&mut writer).unwrap();
+    let like = EntityState::default();
+    Codec::Native
+        .write_entities_end(&mut writer, last, &like)
+        .unwrap();
     let bits = writer.bits_written();
 
     let mut reader = BitReader::with_bit_len(buf, bits);
@@ -99,10 +102,11 @@ fn round_trip(
     assert!(!ps.wire_differs(&snapshot.ps));
     let mut entities: Vec<(u32, EntityState)> = old.to_vec();
     let mut last = None;
-    while let Some(number) = Codec::Native
-        .read_entity_number(&mut reader, last, 1023)
+    while let Some(header) = Codec::Native
+        .read_entity_number(&mut reader, last, 1023, &like)
         .unwrap()
     {
+        let number = header.number();
         let slot = entities.binary_search_by_key(&number, |(n, _)| *n);
         let mut state = match slot {
             Ok(k) => entities[k].1,
@@ -112,7 +116,7 @@ fn round_trip(
             .read_entity_body_in(
                 &context.with_spawn(slot.is_err()),
                 &mut reader,
-                number,
+                header,
                 &mut state,
             )
             .unwrap();

@@ -173,12 +173,12 @@ impl<E: Fields> Emitter<'_, E> {
         op: &Op,
     ) -> Result<bool, BitError> {
         if op.kind == OpKind::Removed {
-            return self.codec.write_entity_in::<E, _>(
+            return self.codec.write_entity_in(
                 &self.context,
                 sink,
                 last,
                 op.number,
-                EntityUpdate::Removed,
+                EntityUpdate::Removed { old: self.zero },
             );
         }
         let base_key = match op.kind {
@@ -225,12 +225,18 @@ impl<E: Fields> Emitter<'_, E> {
     }
 
     /// An upper bound of the bits `op` takes anywhere in a list: encoded as
-    /// if first (the native codec's number gap is then the largest).
+    /// if first, plus what its number can cost more elsewhere.
     fn measure(&self, buf: &mut [u8], op: &Op) -> u32 {
         let mut writer = BitWriter::new(buf);
         let mut scratch = EntityCache::new(0);
         match self.emit(&mut scratch, &mut writer, None, op) {
-            Ok(_) => writer.bits_written() as u32,
+            Ok(_) => {
+                let removed = op.kind == OpKind::Removed;
+                writer.bits_written() as u32
+                    + self
+                        .codec
+                        .entity_position_slack(self.zero, op.number, removed)
+            }
             // Larger than a whole message: it can never be sent.
             Err(_) => u32::MAX,
         }
@@ -238,20 +244,22 @@ impl<E: Fields> Emitter<'_, E> {
 
     /// Writes the updates of `ops` (all, or the included ones). With a
     /// budget, stops and returns `false` as soon as it is exceeded.
+    /// `last` is set to the number of the last update written.
     fn write_ops<S: BitSinkAt>(
         &self,
         cache: &mut EntityCache,
         sink: &mut S,
         ops: &[Op],
         budget: Option<usize>,
+        last: &mut Option<u32>,
     ) -> Result<bool, BitError> {
-        let mut last = None;
+        *last = None;
         for op in ops {
             if budget.is_none() && !op.include {
                 continue;
             }
-            match self.emit(cache, sink, last, op) {
-                Ok(true) => last = Some(op.number),
+            match self.emit(cache, sink, *last, op) {
+                Ok(true) => *last = Some(op.number),
                 Ok(false) => {}
                 Err(BitError::Overflow { .. }) if budget.is_some() => return Ok(false),
                 Err(error) => return Err(error),
@@ -330,14 +338,6 @@ fn merge<P>(
             });
         }
     }
-}
-
-fn end_marker_bits(codec: Codec) -> usize {
-    let mut buf = [0u8; 8];
-    let mut writer = BitWriter::new(&mut buf);
-    // An end marker always fits eight bytes.
-    let _ = codec.write_entities_end(&mut writer);
-    writer.bits_written()
 }
 
 fn too_large(bits: usize, max_bytes: u32) -> ServerError {
@@ -505,7 +505,8 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         let max_bytes = slot.settings.max_snapshot_bytes;
         let hard_bits = max_bytes as usize * 8;
         let budget_bits = (budget as usize * 8).min(hard_bits);
-        let tail_bits = end_marker_bits(codec) + if has_checksum { 32 } else { 0 };
+        let tail_bits =
+            codec.entities_end_bound_bits(zero_entity) as usize + if has_checksum { 32 } else { 0 };
         let emitter = Emitter {
             codec,
             context,
@@ -540,8 +541,10 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         let prefix_bits = writer.bits_written();
         let shared =
             cached.filter(|hit| prefix_bits + hit.bits as usize + tail_bits <= budget_bits);
+        let mut last = None;
         let all_fit = if let Some(hit) = shared {
             lists.copy_to(hit, &mut writer)?;
+            last = hit.last;
             true
         } else {
             if cached.is_some() {
@@ -550,14 +553,20 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                 merge(ops, want, priority, &slot.accum, held, frame);
             }
             let fit = prefix_bits + tail_bits <= budget_bits
-                && emitter.write_ops(cache, &mut writer, ops, Some(budget_bits - tail_bits))?;
+                && emitter.write_ops(
+                    cache,
+                    &mut writer,
+                    ops,
+                    Some(budget_bits - tail_bits),
+                    &mut last,
+                )?;
             if fit && shareable {
                 lists.store(
                     list_key.0,
                     list_key.1,
                     context.elapsed_ms,
                     want,
-                    ops.len() as u32,
+                    (ops.len() as u32, last),
                     writer.written(),
                     prefix_bits,
                     writer.bits_written(),
@@ -604,7 +613,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             writer = BitWriter::new(&mut buf[..]);
             header.write(&mut writer)?;
             codec.write_delta_in(&player_context, &mut writer, base_player, &player)?;
-            emitter.write_ops(cache, &mut writer, ops, None)?;
+            emitter.write_ops(cache, &mut writer, ops, None, &mut last)?;
         }
 
         // 6. What the client will hold: the view, less left-out additions,
@@ -619,7 +628,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                 OpKind::Removed => {}
             }
         }
-        codec.write_entities_end(&mut writer)?;
+        codec.write_entities_end(&mut writer, last, zero_entity)?;
         if has_checksum {
             let mut checksum = SyncChecksum::new(state_hash(&player));
             let mut cursor = 0;

@@ -262,7 +262,10 @@ impl<E: Fields, P: Fields> Client<E, P> {
         let held: &[(u32, E)] = base.map_or(&[], |b| &b.entities);
         let mut cursor = BaseCursor::new(held);
         let mut last = None;
-        while let Some(number) = codec.read_entity_number(reader, last, u32::MAX)? {
+        while let Some(header) =
+            codec.read_entity_number(reader, last, u32::MAX, &self.zero_entity)?
+        {
+            let number = header.number();
             if number >= entity_limit {
                 return Err(ClientError::EntityOutOfRange {
                     number,
@@ -280,7 +283,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
             let body = codec.read_entity_body_in(
                 &context.with_spawn(spawn),
                 reader,
-                number,
+                header,
                 &mut state,
             )?;
             let kind = match (body, previous.is_some()) {

@@ -82,10 +82,13 @@ pub enum EncodeError {
 
 /// Writes `snapshot` as a message into `out` (replacing its contents): a
 /// delta from `base`, or a full update when `base` is `None`. New entities
-/// delta from `gamestate`'s spawn baselines, as on the client.
+/// delta from `gamestate`'s spawn baselines, as on the client, or from
+/// `zero_entity`, the type's zeroed dummy, which also carries the native
+/// codec's model for the list's entity numbers.
 pub fn encode_snapshot<E: Fields, P: Fields>(
     codec: Codec,
     gamestate: &Gamestate<E>,
+    zero_entity: &E,
     snapshot: &SnapshotState<'_, E, P>,
     base: Option<&SnapshotState<'_, E, P>>,
     options: EncodeOptions,
@@ -110,9 +113,6 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
         spawn: false,
     };
     let zero_player = zeroed(snapshot.player);
-    // The zeroed entity is only needed for a new entity without a baseline,
-    // and that entity is itself a prototype of the type.
-    let zero_entity = snapshot.entities.first().map(|(_, e)| zeroed(e));
     let base_player = base.map_or(&zero_player, |b| b.player);
     let held: &[(u32, E)] = base.map_or(&[], |b| b.entities);
     // Upper bound of a first guess; encode_growing doubles it as needed.
@@ -129,18 +129,14 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
         for merged in merge_by_number(held, snapshot.entities) {
             let number = merged.number();
             let update = match merged {
-                Merged::Removed { .. } => EntityUpdate::Removed,
+                Merged::Removed { old, .. } => EntityUpdate::Removed { old },
                 Merged::Both { old, new, .. } => EntityUpdate::Delta {
                     base: old,
                     new,
                     force: false,
                 },
                 Merged::Added { new, .. } => EntityUpdate::Delta {
-                    // `zero_entity` is `Some` whenever an entity is added.
-                    base: gamestate
-                        .baseline(number)
-                        .or(zero_entity.as_ref())
-                        .unwrap_or(new),
+                    base: gamestate.baseline(number).unwrap_or(zero_entity),
                     new,
                     force: true,
                 },
@@ -150,7 +146,7 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
                 last = Some(number);
             }
         }
-        codec.write_entities_end(w)?;
+        codec.write_entities_end(w, last, zero_entity)?;
         if options.checksum {
             let mut checksum = SyncChecksum::new(state_hash(snapshot.player));
             for (number, state) in snapshot.entities {
@@ -206,6 +202,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
         encode_snapshot(
             codec,
             gamestate,
+            self.zero_and_fingerprint().0,
             &SnapshotState::from(snapshot),
             base.as_ref(),
             options,
@@ -349,6 +346,7 @@ mod tests {
         let result = encode_snapshot(
             Codec::Native,
             &gamestate,
+            &Thing::default(),
             &state,
             None,
             EncodeOptions::default(),
@@ -363,6 +361,7 @@ mod tests {
         let result = encode_snapshot(
             Codec::Native,
             &gamestate,
+            &Thing::default(),
             &SnapshotState {
                 entities: &[],
                 ..state

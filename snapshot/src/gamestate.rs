@@ -215,7 +215,7 @@ pub(crate) fn write_gamestate<E: fields::Fields, S: BitSink + ?Sized>(
         header.codec.write_entity(sink, last, number, update)?;
         last = Some(number);
     }
-    header.codec.write_entities_end(sink)
+    header.codec.write_entities_end(sink, last, zero)
 }
 
 /// Reads a gamestate message after its kind tag. `zero` is the zeroed
@@ -273,7 +273,8 @@ pub(crate) fn read_gamestate<E: fields::Fields>(
         store_configstring(&mut gamestate, index, &bytes, position)?;
     }
     let mut last = None;
-    while let Some(number) = codec.read_entity_number(reader, last, u32::MAX)? {
+    while let Some(entry) = codec.read_entity_number(reader, last, u32::MAX, zero)? {
+        let number = entry.number();
         if number >= entity_limit {
             return Err(ClientError::EntityOutOfRange {
                 number,
@@ -282,7 +283,7 @@ pub(crate) fn read_gamestate<E: fields::Fields>(
         }
         let position = reader.bits_read();
         let mut state = zero.clone();
-        if codec.read_entity_body(reader, number, &mut state)? == EntityBody::Removed {
+        if codec.read_entity_body(reader, entry, &mut state)? == EntityBody::Removed {
             return Err(ClientError::invalid(
                 "spawn baseline",
                 position,

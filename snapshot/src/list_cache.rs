@@ -37,6 +37,8 @@ struct SharedList {
     bits: u32,
     /// Updates in the list.
     written: u32,
+    /// The number of its last update (the end marker's context).
+    last: Option<u32>,
 }
 
 /// A cached list.
@@ -48,6 +50,8 @@ pub(crate) struct ListHit {
     pub bits: u32,
     /// Updates in it.
     pub written: u32,
+    /// The number of its last update.
+    pub last: Option<u32>,
 }
 
 /// Whole entity lists encoded in the current frame.
@@ -80,6 +84,7 @@ impl ListCache {
             lead: 0,
             bits: 0,
             written: 0,
+            last: None,
         };
         ListCache {
             lists: vec![blank; LISTS],
@@ -119,6 +124,7 @@ impl ListCache {
                 lead: list.lead,
                 bits: list.bits,
                 written: list.written,
+                last: list.last,
             })
         })
     }
@@ -131,7 +137,7 @@ impl ListCache {
         base_visible: Option<&Bitset>,
         elapsed: i32,
         want: &Bitset,
-        written: u32,
+        (written, last): (u32, Option<u32>),
         message: &[u8],
         from: usize,
         to: usize,
@@ -153,6 +159,7 @@ impl ListCache {
         list.lead = lead;
         list.bits = (to - from) as u32;
         list.written = written;
+        list.last = last;
         Ok(())
     }
 
@@ -197,7 +204,16 @@ mod tests {
         let held = set(&[1, 2, 70]);
         let want = set(&[1, 2, 71]);
         cache
-            .store(Some(9), Some(&held), 50, &want, 2, w.written(), 2, 37)
+            .store(
+                Some(9),
+                Some(&held),
+                50,
+                &want,
+                (2, Some(71)),
+                w.written(),
+                2,
+                37,
+            )
             .unwrap();
         assert!(cache.lookup(Some(8), Some(&held), 50, &want).is_none());
         assert!(cache.lookup(Some(9), Some(&held), 33, &want).is_none());
@@ -205,7 +221,7 @@ mod tests {
         assert!(cache.lookup(Some(9), Some(&held), 50, &held).is_none());
         assert!(cache.lookup(None, None, 50, &want).is_none());
         let hit = cache.lookup(Some(9), Some(&held), 50, &want).unwrap();
-        assert_eq!((hit.bits, hit.written), (35, 2));
+        assert_eq!((hit.bits, hit.written, hit.last), (35, 2, Some(71)));
         let mut out = [0u8; 16];
         let mut o = BitWriter::new(&mut out);
         o.put_bit(false).unwrap();
@@ -223,7 +239,7 @@ mod tests {
         let mut cache = ListCache::new(128);
         let want = set(&[3]);
         cache
-            .store(None, None, 0, &want, 1, &[0xff; 4], 0, 20)
+            .store(None, None, 0, &want, (1, Some(3)), &[0xff; 4], 0, 20)
             .unwrap();
         assert!(cache.lookup(None, None, 0, &want).is_some());
         assert!(cache.lookup(None, Some(&set(&[])), 0, &want).is_some());

@@ -199,10 +199,11 @@ fn removing_an_entity_the_base_lacks_is_rejected() {
             codec
                 .write_delta(w, &Player::default(), &Player::default())
                 .unwrap();
+            let old = Ent::default();
             codec
-                .write_entity::<Ent, _>(w, None, 5, EntityUpdate::Removed)
+                .write_entity(w, None, 5, EntityUpdate::Removed { old: &old })
                 .unwrap();
-            codec.write_entities_end(w).unwrap();
+            codec.write_entities_end(w, Some(5), &old).unwrap();
         });
         assert_eq!(
             client.read_message(&message),
@@ -232,7 +233,7 @@ fn unsorted_entity_lists_and_bad_field_data_are_malformed() {
             };
             Codec::Q3.write_entity(w, None, number, update).unwrap();
         }
-        Codec::Q3.write_entities_end(w).unwrap();
+        Codec::Q3.write_entities_end(w, Some(3), &zero).unwrap();
     });
     let error = client.read_message(&unsorted).unwrap_err();
     assert!(matches!(error, ClientError::Malformed(_)), "{error}");
@@ -310,10 +311,11 @@ fn bad_gamestates_are_rejected() {
     let removal_baseline = encode(|w| {
         gamestate_bits(w, 1, 10, fingerprint);
         w.put_bits(0, 11).unwrap();
+        let old = Ent::default();
         Codec::Native
-            .write_entity::<Ent, _>(w, None, 3, EntityUpdate::Removed)
+            .write_entity(w, None, 3, EntityUpdate::Removed { old: &old })
             .unwrap();
-        Codec::Native.write_entities_end(w).unwrap();
+        Codec::Native.write_entities_end(w, Some(3), &old).unwrap();
     });
     let error = client.read_message(&removal_baseline).unwrap_err();
     assert!(error.to_string().contains("spawn baseline"), "{error}");
@@ -327,7 +329,9 @@ fn bad_gamestates_are_rejected() {
             force: true,
         };
         Codec::Native.write_entity(w, None, 12, update).unwrap();
-        Codec::Native.write_entities_end(w).unwrap();
+        Codec::Native
+            .write_entities_end(w, Some(12), &zero)
+            .unwrap();
     });
     assert_eq!(
         client.read_message(&baseline_out_of_range),

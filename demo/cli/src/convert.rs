@@ -293,6 +293,7 @@ impl<W: Write> Dm68Converter<W> {
         snapshot::encode_snapshot(
             self.options.codec,
             server.gamestate(),
+            &q3::EntityState::default(),
             &state_of(snapshot),
             base_state.as_ref(),
             options,

@@ -15,8 +15,14 @@
 //! [`Codec::write_entity`], followed by [`Codec::write_entities_end`]. A reader
 //! calls [`Codec::read_entity_number`] (which returns `None` at the end
 //! marker), picks the baseline for that number, then calls
-//! [`Codec::read_entity_body`]. Player state and other single structs use
-//! [`Codec::write_delta`] / [`Codec::read_delta`].
+//! [`Codec::read_entity_body`] with the [`EntityHeader`] it got. Player
+//! state and other single structs use [`Codec::write_delta`] /
+//! [`Codec::read_delta`].
+//!
+//! The native codec codes a list's entity numbers with the entity type's
+//! trained model when it has one, so the list functions that write or read
+//! no entity state take a `like` value of that type: any value will do
+//! (a baseline, the zeroed dummy), it only carries the model.
 
 pub(crate) mod native;
 mod q3;
@@ -199,30 +205,65 @@ impl Codec {
         }
     }
 
-    /// Ends an entity list.
-    pub fn write_entities_end<S: BitSink + ?Sized>(self, sink: &mut S) -> Result<(), BitError> {
+    /// Ends an entity list whose last entry was `last`. `like` is any
+    /// value of the list's entity type: the native codec codes the end with
+    /// that type's model.
+    pub fn write_entities_end<T: Fields, S: BitSink + ?Sized>(
+        self,
+        sink: &mut S,
+        last: Option<u32>,
+        like: &T,
+    ) -> Result<(), BitError> {
         match self {
             Codec::Q3 => sink.put_bits(Q3_ENTITY_END, Q3_ENTITY_NUMBER_BITS),
-            Codec::Native => sink.put_bit(false),
+            Codec::Native => native::write_entities_end(sink, last, like),
         }
     }
 
-    /// Reads the next entity number of a list, or `None` at the end marker.
-    /// Numbers must increase and be below `limit`.
-    pub fn read_entity_number<S: BitSource + ?Sized>(
+    /// The most bits [`Codec::write_entities_end`] can write after any
+    /// entry, for budgeting a message before its list is written.
+    pub fn entities_end_bound_bits<T: Fields>(self, like: &T) -> u32 {
+        match self {
+            Codec::Q3 => Q3_ENTITY_NUMBER_BITS,
+            Codec::Native => native::end_bound_bits(like),
+        }
+    }
+
+    /// Bits to add to the size of entity `number` written first in a list
+    /// (`last = None`) to bound its size wherever it stands: the native
+    /// codec's number code depends on the entry before it, Quake 3's does
+    /// not.
+    pub fn entity_position_slack<T: Fields>(self, like: &T, number: u32, removed: bool) -> u32 {
+        match self {
+            Codec::Q3 => 0,
+            Codec::Native => native::number_bound_bits(like, number)
+                .saturating_sub(native::number_bits(like, None, number, removed)),
+        }
+    }
+
+    /// Reads the next entry of a list, or `None` at the end marker.
+    /// Numbers must increase and be below `limit`. `like` is any value of
+    /// the list's entity type (it carries the native codec's model).
+    pub fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
         self,
         source: &mut S,
         last: Option<u32>,
         limit: u32,
-    ) -> Result<Option<u32>, BitError> {
+        like: &T,
+    ) -> Result<Option<EntityHeader>, BitError> {
         let position = source.bits_read();
-        let number = match self {
-            Codec::Q3 => q3::read_entity_number(source)?,
-            Codec::Native => native::read_entity_number(source, last)?,
+        let header = match self {
+            Codec::Q3 => q3::read_entity_number(source)?.map(|number| EntityHeader {
+                number,
+                removed: None,
+            }),
+            Codec::Native => native::read_entity_number(source, last, like)?
+                .map(|(number, removed)| EntityHeader { number, removed }),
         };
-        let Some(number) = number else {
+        let Some(header) = header else {
             return Ok(None);
         };
+        let number = header.number;
         if number >= limit {
             return Err(BitError::invalid(
                 "entity number",
@@ -239,19 +280,20 @@ impl Codec {
                 ));
             }
         }
-        Ok(Some(number))
+        Ok(Some(header))
     }
 
-    /// Reads the body of entity `number` (after its number). `out` must start
-    /// equal to the baseline chosen for it; on [`EntityBody::Changed`] it
-    /// holds the new state, on [`EntityBody::Unchanged`] it is untouched.
+    /// Reads the body of the entity whose `header` was just read. `out`
+    /// must start equal to the baseline chosen for it; on
+    /// [`EntityBody::Changed`] it holds the new state, on
+    /// [`EntityBody::Unchanged`] it is untouched.
     pub fn read_entity_body<T: Fields, S: BitSource + ?Sized>(
         self,
         source: &mut S,
-        number: u32,
+        header: EntityHeader,
         out: &mut T,
     ) -> Result<EntityBody, BitError> {
-        self.read_entity_body_in(&DeltaContext::default(), source, number, out)
+        self.read_entity_body_in(&DeltaContext::default(), source, header, out)
     }
 
     /// [`Codec::read_entity_body`] with a [`DeltaContext`].
@@ -259,13 +301,41 @@ impl Codec {
         self,
         context: &DeltaContext,
         source: &mut S,
-        number: u32,
+        header: EntityHeader,
         out: &mut T,
     ) -> Result<EntityBody, BitError> {
         match self {
             Codec::Q3 => q3::read_entity_body(source, out),
-            Codec::Native => native::read_entity_body(source, number, out, context),
+            Codec::Native => {
+                native::read_entity_body(source, header.number, header.removed, out, context)
+            }
         }
+    }
+}
+
+/// An entry of an entity list as [`Codec::read_entity_number`] read it:
+/// its number and, where the codec put it there, whether it is removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntityHeader {
+    number: u32,
+    /// `None`: the removed flag is read with the body.
+    removed: Option<bool>,
+}
+
+impl EntityHeader {
+    /// The header of entity `number` whose removed flag comes with the body,
+    /// as in every Quake 3 entity: for a caller that reads the number by
+    /// other means (Quake 3's spawn baselines carry it outside any list).
+    pub fn with_flag_in_body(number: u32) -> Self {
+        EntityHeader {
+            number,
+            removed: None,
+        }
+    }
+
+    /// The entity number.
+    pub fn number(&self) -> u32 {
+        self.number
     }
 }
 
@@ -273,7 +343,11 @@ impl Codec {
 #[derive(Debug, Clone, Copy)]
 pub enum EntityUpdate<'a, T> {
     /// The entity left the client's view (or was freed).
-    Removed,
+    Removed {
+        /// The state the client held for it (any value of the type will do:
+        /// it carries the native codec's model for the number).
+        old: &'a T,
+    },
     /// The entity's state, as a delta from `base`.
     Delta {
         /// What the client holds for this entity: its previous state, or a
@@ -285,6 +359,16 @@ pub enum EntityUpdate<'a, T> {
         /// the view must be announced even if it equals its baseline).
         force: bool,
     },
+}
+
+impl<'a, T> EntityUpdate<'a, T> {
+    /// A state of the update: the new one of a delta, the old one of a removal.
+    pub fn state(&self) -> &'a T {
+        match *self {
+            EntityUpdate::Removed { old } => old,
+            EntityUpdate::Delta { new, .. } => new,
+        }
+    }
 }
 
 /// What an entity body said.

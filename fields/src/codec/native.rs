@@ -20,7 +20,11 @@
 //!   to ordered integers, i.e. the distance in representable floats, which
 //!   is small for a small change at any magnitude.
 //! * **Arrays** send their element mask as a gap-coded set.
-//! * **Entity numbers** are gaps from the previous entity in the list.
+//! * **Entity numbers** are gaps from the previous entity in the list:
+//!   with a model, one symbol codes the gap's bit length together with
+//!   whether the entity is removed (or the list's end), in the context of
+//!   where the list stands; without, a continue bit, an exp-Golomb gap and
+//!   a removed bit.
 //!
 //! Symbols are Huffman-coded with the struct's trained model when it has one
 //! (see [`crate::model`]), else with exp-Golomb codes. A model picks each
@@ -36,12 +40,13 @@ use crate::codec::{EntityBody, EntityUpdate};
 use crate::error::BitError;
 use crate::kind::ScalarKind;
 use crate::model::{
-    decode_tiers, Clock, Context, Grid, NativeModel, Origin, PatternKey, PatternSet, Predictor,
-    ValueContext, GROUP_FIELDS, VALUE_SYMBOLS,
+    decode_tiers, number_context, number_symbol, Clock, Context, Grid, NativeModel, Origin,
+    PatternKey, PatternSet, Predictor, ValueContext, GROUP_FIELDS, NUMBER_CONTEXTS, NUMBER_END,
+    VALUE_SYMBOLS,
 };
 use crate::rounding;
 use crate::table::{FieldSet, Fields, MAX_FIELDS};
-use crate::varcode::{get_exp_golomb, put_exp_golomb, unzigzag, zigzag};
+use crate::varcode::{exp_golomb_bits, get_exp_golomb, put_exp_golomb, unzigzag, zigzag};
 
 /// Integral floats beyond this magnitude take the bit-pattern path: above
 /// 2^24 not every integer is an `f32`.
@@ -1037,8 +1042,76 @@ fn get_set<S: BitSource + ?Sized>(
     Ok(count)
 }
 
-/// Writes one entity: a continue bit, the number gap, a removed bit and, for
-/// a present entity, its changed fields.
+/// The model whose [`Context::EntityNumber`] codes an entity list of `T`
+/// uses: a `'static` borrow for a `net_struct!` type, else a counted
+/// reference (a [`DynamicState`](crate::dynamic::DynamicState)'s layout).
+enum NumberModel {
+    Static(&'static NativeModel),
+    Counted(std::sync::Arc<NativeModel>),
+}
+
+impl NumberModel {
+    fn of<T: Fields>(like: &T) -> Option<Self> {
+        match like.static_model() {
+            Some(model) => Some(NumberModel::Static(model)),
+            None => like.native_model().map(NumberModel::Counted),
+        }
+    }
+
+    fn get(&self) -> &NativeModel {
+        match self {
+            NumberModel::Static(model) => model,
+            NumberModel::Counted(model) => model,
+        }
+    }
+}
+
+/// Writes an entry's number and whether it is removed. With a model: one
+/// symbol, the gap's class and the removed flag, in the context of the
+/// previous number, then the gap's bits below its leading one; the first
+/// entry is preceded by a bit saying the list is not empty. Without: a
+/// continue bit, the gap (exp-Golomb) and a removed bit.
+///
+/// Why the first entry's bit: whether a snapshot changes any entity at all
+/// depends on the game and its tick rate far more than on anything a
+/// trained count can carry over (half a 15 Hz duel's lists are empty, nine
+/// in ten of a 30 Hz recording's), and a Huffman code cannot price an empty
+/// list below the one bit Quake 3's end marker would take in our place.
+fn put_number<S: BitSink + ?Sized>(
+    sink: &mut S,
+    model: Option<&NativeModel>,
+    last: Option<u32>,
+    number: u32,
+    removed: bool,
+) -> Result<(), BitError> {
+    let gap = number - last.map_or(0, |last| last + 1);
+    match model {
+        Some(model) => {
+            if last.is_none() {
+                sink.put_bit(true)?;
+            }
+            put_symbol(
+                sink,
+                Some(model),
+                Context::EntityNumber(number_context(last)),
+                number_symbol(gap, removed),
+            )?;
+            let code = ValueCode::classed(gap, 0);
+            if code.extra_bits > 0 {
+                sink.put_bits(code.extra, code.extra_bits)?;
+            }
+            Ok(())
+        }
+        None => {
+            sink.put_bit(true)?;
+            put_exp_golomb(sink, gap, 0)?;
+            sink.put_bit(removed)
+        }
+    }
+}
+
+/// Writes one entity: its number and removed flag (see [`put_number`])
+/// and, for a present entity, its changed fields.
 pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
     sink: &mut S,
     last: Option<u32>,
@@ -1054,13 +1127,12 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
             return Ok(false);
         }
     }
-    sink.put_bit(true)?;
-    let first_candidate = last.map_or(0, |last| last + 1);
-    put_exp_golomb(sink, number - first_candidate, 0)?;
+    let numbers = NumberModel::of(update.state());
+    let model = numbers.as_ref().map(NumberModel::get);
     match update {
-        EntityUpdate::Removed => sink.put_bit(true)?,
+        EntityUpdate::Removed { .. } => put_number(sink, model, last, number, true)?,
         EntityUpdate::Delta { base, new, .. } => {
-            sink.put_bit(false)?;
+            put_number(sink, model, last, number, false)?;
             write_changed_fields(sink, base, new, &set, context)?;
         }
     }
@@ -1068,31 +1140,128 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
     Ok(true)
 }
 
-/// Reads the continue bit and number gap; `None` at the end of the list.
-pub(super) fn read_entity_number<S: BitSource + ?Sized>(
+/// Ends an entity list whose last entry was `last`.
+pub(super) fn write_entities_end<T: Fields, S: BitSink + ?Sized>(
+    sink: &mut S,
+    last: Option<u32>,
+    like: &T,
+) -> Result<(), BitError> {
+    match NumberModel::of(like) {
+        Some(model) if last.is_some() => put_symbol(
+            sink,
+            Some(model.get()),
+            Context::EntityNumber(number_context(last)),
+            NUMBER_END,
+        ),
+        // An empty list (with a model) or any list without one: one bit.
+        _ => sink.put_bit(false),
+    }
+}
+
+/// Bits of an entry's number as [`put_number`] writes it after `last`.
+pub(super) fn number_bits<T: Fields>(
+    like: &T,
+    last: Option<u32>,
+    number: u32,
+    removed: bool,
+) -> u32 {
+    let gap = number - last.map_or(0, |last| last + 1);
+    match NumberModel::of(like) {
+        Some(model) => {
+            model
+                .get()
+                .code(Context::EntityNumber(number_context(last)))
+                .map_or(0, |code| code.bits(number_symbol(gap, removed)))
+                + (32 - gap.leading_zeros()).saturating_sub(1)
+                + u32::from(last.is_none())
+        }
+        None => 2 + exp_golomb_bits(gap, 0),
+    }
+}
+
+/// The most bits an entry's number can take, wherever it stands in a list.
+pub(super) fn number_bound_bits<T: Fields>(like: &T, number: u32) -> u32 {
+    match NumberModel::of(like) {
+        // The gap is at most the number itself.
+        Some(model) => {
+            1 + model.get().longest_number_code() + (32 - number.leading_zeros()).saturating_sub(1)
+        }
+        None => 2 + exp_golomb_bits(number, 0),
+    }
+}
+
+/// The most bits the end of a list can take, whatever its last entry.
+pub(super) fn end_bound_bits<T: Fields>(like: &T) -> u32 {
+    match NumberModel::of(like) {
+        Some(model) => (1..NUMBER_CONTEXTS as u8)
+            .filter_map(|c| model.get().code(Context::EntityNumber(c)))
+            .map(|code| code.bits(NUMBER_END))
+            .max()
+            .unwrap_or(0)
+            .max(1),
+        None => 1,
+    }
+}
+
+/// Reads an entry's number and, with a model, its removed flag (without
+/// one the flag follows in the body); `None` at the end of the list.
+pub(super) fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
     source: &mut S,
     last: Option<u32>,
-) -> Result<Option<u32>, BitError> {
-    if !source.get_bit()? {
-        return Ok(None);
-    }
-    let position = source.bits_read();
-    let gap = get_exp_golomb(source, 0)?;
+    like: &T,
+) -> Result<Option<(u32, Option<bool>)>, BitError> {
     let first_candidate = last.map_or(0, |last| last.saturating_add(1));
+    let position = source.bits_read();
+    let (gap, removed) = match NumberModel::of(like) {
+        Some(model) => {
+            if last.is_none() && !source.get_bit()? {
+                return Ok(None);
+            }
+            let symbol = get_symbol(
+                source,
+                Some(model.get()),
+                Context::EntityNumber(number_context(last)),
+            )?;
+            if symbol == NUMBER_END && last.is_some() {
+                return Ok(None);
+            }
+            if symbol >= NUMBER_END {
+                return Err(BitError::invalid(
+                    "entity number",
+                    position,
+                    format!("symbol {symbol} is not a number symbol"),
+                ));
+            }
+            let gap = unclass(source, u32::from(symbol / 2))?;
+            (gap, Some(symbol % 2 == 1))
+        }
+        None => {
+            if !source.get_bit()? {
+                return Ok(None);
+            }
+            (get_exp_golomb(source, 0)?, None)
+        }
+    };
     first_candidate
         .checked_add(gap)
-        .map(Some)
+        .map(|number| Some((number, removed)))
         .ok_or_else(|| BitError::invalid("entity number", position, "gap overflows 32 bits"))
 }
 
-/// Reads an entity body after its number.
+/// Reads an entity body after its number; `removed` is the flag the number
+/// carried, if it did.
 pub(super) fn read_entity_body<T: Fields, S: BitSource + ?Sized>(
     source: &mut S,
     number: u32,
+    removed: Option<bool>,
     out: &mut T,
     context: &DeltaContext,
 ) -> Result<EntityBody, BitError> {
-    let body = if source.get_bit()? {
+    let removed = match removed {
+        Some(removed) => removed,
+        None => source.get_bit()?,
+    };
+    let body = if removed {
         EntityBody::Removed
     } else {
         match read_fields(source, out, context)? {

@@ -260,7 +260,7 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
     update: EntityUpdate<'_, T>,
 ) -> Result<bool, BitError> {
     match update {
-        EntityUpdate::Removed => {
+        EntityUpdate::Removed { .. } => {
             sink.put_bits(number, Q3_ENTITY_NUMBER_BITS)?;
             sink.put_bit(true)?;
         }

@@ -149,7 +149,7 @@ proptest! {
                 let base = base.normalized();
                 let new = if *action == 0 { base } else { mix(&base, new, *keep) };
                 let update = if *action == 3 {
-                    EntityUpdate::Removed
+                    EntityUpdate::Removed { old: &base }
                 } else {
                     EntityUpdate::Delta { base: &base, new: &new, force: *action == 1 }
                 };
@@ -158,15 +158,16 @@ proptest! {
                     expected.push((*number, base, new, *action == 3));
                 }
             }
-            codec.write_entities_end(&mut w).unwrap();
+            let like = Sample::default();
+            codec.write_entities_end(&mut w, last, &like).unwrap();
             let bits = w.bits_written();
             let mut r = BitReader::with_bit_len(&buf, bits);
             let mut last = None;
             for (number, base, new, removed) in &expected {
-                let got = codec.read_entity_number(&mut r, last, 1023).unwrap();
-                prop_assert_eq!(got, Some(*number));
+                let got = codec.read_entity_number(&mut r, last, 1023, &like).unwrap();
+                prop_assert_eq!(got.map(|h| h.number()), Some(*number));
                 let mut out = *base;
-                let body = codec.read_entity_body(&mut r, *number, &mut out).unwrap();
+                let body = codec.read_entity_body(&mut r, got.unwrap(), &mut out).unwrap();
                 if *removed {
                     prop_assert_eq!(body, EntityBody::Removed);
                 } else {
@@ -175,7 +176,7 @@ proptest! {
                 }
                 last = Some(*number);
             }
-            prop_assert_eq!(codec.read_entity_number(&mut r, last, 1023).unwrap(), None);
+            prop_assert_eq!(codec.read_entity_number(&mut r, last, 1023, &like).unwrap(), None);
             prop_assert_eq!(r.remaining_bits(), 0);
         }
     }
@@ -201,11 +202,11 @@ proptest! {
             let _ = codec.read_delta(&mut r, &mut out);
             let mut r = BitReader::new(&bytes);
             let mut last = None;
-            while let Ok(Some(number)) = codec.read_entity_number(&mut r, last, 1023) {
-                if codec.read_entity_body(&mut r, number, &mut out).is_err() {
+            while let Ok(Some(header)) = codec.read_entity_number(&mut r, last, 1023, &Sample::default()) {
+                if codec.read_entity_body(&mut r, header, &mut out).is_err() {
                     break;
                 }
-                last = Some(number);
+                last = Some(header.number());
             }
         }
     }
@@ -315,13 +316,16 @@ fn q3_forced_unchanged_entity_is_a_no_delta_header() {
     });
     assert_eq!(bits, 12);
     let mut r = BitReader::with_bit_len(&bytes, bits);
-    assert_eq!(
-        Codec::Q3.read_entity_number(&mut r, None, 1023).unwrap(),
-        Some(9)
-    );
+    let header = Codec::Q3
+        .read_entity_number(&mut r, None, 1023, &base)
+        .unwrap()
+        .unwrap();
+    assert_eq!(header.number(), 9);
     let mut out = base;
     assert_eq!(
-        Codec::Q3.read_entity_body(&mut r, 9, &mut out).unwrap(),
+        Codec::Q3
+            .read_entity_body(&mut r, header, &mut out)
+            .unwrap(),
         EntityBody::Unchanged
     );
 }
@@ -336,13 +340,13 @@ fn q3_rejects_lc_past_the_field_count() {
         w.put_bits(0, 16).unwrap();
     });
     let mut r = BitReader::with_bit_len(&bytes, bits);
-    let number = Codec::Q3
-        .read_entity_number(&mut r, None, 1023)
+    let mut out = Plain::default();
+    let header = Codec::Q3
+        .read_entity_number(&mut r, None, 1023, &out)
         .unwrap()
         .unwrap();
-    let mut out = Plain::default();
     let err = Codec::Q3
-        .read_entity_body(&mut r, number, &mut out)
+        .read_entity_body(&mut r, header, &mut out)
         .unwrap_err();
     assert!(
         matches!(
@@ -378,12 +382,16 @@ fn entity_numbers_are_checked() {
         });
         let mut r = BitReader::with_bit_len(&bytes, bits);
         assert!(
-            codec.read_entity_number(&mut r, None, 512).is_err(),
+            codec
+                .read_entity_number(&mut r, None, 512, &Plain::default())
+                .is_err(),
             "{codec:?}"
         );
         let mut r = BitReader::with_bit_len(&bytes, bits);
         assert!(
-            codec.read_entity_number(&mut r, Some(700), 1023).is_err(),
+            codec
+                .read_entity_number(&mut r, Some(700), 1023, &Plain::default())
+                .is_err(),
             "{codec:?}"
         );
     }
@@ -519,6 +527,11 @@ mod modelled {
             for pair in states.windows(2) {
                 trainer.observe(&pair[0], &pair[1], &DeltaContext::default());
             }
+            // Lists like a game's: two players, then a far entity that
+            // is sometimes removed.
+            for i in 0..400u32 {
+                trainer.observe_entity_list([(0, false), (1, false), (70 + i % 5, i % 3 == 0)]);
+            }
             Arc::new(NativeModel::new(trainer.finish()).unwrap())
         })
     }
@@ -533,7 +546,117 @@ mod modelled {
         out
     }
 
+    /// Writes `entries` (number, removed) as a list of `T` deltas from
+    /// `base` to `new`; returns the bytes and bit length.
+    fn write_list<T: Fields>(entries: &[(u32, bool)], base: &T, new: &T) -> (Vec<u8>, usize) {
+        let mut buf = vec![0u8; 4096];
+        let mut w = BitWriter::new(&mut buf);
+        let mut last = None;
+        for &(number, removed) in entries {
+            let update = if removed {
+                EntityUpdate::Removed { old: base }
+            } else {
+                EntityUpdate::Delta {
+                    base,
+                    new,
+                    force: true,
+                }
+            };
+            assert!(Codec::Native
+                .write_entity(&mut w, last, number, update)
+                .unwrap());
+            last = Some(number);
+        }
+        Codec::Native
+            .write_entities_end(&mut w, last, base)
+            .unwrap();
+        let bits = w.bits_written();
+        (buf, bits)
+    }
+
+    #[test]
+    fn modelled_entity_numbers_are_shorter_on_trained_lists() {
+        let removals = [(0, true), (1, true), (72, true)];
+        // Without a model: per entry a continue bit, the gap's exp-Golomb
+        // code (1, 1 and 13 bits) and the removed bit; one end bit.
+        let plain = Sample::default();
+        assert_eq!(write_list(&removals, &plain, &plain).1, 3 + 3 + 15 + 1);
+        let modelled = Modelled::default();
+        let (bytes, bits) = write_list(&removals, &modelled, &modelled);
+        assert!(bits < 15, "{bits} bits");
+        // An empty list stays one bit.
+        assert_eq!(write_list(&[], &modelled, &modelled).1, 1);
+        let mut r = BitReader::with_bit_len(&bytes, bits);
+        let mut last = None;
+        for &(number, _) in &removals {
+            let header = Codec::Native
+                .read_entity_number(&mut r, last, 1023, &modelled)
+                .unwrap()
+                .unwrap();
+            assert_eq!(header.number(), number);
+            let mut out = modelled;
+            assert_eq!(
+                Codec::Native
+                    .read_entity_body(&mut r, header, &mut out)
+                    .unwrap(),
+                EntityBody::Removed
+            );
+            last = Some(number);
+        }
+        assert_eq!(
+            Codec::Native
+                .read_entity_number(&mut r, last, 1023, &modelled)
+                .unwrap(),
+            None
+        );
+        assert_eq!(r.remaining_bits(), 0);
+    }
+
     proptest! {
+        #[test]
+        fn modelled_entity_lists_round_trip(numbers in prop::collection::btree_set(0u32..1023, 0..24), removed in any::<u32>(), base in sample(), new in sample(), keep in any::<u32>()) {
+            let base = sample_as_modelled(&base.normalized());
+            let new = sample_as_modelled(&mix(&base_as_sample(&base), &new, keep));
+            let entries: Vec<(u32, bool)> = numbers.iter().enumerate().map(|(i, &n)| (n, removed >> (i % 32) & 1 == 1)).collect();
+            let (bytes, bits) = write_list(&entries, &base, &new);
+            let mut r = BitReader::with_bit_len(&bytes, bits);
+            let mut last = None;
+            for &(number, removed) in &entries {
+                let header = Codec::Native.read_entity_number(&mut r, last, 1023, &base).unwrap();
+                prop_assert_eq!(header.map(|h| h.number()), Some(number));
+                let mut out = base;
+                let body = Codec::Native.read_entity_body(&mut r, header.unwrap(), &mut out).unwrap();
+                prop_assert_eq!(body == EntityBody::Removed, removed);
+                if !removed {
+                    prop_assert!(!out.wire_differs(&new));
+                }
+                last = Some(number);
+            }
+            prop_assert_eq!(Codec::Native.read_entity_number(&mut r, last, 1023, &base).unwrap(), None);
+            prop_assert_eq!(r.remaining_bits(), 0);
+            // Every cut short of the end is an error, never a wrong list.
+            for cut in [bits / 2, bits.saturating_sub(1)] {
+                if cut < bits {
+                    let mut r = BitReader::with_bit_len(&bytes, cut);
+                    let mut last = None;
+                    let failed = loop {
+                        match Codec::Native.read_entity_number(&mut r, last, 1023, &base) {
+                            Err(_) => break true,
+                            Ok(None) => break false,
+                            Ok(Some(header)) => {
+                                let mut out = base;
+                                if Codec::Native.read_entity_body(&mut r, header, &mut out).is_err() {
+                                    break true;
+                                }
+                                last = Some(header.number());
+                            }
+                        }
+                    };
+                    prop_assert!(failed, "a list cut to {} of {} bits decoded", cut, bits);
+                }
+            }
+        }
+
         #[test]
         fn modelled_deltas_round_trip(base in sample(), new in sample(), keep in any::<u32>()) {
             let base = sample_as_modelled(&base.normalized());
@@ -776,9 +899,9 @@ mod predicted {
             Codec::Native.write_entity_in(&context, &mut w, None, 3, EntityUpdate::Delta { base: &base, new: &new, force: true }).unwrap();
             let bits = w.bits_written();
             let mut r = BitReader::with_bit_len(&buf, bits);
-            let number = Codec::Native.read_entity_number(&mut r, None, 1023).unwrap().unwrap();
+            let header = Codec::Native.read_entity_number(&mut r, None, 1023, &base).unwrap().unwrap();
             let mut out = base;
-            Codec::Native.read_entity_body_in(&context, &mut r, number, &mut out).unwrap();
+            Codec::Native.read_entity_body_in(&context, &mut r, header, &mut out).unwrap();
             prop_assert!(!out.wire_differs(&new));
         }
 

@@ -35,6 +35,36 @@ pub const MAX_GROUPS: usize = crate::table::MAX_FIELDS.div_ceil(GROUP_FIELDS);
 /// Value contexts per field (see [`ValueContext`]).
 pub const VALUE_CONTEXTS: usize = 4;
 
+/// Contexts of an entity list's number symbol (see [`number_context`]).
+pub const NUMBER_CONTEXTS: usize = 12;
+/// Number symbols: `2 × class + removed` for the 33 bit-length classes of
+/// the gap to the previous number, then [`NUMBER_END`].
+pub const NUMBER_SYMBOLS: usize = 67;
+/// The number symbol that ends an entity list.
+pub const NUMBER_END: u8 = 66;
+
+/// The context an entity list codes its next number symbol in: 0 for the
+/// first (which cannot be the end: a bit before it says whether the list
+/// is empty), else one more than the bit length of the previous number
+/// (capped).
+/// Games number their entity kinds in ranges (Quake 3: clients below 64,
+/// then items, missiles and short-lived event entities above), so where the
+/// list stands says how far the next changed entity is likely to be.
+#[inline]
+pub fn number_context(last: Option<u32>) -> u8 {
+    match last {
+        None => 0,
+        Some(last) => 1 + (32 - last.leading_zeros()).min(NUMBER_CONTEXTS as u32 - 2) as u8,
+    }
+}
+
+/// The number symbol of an entry `gap` numbers after the previous one's
+/// successor, removed or not.
+#[inline]
+pub fn number_symbol(gap: u32, removed: bool) -> u8 {
+    (2 * (32 - gap.leading_zeros()) + u32::from(removed)) as u8
+}
+
 /// What a delta's baseline is: the two kinds change in very different
 /// ways, so each has its own change-pattern codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -128,6 +158,10 @@ pub enum Context {
     Group(PatternSet, usize),
     /// The class of a changed value of field `f` (or of an element of it).
     Value(usize, ValueContext),
+    /// An entity list's next entry: the class of its number's gap and
+    /// whether it is removed, or the end of the list, in a
+    /// [`number_context`].
+    EntityNumber(u8),
 }
 
 /// Symbol counts for one struct: what a model is built from.
@@ -156,6 +190,11 @@ pub struct ModelData {
     /// whole-number classes through it, so a game that snaps a field codes
     /// it cheaply with counts from games that do not, and the reverse.
     pub magnitudes: Vec<Option<i16>>,
+    /// Counts of the [`Context::EntityNumber`] symbol, [`NUMBER_CONTEXTS`]
+    /// tables of [`NUMBER_SYMBOLS`] entries (taken by
+    /// [`ModelTrainer::observe_entity_list`]; all zero for a struct never
+    /// sent in entity lists).
+    pub numbers: Vec<Vec<u32>>,
 }
 
 /// A float grid: every value the field took was `k × step` for an integer
@@ -243,6 +282,7 @@ impl ModelData {
             grids: vec![None; fields],
             predictors: vec![None; fields],
             magnitudes: vec![None; fields],
+            numbers: vec![vec![0; NUMBER_SYMBOLS]; NUMBER_CONTEXTS],
         }
     }
 
@@ -262,6 +302,7 @@ impl ModelData {
             .iter()
             .chain(&self.groups)
             .chain(&self.values)
+            .chain(&self.numbers)
         {
             eat(table.len() as u64);
             table.iter().for_each(|&count| eat(count as u64));
@@ -295,6 +336,7 @@ impl ModelData {
             }
             Context::Group(..) => None,
             Context::Value(f, c) => self.values.get_mut(f * VALUE_CONTEXTS + c as usize),
+            Context::EntityNumber(c) => self.numbers.get_mut(usize::from(c)),
         };
         if let Some(slot) = table.and_then(|t| t.get_mut(symbol as usize)) {
             *slot = slot.saturating_add(1);
@@ -457,6 +499,8 @@ pub struct NativeModel {
     groups: Vec<SymbolCode>,
     /// [`VALUE_CONTEXTS`] per field.
     values: Vec<SymbolCode>,
+    /// Per [`number_context`].
+    numbers: Vec<SymbolCode>,
 }
 
 impl NativeModel {
@@ -480,6 +524,8 @@ impl NativeModel {
             && data.grids.len() == fields
             && data.predictors.len() == fields
             && data.magnitudes.len() == fields
+            && data.numbers.len() == NUMBER_CONTEXTS
+            && data.numbers.iter().all(|t| t.len() == NUMBER_SYMBOLS)
             && data.grids.iter().flatten().all(|g| g.step().is_some())
             && data.predictors.iter().flatten().all(|p| match *p {
                 // Inputs of a prediction must be decoded before it: they may
@@ -574,6 +620,13 @@ impl NativeModel {
                 })
                 .map(code)
                 .collect::<Result<_, _>>()?,
+            numbers: {
+                let pooled = smooth::pooled(&data.numbers);
+                data.numbers
+                    .iter()
+                    .map(|t| code(smooth::numbers(t, &pooled)))
+                    .collect::<Result<_, _>>()?
+            },
             data,
         })
     }
@@ -633,7 +686,19 @@ impl NativeModel {
                     .flatten()
             }
             Context::Value(f, c) => self.values.get(f * VALUE_CONTEXTS + c as usize),
+            Context::EntityNumber(c) => self.numbers.get(usize::from(c)),
         }
+    }
+
+    /// The longest code word of any [`Context::EntityNumber`] symbol: with
+    /// the bits below a gap's leading one, what bounds an entry's number
+    /// wherever it stands in a list.
+    pub fn longest_number_code(&self) -> u32 {
+        self.numbers
+            .iter()
+            .flat_map(|code| (0..NUMBER_SYMBOLS as u8).map(|s| code.bits(s)))
+            .max()
+            .unwrap_or(0)
     }
 }
 
@@ -840,6 +905,28 @@ impl ModelTrainer {
             context,
             &mut |c, symbol| data.count(c, symbol),
         );
+    }
+
+    /// Counts the number symbols of one entity list, as the native codec
+    /// writes it: every entry in increasing number order (`true` for a
+    /// removal), then the end. Only entries the list actually carries: a
+    /// changed or new entity, or a removed one, not the unchanged ones.
+    pub fn observe_entity_list(&mut self, entries: impl IntoIterator<Item = (u32, bool)>) {
+        let mut last = None;
+        for (number, removed) in entries {
+            let gap = number.wrapping_sub(last.map_or(0, |l: u32| l.wrapping_add(1)));
+            self.data.count(
+                Context::EntityNumber(number_context(last)),
+                number_symbol(gap, removed),
+            );
+            last = Some(number);
+        }
+        // An empty list is one bit of its own (see the native codec's
+        // `put_number`): no symbol to count.
+        if last.is_some() {
+            self.data
+                .count(Context::EntityNumber(number_context(last)), NUMBER_END);
+        }
     }
 
     /// The counts and grids so far.

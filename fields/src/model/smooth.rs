@@ -168,6 +168,34 @@ fn pattern_weights(counts: &[u32]) -> Vec<f64> {
 
 /// Weights for the last-changed-group symbol of one pattern set, backed
 /// off to the counts of all held sets (`pooled`).
+/// Weights of an entity-number context: its own counts, backed off to the
+/// counts of every context and, below those, to a universal prior that
+/// halves a gap class's weight per bit of length (what exp-Golomb codes
+/// assume), so a game's first far jump or rare removal is not priced at
+/// the longest code word.
+pub(super) fn numbers(counts: &[u32], pooled: &[u32]) -> [u32; 256] {
+    use super::{NUMBER_END, NUMBER_SYMBOLS};
+    let universal = |symbol: usize| -> f64 {
+        if symbol == usize::from(NUMBER_END) {
+            1.0
+        } else {
+            0.5f64.powi(symbol as i32 / 2 + 1)
+        }
+    };
+    let pooled_total: f64 = pooled.iter().map(|&c| f64::from(c)).sum();
+    let prior: Vec<f64> = (0..NUMBER_SYMBOLS)
+        .map(|s| {
+            let seen = pooled.get(s).map_or(0.0, |&c| f64::from(c));
+            seen + (BACKOFF_SHARE * pooled_total + BACKOFF_COUNT) * universal(s)
+        })
+        .collect();
+    let own: Vec<f64> = (0..NUMBER_SYMBOLS)
+        .map(|s| counts.get(s).map_or(0.0, |&c| f64::from(c)))
+        .collect();
+    let total: f64 = own.iter().sum();
+    back_off(&own, &prior, total)
+}
+
 pub(super) fn last_group(counts: &[u32], pooled: &[u32]) -> [u32; 256] {
     let weights = |counts: &[u32]| -> Vec<f64> {
         let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();

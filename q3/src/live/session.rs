@@ -238,6 +238,7 @@ impl Session {
         match snapshot::encode_snapshot(
             Codec::Native,
             server.gamestate(),
+            &EntityState::default(),
             &state_of(snapshot),
             base_state.as_ref(),
             EncodeOptions::default(),

@@ -226,7 +226,11 @@ fn read_entity_section<S: BitSource>(
         inner: src,
         first_byte: None,
     };
-    let body = Codec::Q3.read_entity_body(&mut spy, number, &mut recorder)?;
+    let body = Codec::Q3.read_entity_body(
+        &mut spy,
+        fields::EntityHeader::with_flag_in_body(number),
+        &mut recorder,
+    )?;
     let lc = spy.first_byte;
     Ok(Original {
         bits: src.bits_read() - start,

@@ -98,7 +98,7 @@ fn write_step<S: BitSink + ?Sized>(
                 force: true,
             },
         ),
-        Merged::Removed { number, .. } => (number, EntityUpdate::Removed),
+        Merged::Removed { number, old } => (number, EntityUpdate::Removed { old }),
     };
     // The codec rejects numbers that do not fit 10 bits below the end marker.
     if number >= Q3_ENTITY_END {
@@ -125,7 +125,7 @@ pub fn write_packet_entities<S: BitSink + ?Sized>(
             last = Some(number);
         }
     }
-    Codec::Q3.write_entities_end(sink)
+    Codec::Q3.write_entities_end(sink, last, &EntityState::default())
 }
 
 /// A snapshot whose re-encoding has a different bit count.
