@@ -41,8 +41,7 @@ use crate::error::BitError;
 use crate::kind::ScalarKind;
 use crate::model::{
     decode_tiers, number_context, number_symbol, Clock, Context, Grid, NativeModel, Origin,
-    PatternKey, PatternSet, Predictor, ValueContext, GROUP_FIELDS, NUMBER_CONTEXTS, NUMBER_END,
-    VALUE_SYMBOLS,
+    PatternKey, PatternSet, Predictor, ValueContext, GROUP_FIELDS, NUMBER_END, VALUE_SYMBOLS,
 };
 use crate::rounding;
 use crate::table::{FieldSet, Fields, MAX_FIELDS};
@@ -443,6 +442,32 @@ impl SavedInputs {
     }
 }
 
+/// The native model of a value's type, held for the length of one delta or
+/// list entry: a `'static` borrow for a `net_struct!` type (no reference
+/// counting per delta), else a counted reference (a
+/// [`DynamicState`](crate::dynamic::DynamicState)'s layout), which is not a
+/// borrow of the value, so a decoder may overwrite the value meanwhile.
+enum HeldModel {
+    Static(&'static NativeModel),
+    Counted(std::sync::Arc<NativeModel>),
+}
+
+impl HeldModel {
+    fn of<T: Fields>(value: &T) -> Option<Self> {
+        match value.static_model() {
+            Some(model) => Some(HeldModel::Static(model)),
+            None => value.native_model().map(HeldModel::Counted),
+        }
+    }
+
+    fn get(&self) -> &NativeModel {
+        match self {
+            HeldModel::Static(model) => model,
+            HeldModel::Counted(model) => model,
+        }
+    }
+}
+
 /// The parts of a model the value coder needs, also available without
 /// codes (the trainer counts symbols before any code exists).
 struct Model<'a> {
@@ -700,14 +725,8 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
     set: &FieldSet,
     context: &DeltaContext,
 ) -> Result<(), BitError> {
-    let counted;
-    let model = Model::of(match new.static_model() {
-        Some(model) => Some(model),
-        None => {
-            counted = new.native_model();
-            counted.as_deref()
-        }
-    });
+    let held = HeldModel::of(new);
+    let model = Model::of(held.as_ref().map(HeldModel::get));
     let mut changed = [0u16; MAX_FIELDS];
     let count = set_members(set, &mut changed);
     let changed = &changed[..count];
@@ -796,14 +815,8 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
 ) -> Result<usize, BitError> {
     // A `'static` model or an `Arc`, not a borrow of `out`, which the
     // loop below mutates.
-    let counted;
-    let model = Model::of(match out.static_model() {
-        Some(model) => Some(model),
-        None => {
-            counted = out.native_model();
-            counted.as_deref()
-        }
-    });
+    let held = HeldModel::of(out);
+    let model = Model::of(held.as_ref().map(HeldModel::get));
     let fields = out.field_count();
     let mut changed = [0u16; MAX_FIELDS];
     let count = match model.codes {
@@ -1042,30 +1055,6 @@ fn get_set<S: BitSource + ?Sized>(
     Ok(count)
 }
 
-/// The model whose [`Context::EntityNumber`] codes an entity list of `T`
-/// uses: a `'static` borrow for a `net_struct!` type, else a counted
-/// reference (a [`DynamicState`](crate::dynamic::DynamicState)'s layout).
-enum NumberModel {
-    Static(&'static NativeModel),
-    Counted(std::sync::Arc<NativeModel>),
-}
-
-impl NumberModel {
-    fn of<T: Fields>(like: &T) -> Option<Self> {
-        match like.static_model() {
-            Some(model) => Some(NumberModel::Static(model)),
-            None => like.native_model().map(NumberModel::Counted),
-        }
-    }
-
-    fn get(&self) -> &NativeModel {
-        match self {
-            NumberModel::Static(model) => model,
-            NumberModel::Counted(model) => model,
-        }
-    }
-}
-
 /// Writes an entry's number and whether it is removed. With a model: one
 /// symbol, the gap's class and the removed flag, in the context of the
 /// previous number, then the gap's bits below its leading one; the first
@@ -1127,8 +1116,8 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
             return Ok(false);
         }
     }
-    let numbers = NumberModel::of(update.state());
-    let model = numbers.as_ref().map(NumberModel::get);
+    let numbers = HeldModel::of(update.state());
+    let model = numbers.as_ref().map(HeldModel::get);
     match update {
         EntityUpdate::Removed { .. } => put_number(sink, model, last, number, true)?,
         EntityUpdate::Delta { base, new, .. } => {
@@ -1146,7 +1135,7 @@ pub(super) fn write_entities_end<T: Fields, S: BitSink + ?Sized>(
     last: Option<u32>,
     like: &T,
 ) -> Result<(), BitError> {
-    match NumberModel::of(like) {
+    match HeldModel::of(like) {
         Some(model) if last.is_some() => put_symbol(
             sink,
             Some(model.get()),
@@ -1166,7 +1155,7 @@ pub(super) fn number_bits<T: Fields>(
     removed: bool,
 ) -> u32 {
     let gap = number - last.map_or(0, |last| last + 1);
-    match NumberModel::of(like) {
+    match HeldModel::of(like) {
         Some(model) => {
             model
                 .get()
@@ -1181,7 +1170,7 @@ pub(super) fn number_bits<T: Fields>(
 
 /// The most bits an entry's number can take, wherever it stands in a list.
 pub(super) fn number_bound_bits<T: Fields>(like: &T, number: u32) -> u32 {
-    match NumberModel::of(like) {
+    match HeldModel::of(like) {
         // The gap is at most the number itself.
         Some(model) => {
             1 + model.get().longest_number_code() + (32 - number.leading_zeros()).saturating_sub(1)
@@ -1192,13 +1181,9 @@ pub(super) fn number_bound_bits<T: Fields>(like: &T, number: u32) -> u32 {
 
 /// The most bits the end of a list can take, whatever its last entry.
 pub(super) fn end_bound_bits<T: Fields>(like: &T) -> u32 {
-    match NumberModel::of(like) {
-        Some(model) => (1..NUMBER_CONTEXTS as u8)
-            .filter_map(|c| model.get().code(Context::EntityNumber(c)))
-            .map(|code| code.bits(NUMBER_END))
-            .max()
-            .unwrap_or(0)
-            .max(1),
+    match HeldModel::of(like) {
+        // An empty list's end is one bit.
+        Some(model) => model.get().longest_number_end().max(1),
         None => 1,
     }
 }
@@ -1212,7 +1197,7 @@ pub(super) fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
 ) -> Result<Option<(u32, Option<bool>)>, BitError> {
     let first_candidate = last.map_or(0, |last| last.saturating_add(1));
     let position = source.bits_read();
-    let (gap, removed) = match NumberModel::of(like) {
+    let (gap, removed) = match HeldModel::of(like) {
         Some(model) => {
             if last.is_none() && !source.get_bit()? {
                 return Ok(None);

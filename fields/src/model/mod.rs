@@ -501,6 +501,10 @@ pub struct NativeModel {
     values: Vec<SymbolCode>,
     /// Per [`number_context`].
     numbers: Vec<SymbolCode>,
+    /// [`NativeModel::longest_number_code`], computed once.
+    longest_number_code: u32,
+    /// [`NativeModel::longest_number_end`], computed once.
+    longest_number_end: u32,
 }
 
 impl NativeModel {
@@ -575,6 +579,13 @@ impl NativeModel {
             .collect();
         inputs.sort_unstable();
         inputs.dedup();
+        let numbers: Vec<SymbolCode> = {
+            let pooled = smooth::pooled(&data.numbers);
+            data.numbers
+                .iter()
+                .map(|t| code(smooth::numbers(t, &pooled)))
+                .collect::<Result<_, _>>()?
+        };
         Ok(NativeModel {
             id: data.fingerprint(),
             inputs,
@@ -620,13 +631,19 @@ impl NativeModel {
                 })
                 .map(code)
                 .collect::<Result<_, _>>()?,
-            numbers: {
-                let pooled = smooth::pooled(&data.numbers);
-                data.numbers
-                    .iter()
-                    .map(|t| code(smooth::numbers(t, &pooled)))
-                    .collect::<Result<_, _>>()?
-            },
+            longest_number_code: numbers
+                .iter()
+                .flat_map(|code| (0..NUMBER_SYMBOLS as u8).map(|s| code.bits(s)))
+                .max()
+                .unwrap_or(0),
+            // Context 0 holds no end: an empty list is a bit of its own.
+            longest_number_end: numbers
+                .iter()
+                .skip(1)
+                .map(|code| code.bits(NUMBER_END))
+                .max()
+                .unwrap_or(0),
+            numbers,
             data,
         })
     }
@@ -694,11 +711,13 @@ impl NativeModel {
     /// the bits below a gap's leading one, what bounds an entry's number
     /// wherever it stands in a list.
     pub fn longest_number_code(&self) -> u32 {
-        self.numbers
-            .iter()
-            .flat_map(|code| (0..NUMBER_SYMBOLS as u8).map(|s| code.bits(s)))
-            .max()
-            .unwrap_or(0)
+        self.longest_number_code
+    }
+
+    /// The longest code word of a non-empty list's end: what bounds the end
+    /// marker before the list is written.
+    pub fn longest_number_end(&self) -> u32 {
+        self.longest_number_end
     }
 }
 

@@ -166,8 +166,6 @@ fn pattern_weights(counts: &[u32]) -> Vec<f64> {
     weights.collect()
 }
 
-/// Weights for the last-changed-group symbol of one pattern set, backed
-/// off to the counts of all held sets (`pooled`).
 /// Weights of an entity-number context: its own counts, backed off to the
 /// counts of every context and, below those, to a universal prior that
 /// halves a gap class's weight per bit of length (what exp-Golomb codes
@@ -196,6 +194,8 @@ pub(super) fn numbers(counts: &[u32], pooled: &[u32]) -> [u32; 256] {
     back_off(&own, &prior, total)
 }
 
+/// Weights for the last-changed-group symbol of one pattern set, backed
+/// off to the counts of all held sets (`pooled`).
 pub(super) fn last_group(counts: &[u32], pooled: &[u32]) -> [u32; 256] {
     let weights = |counts: &[u32]| -> Vec<f64> {
         let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();
