@@ -8,10 +8,12 @@
 
 use std::sync::OnceLock;
 
+use crate::dynamic::{DynamicLayout, DynamicState};
 use crate::huffman::{CodeWord, HuffmanCode};
+use crate::model::ModelTrainer;
 use crate::{
     array, boolean, net_struct, q3_float, quantized, signed, unsigned, BitReader, BitSink,
-    BitSource, BitWriter, Codec, EntityBody, Fields, HuffmanReader,
+    BitSource, BitWriter, Codec, EntityBody, Fields, HuffmanReader, NetFields,
 };
 
 /// `bit_reader`: drives a [`BitReader`] with widths taken from the input
@@ -84,8 +86,70 @@ pub fn everything_base() -> Everything {
 /// and decode to the same words (the decoder accepted only states the encoder
 /// can express). Returns 1 if the delta decoded, plus the entities that did.
 pub fn codec(codec: Codec, data: &[u8]) -> usize {
-    let base = everything_base();
-    let mut decoded = base;
+    codec_against(codec, &everything_base(), data)
+}
+
+/// `codec_modelled`: [`codec`]'s checks for the native codec with a trained
+/// model ([`modelled_base`]), whose symbols, entity numbers included, are
+/// Huffman-coded per context rather than exp-Golomb.
+pub fn codec_modelled(data: &[u8]) -> usize {
+    codec_against(Codec::Native, modelled_base(), data)
+}
+
+/// The base of `codec_modelled`: [`everything_base`]'s words in a
+/// [`DynamicState`] whose layout carries a model trained (once, on a fixed
+/// synthetic stream) on [`Everything`]'s schema.
+pub fn modelled_base() -> &'static DynamicState {
+    static BASE: OnceLock<DynamicState> = OnceLock::new();
+    BASE.get_or_init(|| {
+        let schema = Everything::TABLE.schema();
+        let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len());
+        let mut state = everything_base();
+        for i in 0..64u32 {
+            let mut next = state;
+            next.time += 50;
+            next.x += (i % 7) as f32 - 3.0;
+            next.frame = ((i * 3) % 512) as u16;
+            next.on ^= i % 5 == 0;
+            next.stats[(i % 16) as usize] -= 1;
+            trainer.observe(&state, &next, &crate::DeltaContext::default());
+            trainer.observe_entity_list([
+                (i % 3, i % 2 == 0),
+                (5 + i % 4, false),
+                (70 + i, i % 3 == 0),
+            ]);
+            state = next;
+        }
+        let layout = DynamicLayout::with_model(schema, Some(trainer.finish()))
+            .expect("a model trained on the schema fits it");
+        let mut base = layout.zeroed();
+        copy_words(&everything_base(), &mut base);
+        base
+    })
+}
+
+/// `state`'s words as a value of `codec_modelled`'s modelled layout.
+pub fn modelled(state: &Everything) -> DynamicState {
+    let mut out = modelled_base().clone();
+    copy_words(state, &mut out);
+    out
+}
+
+fn copy_words(from: &Everything, to: &mut DynamicState) {
+    for field in 0..from.field_count() {
+        for element in 0..from.field_kind(field).elements() {
+            to.set_word(field, element, from.word(field, element));
+        }
+    }
+}
+
+/// [`codec`]'s checks against any base.
+fn codec_against<T: Fields + PartialEq + core::fmt::Debug>(
+    codec: Codec,
+    base: &T,
+    data: &[u8],
+) -> usize {
+    let mut decoded = base.clone();
     let mut accepted = 0;
     if codec
         .read_delta(&mut BitReader::new(data), &mut decoded)
@@ -95,10 +159,10 @@ pub fn codec(codec: Codec, data: &[u8]) -> usize {
         let mut buf = [0u8; 512];
         let mut writer = BitWriter::new(&mut buf);
         codec
-            .write_delta(&mut writer, &base, &decoded)
+            .write_delta(&mut writer, base, &decoded)
             .expect("a decoded state re-encodes");
         let bits = writer.bits_written();
-        let mut again = base;
+        let mut again = base.clone();
         codec
             .read_delta(&mut BitReader::with_bit_len(&buf, bits), &mut again)
             .expect("a re-encoded state decodes");
@@ -107,12 +171,12 @@ pub fn codec(codec: Codec, data: &[u8]) -> usize {
 
     let mut reader = BitReader::new(data);
     let mut last = None;
-    while let Ok(Some(header)) = codec.read_entity_number(&mut reader, last, 1023, &base) {
+    while let Ok(Some(header)) = codec.read_entity_number(&mut reader, last, 1023, base) {
         let number = header.number();
         assert!(number < 1023 && last.is_none_or(|last| number > last));
-        let mut entity = base;
+        let mut entity = base.clone();
         match codec.read_entity_body(&mut reader, header, &mut entity) {
-            Ok(EntityBody::Unchanged) | Ok(EntityBody::Removed) => assert_eq!(entity, base),
+            Ok(EntityBody::Unchanged) | Ok(EntityBody::Removed) => assert_eq!(&entity, base),
             Ok(EntityBody::Changed) => {}
             Err(_) => break,
         }

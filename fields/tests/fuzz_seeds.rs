@@ -4,7 +4,7 @@
 //! fuzz_seeds` rewrites the seeds from the generators below.
 
 use fields::fuzzing::{self, corpus_files, everything_base, write_seeds, Everything};
-use fields::{BitSink, BitWriter, Codec, EntityUpdate, HuffmanCode};
+use fields::{BitSink, BitWriter, Codec, EntityUpdate, Fields, HuffmanCode};
 
 const CRATE: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -64,9 +64,14 @@ fn changed() -> [Everything; 3] {
 }
 
 fn codec_seeds(codec: Codec) -> Vec<Vec<u8>> {
-    let base = everything_base();
+    list_seeds(codec, &everything_base(), changed())
+}
+
+/// Struct deltas from `base` to each of `changed`, then an entity list.
+fn list_seeds<T: Fields>(codec: Codec, base: &T, changed: [T; 3]) -> Vec<Vec<u8>> {
+    let base = base.clone();
     let mut seeds = Vec::new();
-    for new in changed() {
+    for new in changed.clone() {
         let mut buf = [0u8; 512];
         let mut writer = BitWriter::new(&mut buf);
         codec.write_delta(&mut writer, &base, &new).unwrap();
@@ -76,7 +81,7 @@ fn codec_seeds(codec: Codec) -> Vec<Vec<u8>> {
     // An entity list: changed, removed, unchanged-but-forced, changed, end.
     let mut buf = [0u8; 512];
     let mut writer = BitWriter::new(&mut buf);
-    let [a, b, _] = changed();
+    let [a, b, _] = changed;
     let updates = [
         (
             3,
@@ -180,6 +185,25 @@ fn codec_native_replays() {
     );
     assert_eq!(
         replay("codec_native", 1, |d| fuzzing::codec(Codec::Native, d)),
+        seeds.len()
+    );
+}
+
+#[test]
+fn codec_modelled_replays() {
+    let seeds = list_seeds(
+        Codec::Native,
+        fuzzing::modelled_base(),
+        changed().map(|state| fuzzing::modelled(&state)),
+    );
+    write_seeds(CRATE, "codec_modelled", &seeds).unwrap();
+    assert_eq!(
+        fuzzing::codec_modelled(&seeds[3]),
+        5,
+        "the list's 4 entities (and its first bits read as a struct delta)"
+    );
+    assert_eq!(
+        replay("codec_modelled", 1, fuzzing::codec_modelled),
         seeds.len()
     );
 }
