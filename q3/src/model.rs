@@ -13,7 +13,9 @@
 //! snapshot's elapsed server time, which callers pass in a
 //! [`DeltaContext`]; `commandTime` and an entity's `pos.trTime` advance by
 //! that elapsed time. Grids are learned: view angles, for instance, are
-//! 16-bit angles (multiples of 360/65536), coded as such.
+//! 16-bit angles (multiples of 360/65536), coded as such. Change patterns
+//! are coded per kind of baseline: an entity's by its `pos.trType`, a
+//! player's by whether its vertical velocity is zero (on the ground or not).
 
 use std::sync::{Arc, OnceLock};
 
@@ -103,6 +105,13 @@ fn trainers() -> (ModelTrainer, ModelTrainer) {
     // and the trajectory time of a player entity (`pos.trTime` is the
     // command time under `g_smoothClients`).
     player = player.with_predictor(usize::from(command_time), Predictor::Advance);
+    // A player whose vertical velocity is zero stands on the ground and
+    // keeps its height; one in the air changes its height and vertical
+    // velocity every frame: the baseline says which change patterns come.
+    player = player.with_pattern_key(PatternKey {
+        field: field(&player_table, "velocity_2"),
+        classes: 2,
+    });
     // An entity's trajectory type says which fields its deltas change.
     entity = entity.with_pattern_key(PatternKey {
         field: field(&entity_table, "pos_tr_type"),
