@@ -17,7 +17,7 @@
 use std::sync::{Arc, OnceLock};
 
 use fields::merge::{merge_by_number, Merged};
-use fields::model::{Clock, ModelPair, ModelTrainer, NativeModel, Predictor};
+use fields::model::{Clock, ModelPair, ModelTrainer, NativeModel, PatternKey, Predictor};
 use fields::{DeltaContext, Fields, NetFields};
 
 use crate::bot::{Bot, SelfView};
@@ -88,6 +88,17 @@ fn trainers() -> (ModelTrainer, ModelTrainer) {
             },
         );
     }
+    // Change patterns per kind of baseline: an entity's kind (players,
+    // projectiles and items change different fields), and whether a player
+    // stands on the ground (in the air its height changes every tick).
+    entity = entity.with_pattern_key(PatternKey {
+        field: field(&e, "kind") as u16,
+        classes: 4,
+    });
+    player = player.with_pattern_key(PatternKey {
+        field: field(&p, "on_ground") as u16,
+        classes: 2,
+    });
     (entity, player)
 }
 
