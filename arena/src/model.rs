@@ -89,15 +89,19 @@ fn trainers() -> (ModelTrainer, ModelTrainer) {
         );
     }
     // Change patterns per kind of baseline: an entity's kind (players,
-    // projectiles and items change different fields), and whether a player
-    // stands on the ground (in the air its height changes every tick).
+    // projectiles and items change different fields) and whether it moves
+    // vertically; whether a player stands on the ground (in the air its
+    // height changes every tick) and whether it is reloading (its timer
+    // counts down every tick).
     entity = entity.with_pattern_key(PatternKey {
         field: field(&e, "kind") as u16,
         classes: 4,
+        flag: Some(field(&e, "vz") as u16),
     });
     player = player.with_pattern_key(PatternKey {
         field: field(&p, "on_ground") as u16,
         classes: 2,
+        flag: Some(field(&p, "reload_ms") as u16),
     });
     (entity, player)
 }

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use crate::dynamic::{DynamicLayout, DynamicState};
 use crate::huffman::{CodeWord, HuffmanCode};
-use crate::model::ModelTrainer;
+use crate::model::{ModelTrainer, PatternKey};
 use crate::{
     array, boolean, net_struct, q3_float, quantized, signed, unsigned, BitReader, BitSink,
     BitSource, BitWriter, Codec, EntityBody, Fields, HuffmanReader, NetFields,
@@ -103,7 +103,14 @@ pub fn modelled_base() -> &'static DynamicState {
     static BASE: OnceLock<DynamicState> = OnceLock::new();
     BASE.get_or_init(|| {
         let schema = Everything::TABLE.schema();
-        let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len());
+        let index = |name: &str| Everything::TABLE.field(name).map_or(0, |(i, _)| i as u16);
+        // A key with a flag, so pattern sets are picked from two fields.
+        let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len())
+            .with_pattern_key(PatternKey {
+                field: index("frame"),
+                classes: 4,
+                flag: Some(index("on")),
+            });
         let mut state = everything_base();
         for i in 0..64u32 {
             let mut next = state;

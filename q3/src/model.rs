@@ -14,8 +14,9 @@
 //! [`DeltaContext`]; `commandTime` and an entity's `pos.trTime` advance by
 //! that elapsed time. Grids are learned: view angles, for instance, are
 //! 16-bit angles (multiples of 360/65536), coded as such. Change patterns
-//! are coded per kind of baseline: an entity's by its `pos.trType`, a
-//! player's by whether its vertical velocity is zero (on the ground or not).
+//! are coded per kind of baseline: an entity's by its `pos.trType` and
+//! whether it moves vertically, a player's by whether its vertical velocity
+//! is zero (on the ground or not) and whether its weapon is cooling down.
 
 use std::sync::{Arc, OnceLock};
 
@@ -107,15 +108,19 @@ fn trainers() -> (ModelTrainer, ModelTrainer) {
     player = player.with_predictor(usize::from(command_time), Predictor::Advance);
     // A player whose vertical velocity is zero stands on the ground and
     // keeps its height; one in the air changes its height and vertical
-    // velocity every frame: the baseline says which change patterns come.
+    // velocity every frame; a weapon cooling down (`weaponTime`) changes
+    // its timer every frame: the baseline says which change patterns come.
     player = player.with_pattern_key(PatternKey {
         field: field(&player_table, "velocity_2"),
         classes: 2,
+        flag: Some(field(&player_table, "weapon_time")),
     });
-    // An entity's trajectory type says which fields its deltas change.
+    // An entity's trajectory type says which fields its deltas change, and
+    // so does moving vertically (falling, jumping, a rising lift).
     entity = entity.with_pattern_key(PatternKey {
         field: field(&entity_table, "pos_tr_type"),
         classes: 6,
+        flag: Some(field(&entity_table, "pos_tr_delta_2")),
     });
     entity = entity.with_predictor(
         usize::from(field(&entity_table, "pos_tr_time")),

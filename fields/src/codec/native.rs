@@ -507,11 +507,18 @@ impl<'a> Model<'a> {
     /// the baseline's key field).
     #[inline]
     fn pattern_set<T: Fields>(&self, origin: Origin, base: &T) -> PatternSet {
-        let key = self
+        let word = |field: u16| {
+            let field = usize::from(field);
+            if field < base.field_count() {
+                base.word(field, 0)
+            } else {
+                0
+            }
+        };
+        let words = self
             .pattern_key
-            .filter(|key| usize::from(key.field) < base.field_count())
-            .map_or(0, |key| base.word(usize::from(key.field), 0));
-        crate::model::pattern_set(self.pattern_key, origin, key)
+            .map_or([0, 0], |key| [word(key.field), key.flag.map_or(0, word)]);
+        crate::model::pattern_set(self.pattern_key, origin, words)
     }
 }
 

@@ -88,11 +88,30 @@ pub struct PatternKey {
     pub field: u16,
     /// Key classes: values from `classes - 1` up share the last class.
     pub classes: u8,
+    /// A second key field, read only as zero or not: with one, each class
+    /// of `field` splits in two (a Quake 3 player on the ground or in the
+    /// air, firing or not).
+    #[serde(default)]
+    pub flag: Option<u16>,
 }
 
 impl PatternKey {
     /// Most classes a key may have.
     pub const MAX_CLASSES: u8 = 16;
+
+    /// Classes of held deltas the key tells apart.
+    pub fn held_classes(&self) -> usize {
+        usize::from(self.classes.max(1)) * if self.flag.is_some() { 2 } else { 1 }
+    }
+
+    /// The class of a baseline holding `words`: the key field's word and
+    /// the flag field's (ignored without one).
+    #[inline]
+    fn class(&self, [word, flag]: [u32; 2]) -> PatternSet {
+        let classes = self.classes.max(1);
+        let flagged = self.flag.is_some() && flag != 0;
+        word.min(u32::from(classes) - 1) as PatternSet + if flagged { classes } else { 0 }
+    }
 }
 
 /// When a field's value is decoded within a delta: 0 unpredicted, 1
@@ -113,14 +132,14 @@ pub(crate) fn decode_tiers(predictors: &[Option<Predictor>]) -> Vec<u8> {
     predictors.iter().map(|&p| decode_tier(p)).collect()
 }
 
-/// The [`PatternSet`] of a delta of `origin` whose baseline holds `word`
-/// in the `key` field.
+/// The [`PatternSet`] of a delta of `origin` whose baseline holds `words`
+/// in the `key`'s field and flag field.
 #[inline]
-pub(crate) fn pattern_set(key: Option<PatternKey>, origin: Origin, word: u32) -> PatternSet {
+pub(crate) fn pattern_set(key: Option<PatternKey>, origin: Origin, words: [u32; 2]) -> PatternSet {
     match (origin, key) {
         (Origin::Spawn, _) => 0,
         (Origin::Held, None) => 1,
-        (Origin::Held, Some(key)) => 1 + word.min(u32::from(key.classes.max(1)) - 1) as PatternSet,
+        (Origin::Held, Some(key)) => 1 + key.class(words),
     }
 }
 
@@ -317,14 +336,14 @@ impl ModelData {
 
     /// Pattern sets: spawn, and one per key class.
     pub fn pattern_sets(&self) -> usize {
-        1 + self.pattern_key.map_or(1, |key| usize::from(key.classes))
+        1 + self.pattern_key.map_or(1, |key| key.held_classes())
     }
 
-    /// The pattern set of a delta of `origin` whose baseline holds `key`
-    /// in the [`PatternKey`] field (ignored without one).
+    /// The pattern set of a delta of `origin` whose baseline holds `words`
+    /// in the [`PatternKey`]'s field and flag field (ignored without them).
     #[inline]
-    pub fn pattern_set(&self, origin: Origin, key: u32) -> PatternSet {
-        pattern_set(self.pattern_key, origin, key)
+    pub fn pattern_set(&self, origin: Origin, words: [u32; 2]) -> PatternSet {
+        pattern_set(self.pattern_key, origin, words)
     }
 
     fn count(&mut self, context: Context, symbol: u8) {
@@ -518,6 +537,7 @@ impl NativeModel {
             && data.values.len() == fields * VALUE_CONTEXTS
             && data.pattern_key.is_none_or(|key| {
                 usize::from(key.field) < fields
+                    && key.flag.is_none_or(|flag| usize::from(flag) < fields)
                     && (1..=PatternKey::MAX_CLASSES).contains(&key.classes)
             })
             && data.groups.len() == data.pattern_sets() * groups
@@ -1096,6 +1116,30 @@ mod tests {
                 assert_eq!(decoded, symbols.len());
             }
         }
+    }
+
+    #[test]
+    fn a_key_flag_splits_every_class_in_two() {
+        let mut data = ModelData::empty(0, 4);
+        data.pattern_key = Some(PatternKey {
+            field: 0,
+            classes: 3,
+            flag: Some(1),
+        });
+        // Spawn, then three classes of the key field, twice.
+        assert_eq!(data.pattern_sets(), 7);
+        assert_eq!(data.pattern_set(Origin::Spawn, [1, 1]), 0);
+        assert_eq!(data.pattern_set(Origin::Held, [0, 0]), 1);
+        assert_eq!(data.pattern_set(Origin::Held, [9, 0]), 3);
+        assert_eq!(data.pattern_set(Origin::Held, [1, 5]), 5);
+        assert_eq!(data.pattern_set(Origin::Held, [9, 0x8000_0000]), 6);
+        data.pattern_key = Some(PatternKey {
+            field: 0,
+            classes: 3,
+            flag: None,
+        });
+        assert_eq!(data.pattern_sets(), 4);
+        assert_eq!(data.pattern_set(Origin::Held, [9, 5]), 3);
     }
 
     #[test]
