@@ -40,8 +40,9 @@ use crate::codec::{EntityBody, EntityUpdate};
 use crate::error::BitError;
 use crate::kind::ScalarKind;
 use crate::model::{
-    decode_tiers, number_context, number_symbol, Clock, Context, Grid, NativeModel, Origin,
-    PatternKey, PatternSet, Predictor, ValueContext, GROUP_FIELDS, NUMBER_END, VALUE_SYMBOLS,
+    decode_tiers, grid_steps, number_context, number_symbol, Clock, Context, Grid, NativeModel,
+    Origin, PatternKey, PatternSet, Predictor, ValueContext, GROUP_FIELDS, NUMBER_END,
+    VALUE_SYMBOLS,
 };
 use crate::rounding;
 use crate::table::{FieldSet, Fields, MAX_FIELDS};
@@ -156,14 +157,14 @@ struct Reference {
     /// Whether `value` is the baseline itself; then a changed value cannot
     /// equal it and the bit-pattern distance is at least one.
     is_base: bool,
-    grid: Option<Grid>,
+    /// The field's grid step (see [`Grid::step`]), if it has a grid.
+    grid_step: Option<f32>,
     /// An integer field's predicted word (`None`: coded from the baseline).
     advanced: Option<u32>,
 }
 
 impl Reference {
-    fn steps(&self, grid: &Grid) -> i32 {
-        let step = grid.step().unwrap_or(1.0);
+    fn steps(&self, step: f32) -> i32 {
         let k = rounding::round(self.value / step);
         if k.is_finite() {
             k.clamp(-(Grid::MAX_STEPS as f32), Grid::MAX_STEPS as f32) as i32
@@ -181,12 +182,12 @@ fn value_code(kind: &ScalarKind, base: u32, new: u32, reference: Reference) -> O
         ScalarKind::Bool => None,
         ScalarKind::Q3Float => {
             let value = f32::from_bits(new);
-            if let Some((grid, k)) = reference
-                .grid
-                .and_then(|g| g.steps_of(value).map(|k| (g, k)))
+            if let Some((step, k)) = reference
+                .grid_step
+                .and_then(|step| Grid::steps_at(step, value).map(|k| (step, k)))
             {
                 return Some(ValueCode::classed(
-                    zigzag(k.wrapping_sub(reference.steps(&grid))),
+                    zigzag(k.wrapping_sub(reference.steps(step))),
                     GRID_SYMBOLS,
                 ));
             }
@@ -238,7 +239,10 @@ fn value_from_code<S: BitSource + ?Sized>(
     };
     let class = u32::from(class);
     let float = matches!(kind, ScalarKind::Q3Float);
-    if class > 32 || (path != 0 && !float) || (path == GRID_SYMBOLS && reference.grid.is_none()) {
+    if class > 32
+        || (path != 0 && !float)
+        || (path == GRID_SYMBOLS && reference.grid_step.is_none())
+    {
         return Err(BitError::invalid(
             "value class",
             position,
@@ -250,9 +254,11 @@ fn value_from_code<S: BitSource + ?Sized>(
     let word = match kind {
         ScalarKind::Bool => base ^ 1,
         ScalarKind::Q3Float if path == GRID_SYMBOLS => {
-            let grid = reference.grid.ok_or_else(|| out_of_range("grid value"))?;
-            let k = reference.steps(&grid).wrapping_add(unzigzag(value));
-            grid.value_of(k)
+            let step = reference
+                .grid_step
+                .ok_or_else(|| out_of_range("grid value"))?;
+            let k = reference.steps(step).wrapping_add(unzigzag(value));
+            Grid::value_at(step, k)
                 .ok_or_else(|| {
                     BitError::invalid("grid value", position, format!("{k} steps is off the grid"))
                 })?
@@ -363,12 +369,12 @@ fn reference_of<T: Fields>(
         return Reference {
             value: 0.0,
             is_base: true,
-            grid: None,
+            grid_step: None,
             advanced,
         };
     }
     let base_value = f32::from_bits(base_word(field));
-    let grid = model.grids.get(field).copied().flatten();
+    let grid_step = model.grid_steps.get(field).copied().flatten();
     let predicted = predictor_of(model, new, field).and_then(|predictor| {
         let Predictor::Integrate { rate, clock } = predictor else {
             return None;
@@ -393,7 +399,7 @@ fn reference_of<T: Fields>(
     Reference {
         value: predicted.unwrap_or(base_value),
         is_base: predicted.is_none(),
-        grid,
+        grid_step,
         advanced: None,
     }
 }
@@ -472,7 +478,8 @@ impl HeldModel {
 /// codes (the trainer counts symbols before any code exists).
 struct Model<'a> {
     codes: Option<&'a NativeModel>,
-    grids: &'a [Option<Grid>],
+    /// Per field, its grid's step (see [`NativeModel::grid_steps`]).
+    grid_steps: &'a [Option<f32>],
     predictors: &'a [Option<Predictor>],
     /// Every field a predictor reads (see [`NativeModel::predictor_inputs`]).
     inputs: &'a [u16],
@@ -486,7 +493,7 @@ impl<'a> Model<'a> {
         match model {
             Some(m) => Model {
                 codes: Some(m),
-                grids: &m.data().grids,
+                grid_steps: m.grid_steps(),
                 predictors: &m.data().predictors,
                 inputs: m.predictor_inputs(),
                 tiers: m.decode_tiers(),
@@ -494,7 +501,7 @@ impl<'a> Model<'a> {
             },
             None => Model {
                 codes: None,
-                grids: &[],
+                grid_steps: &[],
                 predictors: &[],
                 inputs: &[],
                 tiers: &[],
@@ -671,9 +678,10 @@ pub(crate) fn visit_symbols<T: Fields>(
     visit: &mut dyn FnMut(Context, u8),
 ) {
     let tiers = decode_tiers(predictors);
+    let steps = grid_steps(grids);
     let model = Model {
         codes: None,
-        grids,
+        grid_steps: &steps,
         predictors,
         inputs: &[],
         tiers: &tiers,

@@ -127,6 +127,14 @@ pub fn decode_tier(predictor: Option<Predictor>) -> u8 {
     }
 }
 
+/// Per field, the step of its grid, if it has one with a usable step.
+pub(crate) fn grid_steps(grids: &[Option<Grid>]) -> Vec<Option<f32>> {
+    grids
+        .iter()
+        .map(|grid| grid.and_then(|g| g.step()))
+        .collect()
+}
+
 /// [`decode_tier`] of every field.
 pub(crate) fn decode_tiers(predictors: &[Option<Predictor>]) -> Vec<u8> {
     predictors.iter().map(|&p| decode_tier(p)).collect()
@@ -246,15 +254,26 @@ impl Grid {
 
     /// `value` as a whole number of steps, if it is one exactly.
     pub fn steps_of(&self, value: f32) -> Option<i32> {
-        let step = self.step()?;
+        Self::steps_at(self.step()?, value)
+    }
+
+    /// The value `k` steps from zero.
+    pub fn value_of(&self, k: i32) -> Option<f32> {
+        Self::value_at(self.step()?, k)
+    }
+
+    /// [`steps_of`](Self::steps_of) with the grid's [`step`](Self::step)
+    /// already worked out (a model keeps it per field).
+    #[inline]
+    pub fn steps_at(step: f32, value: f32) -> Option<i32> {
         let k = crate::rounding::round(value / step);
         (k.abs() < Self::MAX_STEPS as f32 && k * step == value && value.to_bits() != 0x8000_0000)
             .then_some(k as i32)
     }
 
-    /// The value `k` steps from zero.
-    pub fn value_of(&self, k: i32) -> Option<f32> {
-        let step = self.step()?;
+    /// [`value_of`](Self::value_of) with the step already worked out.
+    #[inline]
+    pub fn value_at(step: f32, k: i32) -> Option<f32> {
         (k.abs() < Self::MAX_STEPS).then_some(k as f32 * step)
     }
 }
@@ -510,6 +529,8 @@ pub struct NativeModel {
     inputs: Vec<u16>,
     /// Per field: its [`decode_tier`].
     tiers: Vec<u8>,
+    /// Per field: its grid's step, if it has a grid with a usable step.
+    grid_steps: Vec<Option<f32>>,
     /// Groups per pattern set.
     groups_per_set: usize,
     /// Per [`PatternSet`].
@@ -610,6 +631,7 @@ impl NativeModel {
             id: data.fingerprint(),
             inputs,
             tiers: decode_tiers(&data.predictors),
+            grid_steps: grid_steps(&data.grids),
             groups_per_set: groups,
             last_group: {
                 // Held sets back off to all held deltas; spawn to itself.
@@ -694,6 +716,12 @@ impl NativeModel {
     /// Per field, when its value is decoded (see [`decode_tier`]).
     pub fn decode_tiers(&self) -> &[u8] {
         &self.tiers
+    }
+
+    /// Per field, its grid's [`step`](Grid::step) (`None`: no grid, or
+    /// one without a usable step), worked out once.
+    pub fn grid_steps(&self) -> &[Option<f32>] {
+        &self.grid_steps
     }
 
     /// Every field a predictor reads (a velocity, a time), once each, in
