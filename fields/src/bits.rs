@@ -33,6 +33,25 @@ pub fn low_mask(count: u32) -> u32 {
     }
 }
 
+/// The set bits of one word, lowest first: one step per set bit, not per
+/// bit (sets of fields and entities are mostly empty).
+#[derive(Debug, Clone, Copy)]
+pub struct Ones(pub u64);
+
+impl Iterator for Ones {
+    type Item = u32;
+
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        if self.0 == 0 {
+            return None;
+        }
+        let bit = self.0.trailing_zeros();
+        self.0 &= self.0 - 1;
+        Some(bit)
+    }
+}
+
 /// Sign-extends the low `count` bits of `value` (`count` in `1..=32`).
 #[inline]
 pub fn sign_extend(value: u32, count: u32) -> i32 {
@@ -505,6 +524,14 @@ impl BitSource for BitReader<'_> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn ones_are_the_set_bits_lowest_first() {
+        assert_eq!(Ones(0).count(), 0);
+        let word = 1 | 1 << 5 | 1 << 63;
+        assert_eq!(Ones(word).collect::<Vec<_>>(), vec![0, 5, 63]);
+        assert_eq!(Ones(u64::MAX).count(), 64);
+    }
 
     #[test]
     fn first_bit_is_least_significant_bit_of_first_byte() {

@@ -83,23 +83,7 @@ impl Bitset {
     }
 }
 
-/// The set bits of one word, lowest first.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Ones(pub u64);
-
-impl Iterator for Ones {
-    type Item = u32;
-
-    #[inline]
-    fn next(&mut self) -> Option<u32> {
-        if self.0 == 0 {
-            return None;
-        }
-        let bit = self.0.trailing_zeros();
-        self.0 &= self.0 - 1;
-        Some(bit)
-    }
-}
+pub(crate) use fields::bits::Ones;
 
 #[cfg(test)]
 mod tests {

@@ -34,7 +34,7 @@
 //! ([`crate::model::ValueContext`]). Everything is lossless with respect to
 //! the field words: decoding gives exactly the encoder's state.
 
-use crate::bits::{low_mask, sign_extend, BitSink, BitSource};
+use crate::bits::{low_mask, sign_extend, BitSink, BitSource, Ones};
 use crate::codec::DeltaContext;
 use crate::codec::{EntityBody, EntityUpdate};
 use crate::error::BitError;
@@ -485,6 +485,8 @@ struct Model<'a> {
     inputs: &'a [u16],
     /// Per field, its decode tier (see [`NativeModel::decode_tiers`]).
     tiers: &'a [u8],
+    /// The fields of each tier (see [`NativeModel::tier_sets`]).
+    tier_sets: Option<&'a [FieldSet; 3]>,
     pattern_key: Option<PatternKey>,
 }
 
@@ -497,6 +499,7 @@ impl<'a> Model<'a> {
                 predictors: &m.data().predictors,
                 inputs: m.predictor_inputs(),
                 tiers: m.decode_tiers(),
+                tier_sets: Some(m.tier_sets()),
                 pattern_key: m.data().pattern_key,
             },
             None => Model {
@@ -505,6 +508,7 @@ impl<'a> Model<'a> {
                 predictors: &[],
                 inputs: &[],
                 tiers: &[],
+                tier_sets: None,
                 pattern_key: None,
             },
         }
@@ -636,6 +640,31 @@ fn changed_fields<T: Fields>(base: &T, new: &T, out: &mut [u16; MAX_FIELDS]) -> 
     set_members(&set, out)
 }
 
+/// Every field, as a set.
+const EVERY_FIELD: FieldSet = [u64::MAX; MAX_FIELDS.div_ceil(64)];
+
+/// The members of `set` that are also in `mask`, in increasing order.
+fn members_in<'a>(
+    set: &'a FieldSet,
+    mask: &'a FieldSet,
+) -> impl Iterator<Item = usize> + Clone + 'a {
+    set.iter()
+        .zip(mask)
+        .enumerate()
+        .flat_map(|(word, (&bits, &mask))| {
+            Ones(bits & mask).map(move |bit| word * 64 + bit as usize)
+        })
+}
+
+/// The largest member of `set`.
+fn last_member(set: &FieldSet) -> Option<usize> {
+    set.iter()
+        .enumerate()
+        .rev()
+        .find(|(_, &bits)| bits != 0)
+        .map(|(word, &bits)| word * 64 + 63 - bits.leading_zeros() as usize)
+}
+
 /// The members of `set` in increasing order, into `out`; returns how many.
 fn set_members(set: &FieldSet, out: &mut [u16; MAX_FIELDS]) -> usize {
     let mut count = 0;
@@ -685,6 +714,7 @@ pub(crate) fn visit_symbols<T: Fields>(
         predictors,
         inputs: &[],
         tiers: &tiers,
+        tier_sets: None,
         pattern_key,
     };
     let mut changed = [0u16; MAX_FIELDS];
@@ -742,18 +772,13 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
 ) -> Result<(), BitError> {
     let held = HeldModel::of(new);
     let model = Model::of(held.as_ref().map(HeldModel::get));
-    let mut changed = [0u16; MAX_FIELDS];
-    let count = set_members(set, &mut changed);
-    let changed = &changed[..count];
     let origin = context.origin();
     match model.codes {
         Some(codes) => {
             let pattern_set = model.pattern_set(origin, base);
             // A group's pattern is a byte of the set, read as it is.
             const _: () = assert!(GROUP_FIELDS == 8, "a group is one byte of a FieldSet word");
-            let last_group = changed
-                .last()
-                .map_or(0, |&last| usize::from(last) / GROUP_FIELDS + 1);
+            let last_group = last_member(set).map_or(0, |last| last / GROUP_FIELDS + 1);
             put_symbol(
                 sink,
                 Some(codes),
@@ -770,10 +795,8 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
                 )?;
             }
         }
-        None => put_set(sink, changed.iter().map(|&i| usize::from(i)))?,
+        None => put_set(sink, members_in(set, &EVERY_FIELD))?,
     }
-    let mut order = [0u16; MAX_FIELDS];
-    value_order(&model, changed, &mut order);
     // Scalars through plain word arrays when the struct allows it, as the
     // reader does (see `read_scalar_words`): no accessor-table call per
     // changed field.
@@ -792,8 +815,12 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
             value.word(f, 0)
         }
     };
-    for &index in &order[..count] {
-        let index = usize::from(index);
+    // The values in `value_order`'s order, taken straight from the set:
+    // its members in each decode tier, tier by tier.
+    let tiers = model
+        .tier_sets
+        .map_or(std::slice::from_ref(&EVERY_FIELD), |sets| &sets[..]);
+    let mut write_value = |index: usize| -> Result<(), BitError> {
         let kind = new.field_kind(index);
         let reference = reference_of(
             &model,
@@ -816,6 +843,14 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
                 scalar(&new_words, new, index),
             );
             put_value(sink, &model, index, kind.element(), b, n, reference, origin)?;
+        }
+        Ok(())
+    };
+    for tier in tiers {
+        for (word, (&bits, &mask)) in set.iter().zip(tier).enumerate() {
+            for bit in Ones(bits & mask) {
+                write_value(word * 64 + bit as usize)?;
+            }
         }
     }
     Ok(())

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::bits::{BitSink, BitSource};
 use crate::error::BitError;
 use crate::huffman::{CodeWord, DecodeTable, HuffmanCode};
-use crate::table::{FieldTable, Fields, NetFields};
+use crate::table::{FieldSet, FieldTable, Fields, NetFields, MAX_FIELDS};
 use std::sync::Arc;
 
 mod smooth;
@@ -133,6 +133,17 @@ pub(crate) fn grid_steps(grids: &[Option<Grid>]) -> Vec<Option<f32>> {
         .iter()
         .map(|grid| grid.and_then(|g| g.step()))
         .collect()
+}
+
+/// The fields of each tier of `tiers` (a field's tier is at most 2).
+fn tier_sets(tiers: &[u8]) -> [FieldSet; 3] {
+    let mut sets = [[0; MAX_FIELDS.div_ceil(64)]; 3];
+    for (field, &tier) in tiers.iter().enumerate().take(MAX_FIELDS) {
+        if let Some(set) = sets.get_mut(usize::from(tier)) {
+            set[field / 64] |= 1 << (field % 64);
+        }
+    }
+    sets
 }
 
 /// [`decode_tier`] of every field.
@@ -529,6 +540,8 @@ pub struct NativeModel {
     inputs: Vec<u16>,
     /// Per field: its [`decode_tier`].
     tiers: Vec<u8>,
+    /// The fields of each decode tier, as sets.
+    tier_sets: [FieldSet; 3],
     /// Per field: its grid's step, if it has a grid with a usable step.
     grid_steps: Vec<Option<f32>>,
     /// Groups per pattern set.
@@ -631,6 +644,7 @@ impl NativeModel {
             id: data.fingerprint(),
             inputs,
             tiers: decode_tiers(&data.predictors),
+            tier_sets: tier_sets(&decode_tiers(&data.predictors)),
             grid_steps: grid_steps(&data.grids),
             groups_per_set: groups,
             last_group: {
@@ -722,6 +736,13 @@ impl NativeModel {
     /// one without a usable step), worked out once.
     pub fn grid_steps(&self) -> &[Option<f32>] {
         &self.grid_steps
+    }
+
+    /// The fields of decode tier 0, 1 and 2 (see [`decode_tier`]), as sets:
+    /// an encoder takes a delta's values tier by tier by intersecting its
+    /// changed set with each.
+    pub fn tier_sets(&self) -> &[FieldSet; 3] {
+        &self.tier_sets
     }
 
     /// Every field a predictor reads (a velocity, a time), once each, in
