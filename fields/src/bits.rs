@@ -70,6 +70,14 @@ pub trait BitSink {
     /// Bits written so far.
     fn bits_written(&self) -> usize;
 
+    /// Writes the low `count` bits of `value` (`count` in `1..=64`), low bit
+    /// first: what `put_bits` of the low 32 bits and then of the rest
+    /// writes. For a code word and the raw bits after it in one call; a
+    /// sink that can store them at once overrides it.
+    fn put_wide_bits(&mut self, value: u64, count: u32) -> Result<(), BitError> {
+        put_wide_split(self, value, count)
+    }
+
     /// Writes one bit.
     fn put_bit(&mut self, bit: bool) -> Result<(), BitError> {
         self.put_bits(bit as u32, 1)
@@ -259,6 +267,25 @@ fn check_key(tag: u16) -> u16 {
     0xA55A ^ tag.rotate_left(5)
 }
 
+/// Most bits one 64-bit store can take at any bit offset.
+const WINDOW_BITS: u32 = 57;
+
+/// [`BitSink::put_wide_bits`] as two [`BitSink::put_bits`] calls.
+fn put_wide_split<S: BitSink + ?Sized>(
+    sink: &mut S,
+    value: u64,
+    count: u32,
+) -> Result<(), BitError> {
+    if count == 0 || count > 64 {
+        return Err(BitError::BadWidth(count));
+    }
+    sink.put_bits(value as u32, count.min(32))?;
+    if count > 32 {
+        sink.put_bits((value >> 32) as u32, count - 32)?;
+    }
+    Ok(())
+}
+
 /// Writes bits into a caller-provided byte buffer. Never allocates.
 #[derive(Debug)]
 pub struct BitWriter<'a> {
@@ -296,20 +323,31 @@ impl<'a> BitWriter<'a> {
     /// Writes `count` (≤ 32) raw bits without width checks; callers validate.
     #[inline]
     fn write_unchecked(&mut self, value: u32, count: u32) {
-        let byte = self.position >> 3;
-        let offset = (self.position & 7) as u32;
-        let value = (value & low_mask(count)) as u64;
-        if let Some(window) = self.buf.get_mut(byte..byte + 8) {
-            // One 64-bit read-modify-write: keep the bits already written in
-            // the first byte, put the value above them. Bytes past the new
-            // position are zeroed, which is fine: they are not written yet.
-            let window: &mut [u8; 8] = window.try_into().unwrap_or_else(|_| unreachable!());
-            let kept = u64::from_le_bytes(*window) & ((1u64 << offset) - 1);
-            *window = (kept | value << offset).to_le_bytes();
-        } else {
-            self.write_bytewise(value as u32, count);
+        if !self.write_in_window(u64::from(value), count) {
+            self.write_bytewise(value, count);
+            self.position += count as usize;
         }
+    }
+
+    /// Writes the low `count` (at most [`WINDOW_BITS`]) bits of `value` in
+    /// one 64-bit read-modify-write, if the buffer holds eight bytes from
+    /// the write position's byte on; `false` (nothing written) if not.
+    #[inline]
+    fn write_in_window(&mut self, value: u64, count: u32) -> bool {
+        let byte = self.position >> 3;
+        let offset = self.position & 7;
+        let Some(window) = self.buf.get_mut(byte..byte + 8) else {
+            return false;
+        };
+        // Keep the bits already written in the first byte, put the value
+        // above them. Bytes past the new position are zeroed, which is
+        // fine: they are not written yet.
+        let window: &mut [u8; 8] = window.try_into().unwrap_or_else(|_| unreachable!());
+        let value = value & (u64::MAX >> (64 - count.max(1)));
+        let kept = u64::from_le_bytes(*window) & ((1u64 << offset) - 1);
+        *window = (kept | value << offset).to_le_bytes();
         self.position += count as usize;
+        true
     }
 
     /// The same near the end of the buffer, a byte at a time.
@@ -349,6 +387,17 @@ impl BitSink for BitWriter<'_> {
 
     fn bits_written(&self) -> usize {
         self.position
+    }
+
+    /// Up to 57 bits (a 64-bit window less the bit offset in its first
+    /// byte) go in one read-modify-write when the buffer has eight bytes
+    /// from the write position on.
+    #[inline]
+    fn put_wide_bits(&mut self, value: u64, count: u32) -> Result<(), BitError> {
+        if (1..=WINDOW_BITS).contains(&count) && self.write_in_window(value, count) {
+            return Ok(());
+        }
+        put_wide_split(self, value, count)
     }
 
     /// Eight source bytes at a time, each shifted into place with the
@@ -524,6 +573,48 @@ impl BitSource for BitReader<'_> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        /// A wide write leaves exactly the bits of a 32-bit write of its
+        /// low half and one of the rest, at any offset, up to the last
+        /// byte of the buffer.
+        #[test]
+        fn a_wide_write_is_two_narrow_ones(
+            lead in 0u32..80,
+            value in any::<u64>(),
+            count in 1u32..=64,
+            len in 8usize..24,
+        ) {
+            let lead = lead.min(len as u32 * 8);
+            let mut wide = vec![0xAAu8; len];
+            let mut narrow = vec![0xAAu8; len];
+            let mut w = BitWriter::new(&mut wide);
+            let mut n = BitWriter::new(&mut narrow);
+            for _ in 0..lead {
+                w.put_bit(true).unwrap();
+                n.put_bit(true).unwrap();
+            }
+            let wide_result = w.put_wide_bits(value, count);
+            let narrow_result = put_wide_split(&mut n, value, count);
+            prop_assert_eq!(wide_result.is_ok(), narrow_result.is_ok());
+            if wide_result.is_ok() {
+                prop_assert_eq!(w.bits_written(), n.bits_written());
+                prop_assert_eq!(w.written(), n.written());
+            }
+        }
+    }
+
+    #[test]
+    fn a_wide_write_refuses_bad_widths() {
+        let mut buf = [0u8; 16];
+        let mut w = BitWriter::new(&mut buf);
+        assert!(matches!(w.put_wide_bits(1, 0), Err(BitError::BadWidth(0))));
+        assert!(matches!(
+            w.put_wide_bits(1, 65),
+            Err(BitError::BadWidth(65))
+        ));
+        assert_eq!(w.bits_written(), 0);
+    }
 
     #[test]
     fn ones_are_the_set_bits_lowest_first() {

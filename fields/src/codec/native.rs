@@ -546,6 +546,39 @@ fn put_symbol<S: BitSink + ?Sized>(
     }
 }
 
+/// Writes a symbol and the raw bits after it ([`put_symbol`], then
+/// `code.extra_bits` bits of `code.extra`): with a model's code, both in
+/// one write.
+#[inline(always)]
+fn put_symbol_and_extra<S: BitSink + ?Sized>(
+    sink: &mut S,
+    model: Option<&NativeModel>,
+    context: Context,
+    code: ValueCode,
+) -> Result<(), BitError> {
+    match model.and_then(|m| m.code(context)) {
+        Some(symbol_code) => {
+            let word = symbol_code.word(code.symbol);
+            if word.len == 0 {
+                // A symbol without a code word: the sink refuses the empty
+                // word, as it does when the symbol is written alone.
+                return sink.put_bits(word.bits, 0);
+            }
+            sink.put_wide_bits(
+                u64::from(word.bits) | u64::from(code.extra) << word.len,
+                u32::from(word.len) + code.extra_bits,
+            )
+        }
+        None => {
+            put_exp_golomb(sink, u32::from(code.symbol), 1)?;
+            if code.extra_bits > 0 {
+                sink.put_bits(code.extra, code.extra_bits)?;
+            }
+            Ok(())
+        }
+    }
+}
+
 /// Reads a symbol written by [`put_symbol`].
 fn get_symbol<S: BitSource + ?Sized>(
     source: &mut S,
@@ -581,16 +614,7 @@ fn put_value<S: BitSink + ?Sized>(
         return Ok(());
     };
     let context = value_context(kind, base, origin);
-    put_symbol(
-        sink,
-        model.codes,
-        Context::Value(field, context),
-        code.symbol,
-    )?;
-    if code.extra_bits > 0 {
-        sink.put_bits(code.extra, code.extra_bits)?;
-    }
-    Ok(())
+    put_symbol_and_extra(sink, model.codes, Context::Value(field, context), code)
 }
 
 fn get_value<S: BitSource + ?Sized>(
@@ -1129,17 +1153,16 @@ fn put_number<S: BitSink + ?Sized>(
             if last.is_none() {
                 sink.put_bit(true)?;
             }
-            put_symbol(
+            let code = ValueCode {
+                symbol: number_symbol(gap, removed),
+                ..ValueCode::classed(gap, 0)
+            };
+            put_symbol_and_extra(
                 sink,
                 Some(model),
                 Context::EntityNumber(number_context(last)),
-                number_symbol(gap, removed),
-            )?;
-            let code = ValueCode::classed(gap, 0);
-            if code.extra_bits > 0 {
-                sink.put_bits(code.extra, code.extra_bits)?;
-            }
-            Ok(())
+                code,
+            )
         }
         None => {
             sink.put_bit(true)?;

@@ -433,6 +433,12 @@ impl SymbolCode {
         }
     }
 
+    /// `symbol`'s code word (empty for a symbol without one).
+    #[inline]
+    pub fn word(&self, symbol: u8) -> CodeWord {
+        self.words[usize::from(symbol)]
+    }
+
     /// Length of `symbol`'s code word, in bits.
     pub fn bits(&self, symbol: u8) -> u32 {
         u32::from(self.words[usize::from(symbol)].len)
