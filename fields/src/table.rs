@@ -170,6 +170,26 @@ pub trait Fields: Clone {
         count
     }
 
+    /// [`changed_fields`](Self::changed_fields) of `self` against `other`,
+    /// and the [`scalar_words`](Self::scalar_words) of both (`words` for
+    /// `self`, `other_words` for `other`): what an encoder needs, where a
+    /// generated struct allows it with each word read once. Returns the
+    /// count of changed fields and whether the words were written (each
+    /// slice needs a slot per field).
+    fn changed_fields_and_words(
+        &self,
+        other: &Self,
+        set: &mut FieldSet,
+        words: &mut [u32],
+        other_words: &mut [u32],
+    ) -> (usize, bool) {
+        let count = self.changed_fields(other, set);
+        (
+            count,
+            self.scalar_words(words) && other.scalar_words(other_words),
+        )
+    }
+
     /// The trained model the native codec codes this struct's symbols with,
     /// if it has one (see [`crate::model`]).
     fn native_model(&self) -> Option<Arc<NativeModel>> {
@@ -212,6 +232,15 @@ pub trait NetFields: Clone + Default + PartialEq + core::fmt::Debug + 'static {
     /// straight-line comparison per field, no call through the accessor
     /// tables, whose data-dependent targets the CPU mispredicts).
     fn changed_field_set(&self, other: &Self, set: &mut FieldSet) -> usize;
+
+    /// [`Fields::changed_fields_and_words`] for this struct (generated).
+    fn changed_field_set_words(
+        &self,
+        other: &Self,
+        set: &mut FieldSet,
+        words: &mut [u32],
+        other_words: &mut [u32],
+    ) -> (usize, bool);
 
     /// The struct's trained native-codec model, if declared with
     /// `native_model = …;` in [`net_struct!`](crate::net_struct).
@@ -268,6 +297,17 @@ impl<T: NetFields> Fields for T {
     #[inline]
     fn changed_fields(&self, other: &Self, set: &mut FieldSet) -> usize {
         self.changed_field_set(other, set)
+    }
+
+    #[inline]
+    fn changed_fields_and_words(
+        &self,
+        other: &Self,
+        set: &mut FieldSet,
+        words: &mut [u32],
+        other_words: &mut [u32],
+    ) -> (usize, bool) {
+        self.changed_field_set_words(other, set, words, other_words)
     }
 
     #[inline]
@@ -523,6 +563,40 @@ macro_rules! net_struct {
                 )*
                 let _ = field;
                 count
+            }
+
+            #[inline]
+            fn changed_field_set_words(
+                &self,
+                other: &Self,
+                set: &mut $crate::table::FieldSet,
+                words: &mut [u32],
+                other_words: &mut [u32],
+            ) -> (usize, bool) {
+                if !(self.scalar_field_words(words) && other.scalar_field_words(other_words)) {
+                    return (self.changed_field_set(other, set), false);
+                }
+                // The words in hand, a scalar field changed if its word did;
+                // an array also compares its other elements.
+                set.fill(0);
+                let mut field = 0usize;
+                let mut count = 0usize;
+                $(
+                    let mut differs = words[field] != other_words[field];
+                    if <$ty as $crate::table::__private::FieldValue>::IS_ARRAY {
+                        let kind = *$crate::table::__private::element_kind(&$kind);
+                        // Element 0 is in the words already.
+                        for element in (0..<$ty as $crate::table::__private::FieldValue>::ELEMENTS).skip(1) {
+                            differs |= $crate::table::__private::FieldValue::word(&self.$field, &kind, element)
+                                != $crate::table::__private::FieldValue::word(&other.$field, &kind, element);
+                        }
+                    }
+                    set[field / 64] |= (differs as u64) << (field % 64);
+                    count += differs as usize;
+                    field += 1;
+                )*
+                let _ = field;
+                (count, true)
             }
 
             $(

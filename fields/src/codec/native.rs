@@ -782,16 +782,37 @@ pub(super) fn write_fields<T: Fields, S: BitSink + ?Sized>(
     context: &DeltaContext,
 ) -> Result<(), BitError> {
     let mut set = [0u64; MAX_FIELDS.div_ceil(64)];
-    new.changed_fields(base, &mut set);
-    write_changed_fields(sink, base, new, &set, context)
+    let mut words = WordPair::new();
+    let (_, unpacked) =
+        new.changed_fields_and_words(base, &mut set, &mut words.new, &mut words.base);
+    write_changed_fields(sink, base, new, &set, unpacked.then_some(&words), context)
 }
 
-/// [`write_fields`] with the changed fields already found.
+/// Both values' scalar words (see [`Fields::scalar_words`]), taken with the
+/// changed set: the encoder then reads plain arrays, not an accessor per
+/// field.
+struct WordPair {
+    base: [u32; SCALAR_WORDS],
+    new: [u32; SCALAR_WORDS],
+}
+
+impl WordPair {
+    fn new() -> Self {
+        WordPair {
+            base: [0; SCALAR_WORDS],
+            new: [0; SCALAR_WORDS],
+        }
+    }
+}
+
+/// [`write_fields`] with the changed fields already found, and the scalar
+/// words when the struct gave them.
 fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
     sink: &mut S,
     base: &T,
     new: &T,
     set: &FieldSet,
+    words: Option<&WordPair>,
     context: &DeltaContext,
 ) -> Result<(), BitError> {
     let held = HeldModel::of(new);
@@ -824,20 +845,19 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
     // Scalars through plain word arrays when the struct allows it, as the
     // reader does (see `read_scalar_words`): no accessor-table call per
     // changed field.
-    let mut base_words = [0u32; SCALAR_WORDS];
-    let mut new_words = [0u32; SCALAR_WORDS];
-    let unpacked = model
-        .inputs
-        .iter()
-        .all(|&input| !new.field_kind(usize::from(input)).is_array())
-        && base.scalar_words(&mut base_words)
-        && new.scalar_words(&mut new_words);
-    let scalar = |words: &[u32; SCALAR_WORDS], value: &T, f: usize| {
-        if unpacked {
-            words.get(f).copied().unwrap_or(0)
-        } else {
-            value.word(f, 0)
-        }
+    let words = words.filter(|_| {
+        model
+            .inputs
+            .iter()
+            .all(|&input| !new.field_kind(usize::from(input)).is_array())
+    });
+    let base_word = |f: usize| match words {
+        Some(words) => words.base.get(f).copied().unwrap_or(0),
+        None => base.word(f, 0),
+    };
+    let new_word = |f: usize| match words {
+        Some(words) => words.new.get(f).copied().unwrap_or(0),
+        None => new.word(f, 0),
     };
     // The values in `value_order`'s order, taken straight from the set:
     // its members in each decode tier, tier by tier.
@@ -846,14 +866,7 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
         .map_or(std::slice::from_ref(&EVERY_FIELD), |sets| &sets[..]);
     let mut write_value = |index: usize| -> Result<(), BitError> {
         let kind = new.field_kind(index);
-        let reference = reference_of(
-            &model,
-            |f| scalar(&base_words, base, f),
-            |f| scalar(&new_words, new, f),
-            new,
-            index,
-            context,
-        );
+        let reference = reference_of(&model, base_word, new_word, new, index, context);
         if kind.is_array() {
             let mask = new.element_changes(base, index);
             put_set(sink, (0..kind.elements()).filter(|e| mask & (1 << e) != 0))?;
@@ -862,10 +875,7 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
                 put_value(sink, &model, index, kind.element(), b, n, reference, origin)?;
             }
         } else {
-            let (b, n) = (
-                scalar(&base_words, base, index),
-                scalar(&new_words, new, index),
-            );
+            let (b, n) = (base_word(index), new_word(index));
             put_value(sink, &model, index, kind.element(), b, n, reference, origin)?;
         }
         Ok(())
@@ -1184,10 +1194,15 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
     // The changed fields are found once: to skip an unchanged entity and
     // to write a changed one.
     let mut set = [0u64; MAX_FIELDS.div_ceil(64)];
+    let mut words = WordPair::new();
+    let mut unpacked = false;
     if let EntityUpdate::Delta { base, new, force } = update {
-        if new.changed_fields(base, &mut set) == 0 && !force {
+        let (count, have_words) =
+            new.changed_fields_and_words(base, &mut set, &mut words.new, &mut words.base);
+        if count == 0 && !force {
             return Ok(false);
         }
+        unpacked = have_words;
     }
     let numbers = HeldModel::of(update.state());
     let model = numbers.as_ref().map(HeldModel::get);
@@ -1195,7 +1210,7 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
         EntityUpdate::Removed { .. } => put_number(sink, model, last, number, true)?,
         EntityUpdate::Delta { base, new, .. } => {
             put_number(sink, model, last, number, false)?;
-            write_changed_fields(sink, base, new, &set, context)?;
+            write_changed_fields(sink, base, new, &set, unpacked.then_some(&words), context)?;
         }
     }
     sink.put_check_key(number as u16)?;

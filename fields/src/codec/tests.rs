@@ -118,6 +118,23 @@ proptest! {
             prop_assert_eq!(word, new.word(f, 0));
         }
         prop_assert!(!new.scalar_words(&mut [0u32; 3]));
+        // The one-walk set and words are the set and the words.
+        let (mut both_set, mut new_words, mut base_words) = ([0u64; 4], [0u32; 64], [0u32; 64]);
+        let (both_count, unpacked) =
+            new.changed_fields_and_words(&base, &mut both_set, &mut new_words, &mut base_words);
+        prop_assert!(unpacked);
+        prop_assert_eq!(both_count, count);
+        prop_assert_eq!(both_set, set);
+        prop_assert_eq!(&new_words[..], &scalars[..]);
+        for (f, &word) in base_words.iter().enumerate().take(Sample::TABLE.fields.len()) {
+            prop_assert_eq!(word, base.word(f, 0));
+        }
+        // Too few word slots: the set still, and no words.
+        let (short_count, unpacked) =
+            new.changed_fields_and_words(&base, &mut both_set, &mut [0u32; 3], &mut [0u32; 3]);
+        prop_assert!(!unpacked);
+        prop_assert_eq!(short_count, count);
+        prop_assert_eq!(both_set, set);
         prop_assert_eq!(format!("{:?}", new.normalized()), format!("{walked:?}"));
     }
 
