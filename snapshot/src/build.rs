@@ -185,8 +185,14 @@ impl<E: Fields> Emitter<'_, E> {
             OpKind::Added => SPAWN_BASE,
             _ => op.base,
         };
-        let elapsed = self.context.elapsed_ms;
-        if let Some(hit) = cache.lookup(op.number, elapsed, base_key, op.new, last) {
+        // Quake 3's updates are the same bits wherever they stand: one
+        // encoding then serves clients on any base frame with that state.
+        let (elapsed, key_last) = if self.codec.entity_bits_depend_on_list() {
+            (self.context.elapsed_ms, last)
+        } else {
+            (0, None)
+        };
+        if let Some(hit) = cache.lookup(op.number, elapsed, base_key, op.new, key_last) {
             cache.copy_to(hit, sink)?;
             return Ok(hit.written);
         }
@@ -215,7 +221,7 @@ impl<E: Fields> Emitter<'_, E> {
             elapsed,
             base_key,
             op.new,
-            last,
+            key_last,
             written,
             sink.written_bytes(),
             from,

@@ -241,6 +241,19 @@ impl Codec {
         }
     }
 
+    /// Whether an entity update's bits depend on where it stands in its list
+    /// and on the delta's elapsed time, beyond its number, base and new
+    /// state: the native codec codes the number against the entry before it
+    /// and predicts from the elapsed time; Quake 3's writes the number
+    /// whole and predicts nothing. A cache of encoded updates keys on these
+    /// only when they count.
+    pub fn entity_bits_depend_on_list(self) -> bool {
+        match self {
+            Codec::Q3 => false,
+            Codec::Native => true,
+        }
+    }
+
     /// Reads the next entry of a list, or `None` at the end marker.
     /// Numbers must increase and be below `limit`. `like` is any value of
     /// the list's entity type (it carries the native codec's model).
