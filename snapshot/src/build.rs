@@ -301,13 +301,44 @@ fn resolve(overrides: &[(u32, u32)], cursor: &mut usize, table: &[u32], number: 
     }
 }
 
+/// The viewer's priority for each entity it sees.
+#[derive(Clone, Copy)]
+enum Priorities<'a> {
+    /// The scope's one answer for all, except always-in-scope entities.
+    Uniform { priority: f32, always: &'a Bitset },
+    /// An answer per entity (always-in-scope ones hold [`ALWAYS`]).
+    Each(&'a [f32]),
+}
+
+impl<'a> Priorities<'a> {
+    fn new(uniform: Option<f32>, always: &'a Bitset, each: &'a [f32]) -> Self {
+        match uniform {
+            Some(priority) => Priorities::Uniform { priority, always },
+            None => Priorities::Each(each),
+        }
+    }
+
+    fn of(&self, number: u32) -> f32 {
+        match *self {
+            Priorities::Uniform { priority, always } => {
+                if always.contains(number) {
+                    ALWAYS
+                } else {
+                    priority
+                }
+            }
+            Priorities::Each(each) => each.get(number as usize).copied().unwrap_or(0.0),
+        }
+    }
+}
+
 /// The updates from the base's held set (`held`: the base and its frame;
 /// `None` for a full update) to the view `want` of `frame`, in number order:
 /// added, changed (the held state reference differs) and removed entities.
 fn merge<P>(
     ops: &mut Vec<Op>,
     want: &Bitset,
-    priority: &[f32],
+    priorities: Priorities<'_>,
     accum: &[f32],
     held: Option<(&Sent<P>, &Frame)>,
     frame: &Frame,
@@ -339,7 +370,7 @@ fn merge<P>(
                 base: held_state,
                 new,
                 cost: 0,
-                priority: priority[number as usize] + accum[number as usize],
+                priority: priorities.of(number) + accum[number as usize],
                 include: true,
             });
         }
@@ -425,14 +456,11 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         // the live set is walked 64 numbers at a time: always-in-scope
         // entities are taken a word at a time, and only the others ask.
         work.want.clear();
-        if let Some(priority) = scope.uniform_priority(viewer, &player) {
+        // A uniform answer is kept as it is, not spread over a priority per
+        // entity: most snapshots fit whole and never read a priority.
+        let uniform = scope.uniform_priority(viewer, &player).map(sanitize);
+        if uniform.is_some() {
             work.want.copy_from(&frame.live_set);
-            work.priority.fill(sanitize(priority));
-            for number in frame.always.iter() {
-                if let Some(slot) = work.priority.get_mut(number as usize) {
-                    *slot = ALWAYS;
-                }
-            }
         } else {
             let want = work.want.words_mut();
             let priorities = &mut work.priority[..];
@@ -486,10 +514,11 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         };
         work.ops.clear();
         if cached.is_none() {
+            let priorities = Priorities::new(uniform, &frame.always, &work.priority);
             merge(
                 &mut work.ops,
                 &work.want,
-                &work.priority,
+                priorities,
                 &slot.accum,
                 held,
                 frame,
@@ -556,7 +585,8 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             if cached.is_some() {
                 // The shared list was over this client's budget: select from
                 // the updates themselves.
-                merge(ops, want, priority, &slot.accum, held, frame);
+                let priorities = Priorities::new(uniform, &frame.always, priority);
+                merge(ops, want, priorities, &slot.accum, held, frame);
             }
             let fit = prefix_bits + tail_bits <= budget_bits
                 && emitter.write_ops(
@@ -664,8 +694,9 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
 
         // Priority bookkeeping: left-out updates accumulate, everything else resets.
         work.skipped.clear();
+        let priorities = Priorities::new(uniform, &frame.always, &work.priority);
         for op in work.ops.iter().filter(|op| !op.include) {
-            let priority = work.priority[op.number as usize];
+            let priority = priorities.of(op.number);
             if priority.is_finite() {
                 let accum = &mut slot.accum[op.number as usize];
                 *accum = sanitize(*accum + priority);
