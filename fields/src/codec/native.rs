@@ -785,7 +785,17 @@ pub(super) fn write_fields<T: Fields, S: BitSink + ?Sized>(
     let mut words = WordPair::new();
     let (_, unpacked) =
         new.changed_fields_and_words(base, &mut set, &mut words.new, &mut words.base);
-    write_changed_fields(sink, base, new, &set, unpacked.then_some(&words), context)
+    let held = HeldModel::of(new);
+    let model = held.as_ref().map(HeldModel::get);
+    write_changed_fields(
+        sink,
+        model,
+        base,
+        new,
+        &set,
+        unpacked.then_some(&words),
+        context,
+    )
 }
 
 /// Both values' scalar words (see [`Fields::scalar_words`]), taken with the
@@ -805,18 +815,19 @@ impl WordPair {
     }
 }
 
-/// [`write_fields`] with the changed fields already found, and the scalar
-/// words when the struct gave them.
+/// [`write_fields`] with the changed fields already found, the scalar words
+/// when the struct gave them, and the type's model (held by the caller,
+/// which codes the entity number with it too).
 fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
     sink: &mut S,
+    model: Option<&NativeModel>,
     base: &T,
     new: &T,
     set: &FieldSet,
     words: Option<&WordPair>,
     context: &DeltaContext,
 ) -> Result<(), BitError> {
-    let held = HeldModel::of(new);
-    let model = Model::of(held.as_ref().map(HeldModel::get));
+    let model = Model::of(model);
     let origin = context.origin();
     match model.codes {
         Some(codes) => {
@@ -1210,7 +1221,8 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
         EntityUpdate::Removed { .. } => put_number(sink, model, last, number, true)?,
         EntityUpdate::Delta { base, new, .. } => {
             put_number(sink, model, last, number, false)?;
-            write_changed_fields(sink, base, new, &set, unpacked.then_some(&words), context)?;
+            let words = unpacked.then_some(&words);
+            write_changed_fields(sink, model, base, new, &set, words, context)?;
         }
     }
     sink.put_check_key(number as u16)?;
