@@ -40,7 +40,7 @@ use crate::codec::{EntityBody, EntityUpdate};
 use crate::error::BitError;
 use crate::kind::ScalarKind;
 use crate::model::{
-    decode_tiers, grid_steps, number_context, number_symbol, Clock, Context, Grid, NativeModel,
+    field_codings, number_context, number_symbol, Clock, Context, FieldCoding, Grid, NativeModel,
     Origin, PatternKey, PatternSet, Predictor, ValueContext, GROUP_FIELDS, NUMBER_END,
     VALUE_SYMBOLS,
 };
@@ -328,7 +328,7 @@ fn numeric(kind: &ScalarKind, word: u32) -> f64 {
 /// scalar integer (anything else is ignored the same way by encoder and
 /// decoder).
 fn predictor_of<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> Option<Predictor> {
-    let predictor = model.predictors.get(field).copied().flatten()?;
+    let predictor = model.coding(field).predictor?;
     let kind = value.field_kind(field);
     let fits = !kind.is_array()
         && match predictor {
@@ -357,8 +357,8 @@ fn reference_of<T: Fields>(
     if !matches!(new.field_kind(field).element(), ScalarKind::Q3Float) {
         // Only a tier-1 field can hold an `Advance` prediction: skip the
         // look-up for the rest.
-        let advanced = match model.tiers.get(field) {
-            Some(1) => match predictor_of(model, new, field) {
+        let advanced = match model.coding(field).tier {
+            1 => match predictor_of(model, new, field) {
                 Some(Predictor::Advance) => {
                     Some(base_word(field).wrapping_add(context.elapsed_ms as u32))
                 }
@@ -374,7 +374,7 @@ fn reference_of<T: Fields>(
         };
     }
     let base_value = f32::from_bits(base_word(field));
-    let grid_step = model.grid_steps.get(field).copied().flatten();
+    let grid_step = model.coding(field).grid_step;
     let predicted = predictor_of(model, new, field).and_then(|predictor| {
         let Predictor::Integrate { rate, clock } = predictor else {
             return None;
@@ -478,13 +478,11 @@ impl HeldModel {
 /// codes (the trainer counts symbols before any code exists).
 struct Model<'a> {
     codes: Option<&'a NativeModel>,
-    /// Per field, its grid's step (see [`NativeModel::grid_steps`]).
-    grid_steps: &'a [Option<f32>],
-    predictors: &'a [Option<Predictor>],
+    /// Per field, its predictor, tier and grid step (see
+    /// [`NativeModel::field_codings`]).
+    codings: &'a [FieldCoding],
     /// Every field a predictor reads (see [`NativeModel::predictor_inputs`]).
     inputs: &'a [u16],
-    /// Per field, its decode tier (see [`NativeModel::decode_tiers`]).
-    tiers: &'a [u8],
     /// The fields of each tier (see [`NativeModel::tier_sets`]).
     tier_sets: Option<&'a [FieldSet; 3]>,
     pattern_key: Option<PatternKey>,
@@ -495,23 +493,26 @@ impl<'a> Model<'a> {
         match model {
             Some(m) => Model {
                 codes: Some(m),
-                grid_steps: m.grid_steps(),
-                predictors: &m.data().predictors,
+                codings: m.field_codings(),
                 inputs: m.predictor_inputs(),
-                tiers: m.decode_tiers(),
                 tier_sets: Some(m.tier_sets()),
                 pattern_key: m.data().pattern_key,
             },
             None => Model {
                 codes: None,
-                grid_steps: &[],
-                predictors: &[],
+                codings: &[],
                 inputs: &[],
-                tiers: &[],
                 tier_sets: None,
                 pattern_key: None,
             },
         }
+    }
+
+    /// How `field` is coded (no predictor, tier 0, no grid beyond the
+    /// model's fields).
+    #[inline]
+    fn coding(&self, field: usize) -> FieldCoding {
+        self.codings.get(field).copied().unwrap_or_default()
     }
 
     /// The pattern set of a delta of `origin` from `base` (which must hold
@@ -651,7 +652,7 @@ fn value_order(model: &Model<'_>, changed: &[u16], out: &mut [u16; MAX_FIELDS]) 
     for tier in 0..3 {
         for &field in changed {
             out[n] = field;
-            let field_tier = model.tiers.get(usize::from(field)).copied().unwrap_or(0);
+            let field_tier = model.coding(usize::from(field)).tier;
             n += usize::from(field_tier == tier);
         }
     }
@@ -730,14 +731,11 @@ pub(crate) fn visit_symbols<T: Fields>(
     context: &DeltaContext,
     visit: &mut dyn FnMut(Context, u8),
 ) {
-    let tiers = decode_tiers(predictors);
-    let steps = grid_steps(grids);
+    let codings = field_codings(grids, predictors);
     let model = Model {
         codes: None,
-        grid_steps: &steps,
-        predictors,
+        codings: &codings,
         inputs: &[],
-        tiers: &tiers,
         tier_sets: None,
         pattern_key,
     };

@@ -127,11 +127,34 @@ pub fn decode_tier(predictor: Option<Predictor>) -> u8 {
     }
 }
 
-/// Per field, the step of its grid, if it has one with a usable step.
-pub(crate) fn grid_steps(grids: &[Option<Grid>]) -> Vec<Option<f32>> {
-    grids
-        .iter()
-        .map(|grid| grid.and_then(|g| g.step()))
+/// What the native codec reads of a model for one field, side by side so
+/// a value's coding takes one look-up.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FieldCoding {
+    /// The field's predictor, if the model declares one.
+    pub predictor: Option<Predictor>,
+    /// Its [`decode_tier`].
+    pub tier: u8,
+    /// Its grid's [`step`](Grid::step) (`None`: no grid, or one without a
+    /// usable step).
+    pub grid_step: Option<f32>,
+}
+
+/// The [`FieldCoding`] of every field of a model with these grids and
+/// predictors (as long as the longer of the two).
+pub(crate) fn field_codings(
+    grids: &[Option<Grid>],
+    predictors: &[Option<Predictor>],
+) -> Vec<FieldCoding> {
+    (0..grids.len().max(predictors.len()))
+        .map(|field| {
+            let predictor = predictors.get(field).copied().flatten();
+            FieldCoding {
+                predictor,
+                tier: decode_tier(predictor),
+                grid_step: grids.get(field).copied().flatten().and_then(|g| g.step()),
+            }
+        })
         .collect()
 }
 
@@ -548,8 +571,8 @@ pub struct NativeModel {
     tiers: Vec<u8>,
     /// The fields of each decode tier, as sets.
     tier_sets: [FieldSet; 3],
-    /// Per field: its grid's step, if it has a grid with a usable step.
-    grid_steps: Vec<Option<f32>>,
+    /// Per field: its predictor, tier and grid step together.
+    codings: Vec<FieldCoding>,
     /// Groups per pattern set.
     groups_per_set: usize,
     /// Per [`PatternSet`].
@@ -651,7 +674,7 @@ impl NativeModel {
             inputs,
             tiers: decode_tiers(&data.predictors),
             tier_sets: tier_sets(&decode_tiers(&data.predictors)),
-            grid_steps: grid_steps(&data.grids),
+            codings: field_codings(&data.grids, &data.predictors),
             groups_per_set: groups,
             last_group: {
                 // Held sets back off to all held deltas; spawn to itself.
@@ -738,10 +761,10 @@ impl NativeModel {
         &self.tiers
     }
 
-    /// Per field, its grid's [`step`](Grid::step) (`None`: no grid, or
-    /// one without a usable step), worked out once.
-    pub fn grid_steps(&self) -> &[Option<f32>] {
-        &self.grid_steps
+    /// Per field, how the native codec codes it (see [`FieldCoding`]),
+    /// worked out once.
+    pub fn field_codings(&self) -> &[FieldCoding] {
+        &self.codings
     }
 
     /// The fields of decode tier 0, 1 and 2 (see [`decode_tier`]), as sets:
