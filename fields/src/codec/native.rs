@@ -644,7 +644,9 @@ fn get_value<S: BitSource + ?Sized>(
 }
 
 /// The order values are sent in: by [`crate::model::decode_tier`], so every
-/// prediction's inputs are decoded before it.
+/// prediction's inputs are decoded before it; within a tier by field. (The
+/// encoder takes the same order straight from the changed set, tier by
+/// tier: see `write_changed_fields`.)
 fn value_order(model: &Model<'_>, changed: &[u16], out: &mut [u16; MAX_FIELDS]) {
     // Branch-free compaction: which fields are predicted depends on the
     // data, so a branch per field would be mispredicted often.
@@ -665,20 +667,14 @@ fn changed_fields<T: Fields>(base: &T, new: &T, out: &mut [u16; MAX_FIELDS]) -> 
     set_members(&set, out)
 }
 
-/// Every field, as a set.
+/// Every field, as a set (the one decode tier of a delta without a model).
 const EVERY_FIELD: FieldSet = [u64::MAX; MAX_FIELDS.div_ceil(64)];
 
-/// The members of `set` that are also in `mask`, in increasing order.
-fn members_in<'a>(
-    set: &'a FieldSet,
-    mask: &'a FieldSet,
-) -> impl Iterator<Item = usize> + Clone + 'a {
+/// The members of `set`, in increasing order.
+fn members(set: &FieldSet) -> impl Iterator<Item = usize> + Clone + '_ {
     set.iter()
-        .zip(mask)
         .enumerate()
-        .flat_map(|(word, (&bits, &mask))| {
-            Ones(bits & mask).map(move |bit| word * 64 + bit as usize)
-        })
+        .flat_map(|(word, &bits)| Ones(bits).map(move |bit| word * 64 + bit as usize))
 }
 
 /// The largest member of `set`.
@@ -849,7 +845,7 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
                 )?;
             }
         }
-        None => put_set(sink, members_in(set, &EVERY_FIELD))?,
+        None => put_set(sink, members(set))?,
     }
     // Scalars through plain word arrays when the struct allows it, as the
     // reader does (see `read_scalar_words`): no accessor-table call per
