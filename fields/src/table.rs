@@ -341,6 +341,22 @@ pub mod __private {
     pub const fn element_kind(kind: &crate::kind::FieldKind) -> &crate::kind::ScalarKind {
         kind.element()
     }
+
+    /// Whether any element of `a` from `from` on differs from `b`'s on the
+    /// wire (no branch per element: which ones changed is data).
+    #[inline(always)]
+    pub fn elements_differ<V: FieldValue>(
+        a: &V,
+        b: &V,
+        kind: &crate::kind::ScalarKind,
+        from: usize,
+    ) -> bool {
+        let mut differs = false;
+        for element in from..V::ELEMENTS {
+            differs |= a.word(kind, element) != b.word(kind, element);
+        }
+        differs
+    }
 }
 
 /// Declares a networked struct: the struct itself, its [`FieldTable`] and an
@@ -552,11 +568,8 @@ macro_rules! net_struct {
                 $(
                     // Branch-free per field: which fields changed is data.
                     let kind = *$crate::table::__private::element_kind(&$kind);
-                    let mut differs = false;
-                    for element in 0..<$ty as $crate::table::__private::FieldValue>::ELEMENTS {
-                        differs |= $crate::table::__private::FieldValue::word(&self.$field, &kind, element)
-                            != $crate::table::__private::FieldValue::word(&other.$field, &kind, element);
-                    }
+                    let differs =
+                        $crate::table::__private::elements_differ(&self.$field, &other.$field, &kind, 0);
                     set[field / 64] |= (differs as u64) << (field % 64);
                     count += differs as usize;
                     field += 1;
@@ -582,15 +595,10 @@ macro_rules! net_struct {
                 let mut field = 0usize;
                 let mut count = 0usize;
                 $(
-                    let mut differs = words[field] != other_words[field];
-                    if <$ty as $crate::table::__private::FieldValue>::IS_ARRAY {
-                        let kind = *$crate::table::__private::element_kind(&$kind);
-                        // Element 0 is in the words already.
-                        for element in (0..<$ty as $crate::table::__private::FieldValue>::ELEMENTS).skip(1) {
-                            differs |= $crate::table::__private::FieldValue::word(&self.$field, &kind, element)
-                                != $crate::table::__private::FieldValue::word(&other.$field, &kind, element);
-                        }
-                    }
+                    // Element 0 is in the words already.
+                    let kind = *$crate::table::__private::element_kind(&$kind);
+                    let differs = (words[field] != other_words[field])
+                        | $crate::table::__private::elements_differ(&self.$field, &other.$field, &kind, 1);
                     set[field / 64] |= (differs as u64) << (field % 64);
                     count += differs as usize;
                     field += 1;
