@@ -53,7 +53,9 @@ pub const FORMAT_NAME: &str = "native";
 /// (`fields::model::ValueContext`), another shape and other codes.
 /// 4: native entity lists code their numbers with the model
 /// (`fields::model::Context::EntityNumber`), and models carry those counts.
-pub const VERSION: u16 = 4;
+/// 5: recorded sync checksums are XXH3 (`snapshot::checksum`), not FNV-1a,
+/// so a version 4 file's checksums would all fail to verify.
+pub const VERSION: u16 = 5;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

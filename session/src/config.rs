@@ -9,7 +9,9 @@ use netchan::{ConnectionConfig, EndpointConfig, RateAnnounce};
 use snapshot::ClientSettings;
 
 /// The session protocol's own version, mixed into the handshake's version.
-pub const SESSION_VERSION: u32 = 1;
+/// 2: snapshot sync checksums are XXH3 (`snapshot::checksum`), not FNV-1a:
+/// a peer of version 1 would see every checksum fail.
+pub const SESSION_VERSION: u32 = 2;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec and (native codec) the
