@@ -55,7 +55,9 @@ pub const FORMAT_NAME: &str = "native";
 /// (`fields::model::Context::EntityNumber`), and models carry those counts.
 /// 5: recorded sync checksums are XXH3 (`snapshot::checksum`), not FNV-1a,
 /// so a version 4 file's checksums would all fail to verify.
-pub const VERSION: u16 = 5;
+/// 6: native value codes have a symbol for a field set to zero
+/// (`fields::model::ZERO_SYMBOL`), so models have another shape and codes.
+pub const VERSION: u16 = 6;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

@@ -11,7 +11,9 @@ use snapshot::ClientSettings;
 /// The session protocol's own version, mixed into the handshake's version.
 /// 2: snapshot sync checksums are XXH3 (`snapshot::checksum`), not FNV-1a:
 /// a peer of version 1 would see every checksum fail.
-pub const SESSION_VERSION: u32 = 2;
+/// 3: native value codes have a symbol for a field set to zero
+/// (`fields::model::ZERO_SYMBOL`): a peer of version 2 would read other codes.
+pub const SESSION_VERSION: u32 = 3;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec and (native codec) the

@@ -42,7 +42,7 @@ use crate::kind::ScalarKind;
 use crate::model::{
     field_codings, number_context, number_symbol, Clock, Context, FieldCoding, Grid, NativeModel,
     Origin, PatternKey, PatternSet, Predictor, ValueContext, GROUP_FIELDS, NUMBER_END,
-    VALUE_SYMBOLS,
+    VALUE_SYMBOLS, ZERO_SYMBOL,
 };
 use crate::rounding;
 use crate::table::{FieldSet, Fields, MAX_FIELDS};
@@ -175,9 +175,24 @@ impl Reference {
 }
 
 /// The symbol and extra bits of a changed value (`None` for booleans, whose
-/// change says everything). `reference` is used for floats.
+/// change says everything). `reference` is used for floats. With a model
+/// (`modelled`), a value set to the zero word is [`ZERO_SYMBOL`]; without,
+/// it would be the largest exp-Golomb symbol, so it takes its class path.
 #[inline(always)]
-fn value_code(kind: &ScalarKind, base: u32, new: u32, reference: Reference) -> Option<ValueCode> {
+fn value_code(
+    kind: &ScalarKind,
+    base: u32,
+    new: u32,
+    reference: Reference,
+    modelled: bool,
+) -> Option<ValueCode> {
+    if new == 0 && modelled && *kind != ScalarKind::Bool {
+        return Some(ValueCode {
+            symbol: ZERO_SYMBOL,
+            extra: 0,
+            extra_bits: 0,
+        });
+    }
     match kind {
         ScalarKind::Bool => None,
         ScalarKind::Q3Float => {
@@ -611,7 +626,7 @@ fn put_value<S: BitSink + ?Sized>(
     reference: Reference,
     origin: Origin,
 ) -> Result<(), BitError> {
-    let Some(code) = value_code(kind, base, new, reference) else {
+    let Some(code) = value_code(kind, base, new, reference, model.codes.is_some()) else {
         return Ok(());
     };
     let context = value_context(kind, base, origin);
@@ -640,7 +655,29 @@ fn get_value<S: BitSource + ?Sized>(
             format!("symbol {symbol} out of range"),
         ));
     }
+    if symbol == ZERO_SYMBOL {
+        return zero_word(kind, base, model.codes.is_some(), position);
+    }
     value_from_code(source, kind, base, reference, symbol, position)
+}
+
+/// The word [`ZERO_SYMBOL`] decodes to, if it may stand here: only a model
+/// codes it, and only for a change (from a zero baseline it would say
+/// "unchanged").
+fn zero_word(
+    kind: &ScalarKind,
+    base: u32,
+    modelled: bool,
+    position: usize,
+) -> Result<u32, BitError> {
+    if !modelled || base == 0 || !kind.word_in_range(0) {
+        return Err(BitError::invalid(
+            "value class",
+            position,
+            format!("the zero symbol cannot change a {kind:?} from word {base:#x}"),
+        ));
+    }
+    Ok(0)
 }
 
 /// The order values are sent in: by [`crate::model::decode_tier`], so every
@@ -759,7 +796,7 @@ pub(crate) fn visit_symbols<T: Fields>(
         for element in 0..kind.elements() {
             let (b, n) = (base.word(field, element), new.word(field, element));
             if b != n {
-                if let Some(code) = value_code(kind.element(), b, n, reference) {
+                if let Some(code) = value_code(kind.element(), b, n, reference, true) {
                     let value_context = value_context(kind.element(), b, origin);
                     visit(Context::Value(field, value_context), code.symbol);
                 }
@@ -1350,6 +1387,57 @@ pub(super) fn read_entity_body<T: Fields, S: BitSource + ?Sized>(
     };
     source.expect_check_key(number as u16)?;
     Ok(body)
+}
+
+#[cfg(test)]
+mod zero_symbol_tests {
+    use super::*;
+
+    fn from_base() -> Reference {
+        Reference {
+            value: 0.0,
+            is_base: true,
+            grid_step: None,
+            advanced: None,
+        }
+    }
+
+    #[test]
+    fn a_modelled_reset_is_the_zero_symbol_whatever_the_baseline() {
+        let int = ScalarKind::Signed { bits: 32 };
+        for base in [1u32, 5, 0x7fff_ffff, 0x8000_0000] {
+            let code = value_code(&int, base, 0, from_base(), true).unwrap();
+            assert_eq!((code.symbol, code.extra_bits), (ZERO_SYMBOL, 0));
+        }
+        let float = ScalarKind::Q3Float;
+        let reference = Reference {
+            value: 900.0,
+            ..from_base()
+        };
+        let code = value_code(&float, 900f32.to_bits(), 0, reference, true).unwrap();
+        assert_eq!(code.symbol, ZERO_SYMBOL);
+        // Negative zero is not the zero word: it keeps its class path.
+        let code = value_code(&float, 900f32.to_bits(), (-0f32).to_bits(), reference, true);
+        assert_ne!(code.unwrap().symbol, ZERO_SYMBOL);
+        // Booleans send no value at all.
+        assert_eq!(value_code(&ScalarKind::Bool, 1, 0, from_base(), true), None);
+    }
+
+    #[test]
+    fn without_a_model_a_reset_takes_its_class_path() {
+        let int = ScalarKind::Signed { bits: 32 };
+        // zigzag(0 - 5) - 1 = 8: class 4, three raw bits.
+        let code = value_code(&int, 5, 0, from_base(), false).unwrap();
+        assert_eq!((code.symbol, code.extra, code.extra_bits), (4, 0, 3));
+    }
+
+    #[test]
+    fn the_zero_symbol_is_refused_where_it_cannot_be_a_change() {
+        let int = ScalarKind::Signed { bits: 32 };
+        assert_eq!(zero_word(&int, 7, true, 0).unwrap(), 0);
+        assert!(zero_word(&int, 0, true, 0).is_err(), "from a zero baseline");
+        assert!(zero_word(&int, 7, false, 0).is_err(), "without a model");
+    }
 }
 
 #[cfg(test)]

@@ -706,6 +706,32 @@ mod modelled {
     }
 
     #[test]
+    fn a_reset_to_zero_costs_a_symbol_not_its_baseline() {
+        // A timer far from zero: setting it to 1 costs the class and 20 raw
+        // bits of the whole difference; setting it to 0 is one symbol, even
+        // one the training never saw for this field.
+        let base = Modelled {
+            time: 1_000_000,
+            ..Default::default()
+        };
+        let bits_to = |time: i32| {
+            let new = Modelled { time, ..base };
+            let mut buf = vec![0u8; 256];
+            let mut w = BitWriter::new(&mut buf);
+            Codec::Native.write_delta(&mut w, &base, &new).unwrap();
+            let bits = w.bits_written();
+            let mut out = base;
+            Codec::Native
+                .read_delta(&mut BitReader::with_bit_len(&buf, bits), &mut out)
+                .unwrap();
+            assert!(!out.wire_differs(&new), "{time} round-trips");
+            bits
+        };
+        let (reset, one) = (bits_to(0), bits_to(1));
+        assert!(reset + 15 < one, "reset {reset} bits vs {one} bits");
+    }
+
+    #[test]
     fn the_model_shrinks_deltas_like_its_training_data() {
         let states = game_states(600);
         let (mut with_model, mut without) = (0, 0);

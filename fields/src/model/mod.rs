@@ -26,9 +26,14 @@ mod smooth;
 
 /// Fields per changed-set group: each group's change pattern is one byte symbol.
 pub const GROUP_FIELDS: usize = 8;
-/// Value symbols per field: 33 integer classes, 33 float-bits classes, then
-/// 33 grid-step classes.
-pub const VALUE_SYMBOLS: usize = 99;
+/// Value symbols per field: 33 integer classes, 33 float-bits classes, 33
+/// grid-step classes, then [`ZERO_SYMBOL`].
+pub const VALUE_SYMBOLS: usize = 100;
+/// The value symbol of a field set to the all-zero word, whatever its
+/// baseline: timers running out, events clearing and a missile stopping
+/// reset fields from large values, which would otherwise cost the class and
+/// raw bits of the whole baseline.
+pub const ZERO_SYMBOL: u8 = 99;
 /// Most groups a model may have (255 fields / 8, rounded up).
 pub const MAX_GROUPS: usize = crate::table::MAX_FIELDS.div_ceil(GROUP_FIELDS);
 

@@ -14,7 +14,7 @@
 //!   training is priced by the fields it contains;
 //! * the last changed group: a small uniform floor.
 
-use super::VALUE_SYMBOLS;
+use super::{VALUE_SYMBOLS, ZERO_SYMBOL};
 
 /// Weight units per observed symbol: leaves room below one count for the prior.
 const SCALE: f64 = 64.0;
@@ -70,6 +70,11 @@ fn spread_classes(counts: &[u32]) -> Vec<f64> {
     const CLASSES: usize = 33;
     (0..VALUE_SYMBOLS)
         .map(|symbol| {
+            let floor = floor * total / VALUE_SYMBOLS as f64;
+            if symbol == usize::from(ZERO_SYMBOL) {
+                // No neighbours: a reset is its own kind of change.
+                return f64::from(counts[symbol]) + floor;
+            }
             let (path, class) = (symbol / CLASSES, symbol % CLASSES);
             let neighbours: f64 = (0..CLASSES)
                 .filter(|&other| other != class)
@@ -78,7 +83,7 @@ fn spread_classes(counts: &[u32]) -> Vec<f64> {
                     f64::from(counts[path * CLASSES + other]) * decay.powi(distance)
                 })
                 .sum();
-            f64::from(counts[symbol]) + spread * neighbours + floor * total / VALUE_SYMBOLS as f64
+            f64::from(counts[symbol]) + spread * neighbours + floor
         })
         .collect()
 }
@@ -242,6 +247,24 @@ mod tests {
         assert!(smoothed[7] < raw[7]);
         // The seen classes keep short codes.
         assert!(smoothed[6] <= 2 && smoothed[5] <= 3);
+    }
+
+    #[test]
+    fn the_zero_symbol_keeps_its_count_and_lends_none() {
+        let mut counts = vec![0u32; VALUE_SYMBOLS];
+        counts[usize::from(ZERO_SYMBOL)] = 3000;
+        counts[5] = 1000;
+        let weights = value(&counts, &counts, None);
+        let floor = (VALUE_FLOOR * 4000.0 / VALUE_SYMBOLS as f64 * SCALE).round() as u32;
+        // Own count, the floor, and the back-off's share of itself.
+        let zero = weights[usize::from(ZERO_SYMBOL)];
+        assert!(zero >= (3000.0 * SCALE) as u32 + floor, "{zero}");
+        // Its neighbours by index (the top grid classes) get the floor
+        // and the back-off only, nothing spread from the zero symbol.
+        let top_grid = weights[usize::from(ZERO_SYMBOL) - 1];
+        assert!(top_grid < 2 * floor + (SCALE as u32), "{top_grid}");
+        let lengths = lengths(weights);
+        assert_eq!(lengths[usize::from(ZERO_SYMBOL)], 1);
     }
 
     #[test]
