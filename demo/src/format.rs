@@ -56,7 +56,9 @@ pub const FORMAT_NAME: &str = "native";
 /// 5: recorded sync checksums are XXH3 (`snapshot::checksum`), not FNV-1a,
 /// so a version 4 file's checksums would all fail to verify.
 /// 6: native value codes have a symbol for a field set to zero
-/// (`fields::model::ZERO_SYMBOL`), so models have another shape and codes.
+/// (`fields::model::ZERO_SYMBOL`), so models have another shape and codes;
+/// snapshot headers have a third flag, for chained snapshots
+/// (`snapshot::message`).
 pub const VERSION: u16 = 6;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;

@@ -12,7 +12,9 @@ use snapshot::ClientSettings;
 /// 2: snapshot sync checksums are XXH3 (`snapshot::checksum`), not FNV-1a:
 /// a peer of version 1 would see every checksum fail.
 /// 3: native value codes have a symbol for a field set to zero
-/// (`fields::model::ZERO_SYMBOL`): a peer of version 2 would read other codes.
+/// (`fields::model::ZERO_SYMBOL`), and snapshot headers have a third flag
+/// for chained snapshots (`snapshot::message`): a peer of version 2 would
+/// read neither.
 pub const SESSION_VERSION: u32 = 3;
 
 /// The handshake's schema fingerprint for entity type `E`, player state

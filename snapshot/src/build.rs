@@ -24,7 +24,7 @@ use crate::entity_cache::{EntityCache, SPAWN_BASE};
 use crate::error::ServerError;
 use crate::frame_store::{Frame, StateSlab};
 use crate::gamestate::Gamestate;
-use crate::list_cache::ListCache;
+use crate::list_cache::{ListCache, ListHit};
 use crate::message::SnapshotHeader;
 use crate::rate::RateDecision;
 use crate::scope::{sanitize, Scope};
@@ -66,6 +66,9 @@ pub struct SnapshotInfo {
     pub rate_delayed: bool,
     /// It carries a sync checksum.
     pub has_checksum: bool,
+    /// It is chained: the entity list of the previous snapshot again, then
+    /// the list from there (see [`crate::message`]).
+    pub chained: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,6 +153,25 @@ impl<P> Work<P> {
         self.cache.invalidate();
         self.lists.invalidate();
     }
+
+    /// Frame `frame` was committed: the entity cache starts again, and
+    /// this frame's lists become the previous frame's (kept for chained
+    /// snapshots).
+    pub(crate) fn next_frame(&mut self, frame: u32) {
+        self.cache.invalidate();
+        self.lists.next_frame(frame);
+    }
+}
+
+/// The two cached lists of a chained snapshot.
+#[derive(Clone, Copy)]
+struct Chain {
+    /// Server time of the frame the first list leads to.
+    via_time: u32,
+    /// The base's entities to that frame's (the previous frame's cache).
+    first: ListHit,
+    /// Those to this frame's (this frame's cache).
+    second: ListHit,
 }
 
 /// Everything an entity update is encoded from.
@@ -512,8 +534,47 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         } else {
             None
         };
+        // A client whose acknowledgement of its previous snapshot has not
+        // come back holds an older base; that snapshot was built from the
+        // same base, and its list and the list from it to this frame are
+        // both cached (the others on the previous frame needed them): a
+        // chained snapshot copies the two, a few more bytes than a list of
+        // its own and none of its encoding.
+        let chain = match (base, cached) {
+            (Some(sent), None) if shareable => {
+                let previous = &slot.ring[sequence.wrapping_sub(1) as usize % RING_SIZE];
+                let from_base = previous.valid
+                    && previous.sequence == sequence.wrapping_sub(1)
+                    && previous.base == Some(sent.sequence)
+                    && previous.overrides.is_empty()
+                    && previous.frame != frame_number;
+                from_base
+                    .then(|| {
+                        let first = work.lists.lookup_previous(
+                            previous.frame,
+                            Some(sent.frame),
+                            Some(&sent.visible),
+                            previous.time.wrapping_sub(sent.time) as i32,
+                            &previous.visible,
+                        )?;
+                        let second = work.lists.lookup(
+                            Some(previous.frame),
+                            Some(&previous.visible),
+                            now.wrapping_sub(previous.time) as i32,
+                            &work.want,
+                        )?;
+                        Some(Chain {
+                            via_time: previous.time,
+                            first,
+                            second,
+                        })
+                    })
+                    .flatten()
+            }
+            _ => None,
+        };
         work.ops.clear();
-        if cached.is_none() {
+        if cached.is_none() && chain.is_none() {
             let priorities = Priorities::new(uniform, &frame.always, &work.priority);
             merge(
                 &mut work.ops,
@@ -528,13 +589,14 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         // 5. Encode everything; if over budget, select by priority and encode again.
         let has_checksum = config.checksum_interval > 0
             && slot.stats.snapshots % config.checksum_interval as u64 == 0;
-        let header = SnapshotHeader {
+        let mut header = SnapshotHeader {
             sequence,
             frame: frame_number,
             server_time: now,
             base: base.map(|sent| sent.sequence),
             rate_delayed: slot.rate.delayed,
             has_checksum,
+            via_time: chain.map(|chain| chain.via_time),
         };
         let base_player = base.map_or(&*zero_player, |sent| &sent.player);
         let max_bytes = slot.settings.max_snapshot_bytes;
@@ -573,11 +635,36 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             }
             Err(error) => return Err(error.into()),
         }
-        let prefix_bits = writer.bits_written();
+        let mut prefix_bits = writer.bits_written();
         let shared =
             cached.filter(|hit| prefix_bits + hit.bits as usize + tail_bits <= budget_bits);
+        let mut chained = None;
+        if let Some(chain) = chain {
+            let end_bits = codec.entities_end_bound_bits(zero_entity) as usize;
+            let fits = prefix_bits + (chain.first.bits + chain.second.bits) as usize + end_bits
+                <= budget_bits.saturating_sub(tail_bits);
+            if fits {
+                chained = Some(chain);
+            } else {
+                // Over this client's budget: an unchained snapshot, with
+                // its updates selected by priority.
+                header.via_time = None;
+                writer = BitWriter::new(&mut buf[..]);
+                header.write(&mut writer)?;
+                codec.write_delta_in(&player_context, &mut writer, base_player, &player)?;
+                prefix_bits = writer.bits_written();
+                let priorities = Priorities::new(uniform, &frame.always, priority);
+                merge(ops, want, priorities, &slot.accum, held, frame);
+            }
+        }
         let mut last = None;
-        let all_fit = if let Some(hit) = shared {
+        let all_fit = if let Some(chain) = chained {
+            lists.copy_to(chain.first, &mut writer)?;
+            codec.write_entities_end(&mut writer, chain.first.last, zero_entity)?;
+            lists.copy_to(chain.second, &mut writer)?;
+            last = chain.second.last;
+            true
+        } else if let Some(hit) = shared {
             lists.copy_to(hit, &mut writer)?;
             last = hit.last;
             true
@@ -680,9 +767,10 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
 
         let base_sequence = base.map(|sent| sent.sequence);
         let held = record.visible.len() as u32;
-        let written = match shared {
-            Some(hit) => hit.written,
-            None => ops.iter().filter(|op| op.include).count() as u32,
+        let written = match (chained, shared) {
+            (Some(chain), _) => chain.first.written + chain.second.written,
+            (None, Some(hit)) => hit.written,
+            (None, None) => ops.iter().filter(|op| op.include).count() as u32,
         };
         record.sequence = sequence;
         record.frame = frame_number;
@@ -739,6 +827,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         stats.full_updates += base_sequence.is_none() as u64;
         stats.bytes += len as u64;
         stats.checksums += has_checksum as u64;
+        stats.chained += chained.is_some() as u64;
         stats.budget_limited += (deferred > 0) as u64;
         stats.entities_deferred += deferred as u64;
 
@@ -752,6 +841,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             entities_held: held,
             rate_delayed: header.rate_delayed,
             has_checksum,
+            chained: chained.is_some(),
         }))
     }
 

@@ -96,6 +96,8 @@ pub struct Client<E, P> {
     /// Where a snapshot is decoded before it replaces a ring slot, so a
     /// rejected message changes nothing.
     scratch: Snapshot<E, P>,
+    /// A chained snapshot's entities after its first list.
+    via_entities: Vec<(u32, E)>,
     newest: Option<u32>,
     previous: Option<u32>,
     entered: Vec<u32>,
@@ -135,6 +137,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
                 .collect(),
             valid: [false; RING_SIZE],
             scratch: Snapshot::empty(zero_player.clone()),
+            via_entities: Vec::new(),
             zero_entity,
             zero_player,
             fingerprint,
@@ -257,60 +260,43 @@ impl<E: Fields, P: Fields> Client<E, P> {
             trace.player_fields = FieldMask::diff(base_player, &out.player);
         }
 
-        // Merge the base's entities with the message's updates, in number order.
-        out.entities.clear();
+        // Merge the base's entities with the message's updates, in number
+        // order: for a chained snapshot, through the intermediate frame.
         let held: &[(u32, E)] = base.map_or(&[], |b| &b.entities);
-        let mut cursor = BaseCursor::new(held);
-        let mut last = None;
-        while let Some(header) =
-            codec.read_entity_number(reader, last, u32::MAX, &self.zero_entity)?
-        {
-            let number = header.number();
-            if number >= entity_limit {
-                return Err(ClientError::EntityOutOfRange {
-                    number,
-                    limit: entity_limit,
-                });
-            }
-            let (carried, previous) = cursor.advance_to(number);
-            out.entities.extend_from_slice(carried);
-            let start = match previous {
-                Some(state) => state,
-                None => self.gamestate.baseline(number).unwrap_or(&self.zero_entity),
-            };
-            let mut state = start.clone();
-            let spawn = previous.is_none();
-            let body = codec.read_entity_body_in(
-                &context.with_spawn(spawn),
-                reader,
-                header,
-                &mut state,
-            )?;
-            let kind = match (body, previous.is_some()) {
-                (EntityBody::Removed, false) => {
-                    return Err(ClientError::RemovedUnknownEntity { number })
-                }
-                (EntityBody::Removed, true) => UpdateKind::Removed,
-                (_, true) => UpdateKind::Changed,
-                (_, false) => UpdateKind::Added,
-            };
-            if let Some(trace) = trace.as_deref_mut() {
-                let fields = match kind {
-                    UpdateKind::Removed => FieldMask::new(),
-                    _ => FieldMask::diff(start, &state),
+        let lists = EntityLists {
+            codec,
+            entity_limit,
+            gamestate: &self.gamestate,
+            zero: &self.zero_entity,
+        };
+        match (header.via_time, base) {
+            (Some(via_time), Some(base)) => {
+                let first = DeltaContext {
+                    elapsed_ms: via_time.wrapping_sub(base.server_time) as i32,
+                    spawn: false,
                 };
-                trace.entities.push(EntityTrace {
-                    number,
-                    kind,
-                    fields,
-                });
+                let second = DeltaContext {
+                    elapsed_ms: header.server_time.wrapping_sub(via_time) as i32,
+                    spawn: false,
+                };
+                let via = &mut self.via_entities;
+                lists.read(reader, &first, held, via, trace.as_deref_mut())?;
+                lists.read(
+                    reader,
+                    &second,
+                    via,
+                    &mut out.entities,
+                    trace.as_deref_mut(),
+                )?;
             }
-            if kind != UpdateKind::Removed {
-                out.entities.push((number, state));
-            }
-            last = Some(number);
+            _ => lists.read(
+                reader,
+                &context,
+                held,
+                &mut out.entities,
+                trace.as_deref_mut(),
+            )?,
         }
-        out.entities.extend_from_slice(cursor.rest());
 
         let sync = if header.has_checksum {
             let expected = reader.get_bits(32)?;
@@ -349,6 +335,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
         self.stats.snapshots += 1;
         self.stats.full_updates += header.base.is_none() as u64;
         self.stats.rate_delayed += header.rate_delayed as u64;
+        self.stats.chained += header.via_time.is_some() as u64;
         match sync {
             SyncCheck::Matched => self.stats.checksums_matched += 1,
             SyncCheck::Mismatched => self.stats.checksum_mismatches += 1,
@@ -496,6 +483,82 @@ fn held<'a, E, P>(
 ) -> Option<&'a Snapshot<E, P>> {
     let index = sequence as usize % RING_SIZE;
     (valid[index] && ring[index].sequence == sequence).then(|| &ring[index])
+}
+
+/// What reading an entity list needs besides the bits.
+struct EntityLists<'a, E> {
+    codec: Codec,
+    entity_limit: u32,
+    gamestate: &'a Gamestate<E>,
+    zero: &'a E,
+}
+
+impl<E: Fields> EntityLists<'_, E> {
+    /// Reads one entity list (through its end marker) and merges it with
+    /// the `held` entities into `out` (cleared first), in number order.
+    fn read(
+        &self,
+        reader: &mut BitReader<'_>,
+        context: &DeltaContext,
+        held: &[(u32, E)],
+        out: &mut Vec<(u32, E)>,
+        mut trace: Option<&mut SnapshotTrace>,
+    ) -> Result<(), ClientError> {
+        out.clear();
+        let mut cursor = BaseCursor::new(held);
+        let mut last = None;
+        while let Some(header) = self
+            .codec
+            .read_entity_number(reader, last, u32::MAX, self.zero)?
+        {
+            let number = header.number();
+            if number >= self.entity_limit {
+                return Err(ClientError::EntityOutOfRange {
+                    number,
+                    limit: self.entity_limit,
+                });
+            }
+            let (carried, previous) = cursor.advance_to(number);
+            out.extend_from_slice(carried);
+            let start = match previous {
+                Some(state) => state,
+                None => self.gamestate.baseline(number).unwrap_or(self.zero),
+            };
+            let mut state = start.clone();
+            let spawn = previous.is_none();
+            let body = self.codec.read_entity_body_in(
+                &context.with_spawn(spawn),
+                reader,
+                header,
+                &mut state,
+            )?;
+            let kind = match (body, previous.is_some()) {
+                (EntityBody::Removed, false) => {
+                    return Err(ClientError::RemovedUnknownEntity { number })
+                }
+                (EntityBody::Removed, true) => UpdateKind::Removed,
+                (_, true) => UpdateKind::Changed,
+                (_, false) => UpdateKind::Added,
+            };
+            if let Some(trace) = trace.as_deref_mut() {
+                let fields = match kind {
+                    UpdateKind::Removed => FieldMask::new(),
+                    _ => FieldMask::diff(start, &state),
+                };
+                trace.entities.push(EntityTrace {
+                    number,
+                    kind,
+                    fields,
+                });
+            }
+            if kind != UpdateKind::Removed {
+                out.push((number, state));
+            }
+            last = Some(number);
+        }
+        out.extend_from_slice(cursor.rest());
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -105,6 +105,7 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
         base: base.map(|b| b.sequence),
         rate_delayed: options.rate_delayed,
         has_checksum: options.checksum,
+        via_time: None,
     };
     let context = DeltaContext {
         elapsed_ms: base.map_or(0, |b| {

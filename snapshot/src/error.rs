@@ -170,6 +170,12 @@ pub enum ClientError {
         /// The distance it gives.
         distance: u32,
     },
+    /// A full update flagged as chained: a chain starts from a base.
+    #[error("snapshot {sequence} is a full update flagged as chained")]
+    ChainedFullUpdate {
+        /// The snapshot's sequence number.
+        sequence: u32,
+    },
     /// An entity number outside the gamestate's entity range.
     #[error("entity number {number} is outside 0..{limit}")]
     EntityOutOfRange {

@@ -1,4 +1,4 @@
-//! Per-frame cache of whole encoded entity lists.
+//! Cache of whole encoded entity lists, for this frame and the one before.
 //!
 //! An entity list — every added, changed and removed entity of a snapshot,
 //! in number order — is a function of the base frame, the set of entities
@@ -10,8 +10,13 @@
 //! merges two entity sets and emits every update. Only lists that were sent
 //! whole are kept (nothing left out for the byte budget: left-out updates
 //! depend on per-client priorities), and only for bases without left-out
-//! changes of their own. Like the entity cache, it is emptied when a frame
-//! is committed, so a hit is always the exact list.
+//! changes of their own.
+//!
+//! The lists of the previous frame stay one frame more: a client whose
+//! last acknowledgement has not arrived is sent that frame's list again
+//! followed by this frame's (a chained snapshot, see `build`), two copies
+//! instead of a list of its own. Committing a frame moves the current lists
+//! to the previous slot; forgetting (baselines changed) empties both.
 
 use fields::{BitError, BitSink};
 
@@ -44,6 +49,8 @@ struct SharedList {
 /// A cached list.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ListHit {
+    /// Whether it is one of the previous frame's lists.
+    previous: bool,
     start: u32,
     lead: u8,
     /// Its length in bits.
@@ -54,13 +61,90 @@ pub(crate) struct ListHit {
     pub last: Option<u32>,
 }
 
-/// Whole entity lists encoded in the current frame.
+/// The lists encoded for one frame.
 #[derive(Debug, Clone)]
-pub(crate) struct ListCache {
+struct Generation {
+    /// The frame they lead to (`None`: no frame yet, or forgotten).
+    frame: Option<u32>,
     lists: Vec<SharedList>,
     next: usize,
     arena: Vec<u8>,
     stamp: u32,
+}
+
+impl Generation {
+    fn new(limit: u32) -> Self {
+        let blank = SharedList {
+            stamp: 0,
+            base_frame: None,
+            elapsed: 0,
+            base_visible: Bitset::new(limit),
+            want: Bitset::new(limit),
+            start: 0,
+            lead: 0,
+            bits: 0,
+            written: 0,
+            last: None,
+        };
+        Generation {
+            frame: None,
+            lists: vec![blank; LISTS],
+            next: 0,
+            arena: Vec::new(),
+            stamp: 1,
+        }
+    }
+
+    fn clear(&mut self, frame: Option<u32>) {
+        self.frame = frame;
+        self.arena.clear();
+        if next_stamp(&mut self.stamp) {
+            for list in &mut self.lists {
+                list.stamp = 0;
+            }
+        }
+    }
+
+    fn lookup(
+        &self,
+        previous: bool,
+        base_frame: Option<u32>,
+        base_visible: Option<&Bitset>,
+        elapsed: i32,
+        want: &Bitset,
+    ) -> Option<ListHit> {
+        self.lists.iter().find_map(|list| {
+            (list.stamp == self.stamp
+                && list.base_frame == base_frame
+                && list.elapsed == elapsed
+                && list.want == *want
+                && same_set(&list.base_visible, base_visible))
+            .then_some(ListHit {
+                previous,
+                start: list.start,
+                lead: list.lead,
+                bits: list.bits,
+                written: list.written,
+                last: list.last,
+            })
+        })
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.lists
+            .iter()
+            .map(|list| list.base_visible.memory_bytes() + list.want.memory_bytes())
+            .sum::<usize>()
+            + self.lists.capacity() * std::mem::size_of::<SharedList>()
+            + self.arena.capacity()
+    }
+}
+
+/// Whole entity lists encoded in the current frame and the one before.
+#[derive(Debug, Clone)]
+pub(crate) struct ListCache {
+    current: Generation,
+    previous: Generation,
 }
 
 /// Whether a base's held set equals a cached one (`None`: the empty set).
@@ -74,34 +158,25 @@ fn same_set(cached: &Bitset, set: Option<&Bitset>) -> bool {
 impl ListCache {
     /// An empty cache for entity numbers below `limit`.
     pub fn new(limit: u32) -> Self {
-        let blank = SharedList {
-            stamp: 0,
-            base_frame: None,
-            elapsed: 0,
-            base_visible: Bitset::new(limit),
-            want: Bitset::new(limit),
-            start: 0,
-            lead: 0,
-            bits: 0,
-            written: 0,
-            last: None,
-        };
         ListCache {
-            lists: vec![blank; LISTS],
-            next: 0,
-            arena: Vec::new(),
-            stamp: 1,
+            current: Generation::new(limit),
+            previous: Generation::new(limit),
         }
     }
 
-    /// Forgets everything (a new frame was committed).
+    /// Frame `frame` was committed: the current lists become the previous
+    /// frame's, and the current set starts empty.
+    pub fn next_frame(&mut self, frame: u32) {
+        std::mem::swap(&mut self.current, &mut self.previous);
+        self.current.clear(Some(frame));
+    }
+
+    /// Forgets every list, this frame's and the previous one's (what they
+    /// were encoded against may mean something else from now on).
     pub fn invalidate(&mut self) {
-        self.arena.clear();
-        if next_stamp(&mut self.stamp) {
-            for list in &mut self.lists {
-                list.stamp = 0;
-            }
-        }
+        let frame = self.current.frame;
+        self.current.clear(frame);
+        self.previous.clear(None);
     }
 
     /// The list from the base (`base_frame`, holding `base_visible`) to
@@ -113,23 +188,28 @@ impl ListCache {
         elapsed: i32,
         want: &Bitset,
     ) -> Option<ListHit> {
-        self.lists.iter().find_map(|list| {
-            (list.stamp == self.stamp
-                && list.base_frame == base_frame
-                && list.elapsed == elapsed
-                && list.want == *want
-                && same_set(&list.base_visible, base_visible))
-            .then_some(ListHit {
-                start: list.start,
-                lead: list.lead,
-                bits: list.bits,
-                written: list.written,
-                last: list.last,
-            })
-        })
+        self.current
+            .lookup(false, base_frame, base_visible, elapsed, want)
     }
 
-    /// Keeps bits `from..to` of `message` as the list for the key.
+    /// The same as [`lookup`](Self::lookup) among the lists of the previous
+    /// frame, if that was frame `frame`.
+    pub fn lookup_previous(
+        &self,
+        frame: u32,
+        base_frame: Option<u32>,
+        base_visible: Option<&Bitset>,
+        elapsed: i32,
+        want: &Bitset,
+    ) -> Option<ListHit> {
+        if self.previous.frame != Some(frame) {
+            return None;
+        }
+        self.previous
+            .lookup(true, base_frame, base_visible, elapsed, want)
+    }
+
+    /// Keeps bits `from..to` of `message` as this frame's list for the key.
     #[allow(clippy::too_many_arguments)]
     pub fn store(
         &mut self,
@@ -142,12 +222,13 @@ impl ListCache {
         from: usize,
         to: usize,
     ) -> Result<(), BitError> {
-        let Some((start, lead)) = keep_bytes(&mut self.arena, message, from, to) else {
+        let generation = &mut self.current;
+        let Some((start, lead)) = keep_bytes(&mut generation.arena, message, from, to) else {
             return Ok(());
         };
-        let list = &mut self.lists[self.next];
-        self.next = (self.next + 1) % LISTS;
-        list.stamp = self.stamp;
+        let list = &mut generation.lists[generation.next];
+        generation.next = (generation.next + 1) % LISTS;
+        list.stamp = generation.stamp;
         list.base_frame = base_frame;
         list.elapsed = elapsed;
         match base_visible {
@@ -165,18 +246,18 @@ impl ListCache {
 
     /// Appends a cached list to `sink`.
     pub fn copy_to<S: BitSink + ?Sized>(&self, hit: ListHit, sink: &mut S) -> Result<(), BitError> {
-        let bytes = &self.arena[hit.start as usize..];
+        let arena = if hit.previous {
+            &self.previous.arena
+        } else {
+            &self.current.arena
+        };
+        let bytes = &arena[hit.start as usize..];
         sink.put_bit_slice(bytes, usize::from(hit.lead), hit.bits as usize)
     }
 
     /// Bytes allocated.
     pub fn memory_bytes(&self) -> usize {
-        self.lists
-            .iter()
-            .map(|list| list.base_visible.memory_bytes() + list.want.memory_bytes())
-            .sum::<usize>()
-            + self.lists.capacity() * std::mem::size_of::<SharedList>()
-            + self.arena.capacity()
+        self.current.memory_bytes() + self.previous.memory_bytes()
     }
 }
 
@@ -232,6 +313,47 @@ mod tests {
         assert_eq!(r.get_bits(3).unwrap(), 0b101);
         cache.invalidate();
         assert!(cache.lookup(Some(9), Some(&held), 50, &want).is_none());
+    }
+
+    #[test]
+    fn a_list_stays_one_frame_as_the_previous_frames_then_goes() {
+        let mut cache = ListCache::new(128);
+        cache.next_frame(10);
+        let (held, want) = (set(&[1]), set(&[1, 2]));
+        let bits = [0b1010_0110u8, 0xff];
+        cache
+            .store(Some(9), Some(&held), 50, &want, (1, Some(2)), &bits, 1, 7)
+            .unwrap();
+        cache.next_frame(11);
+        assert!(cache.lookup(Some(9), Some(&held), 50, &want).is_none());
+        assert!(cache
+            .lookup_previous(9, Some(9), Some(&held), 50, &want)
+            .is_none());
+        let hit = cache
+            .lookup_previous(10, Some(9), Some(&held), 50, &want)
+            .unwrap();
+        // This frame's own list goes in another arena: the previous
+        // frame's bits are still the ones copied.
+        cache
+            .store(Some(10), Some(&want), 50, &want, (0, None), &[0u8; 2], 0, 9)
+            .unwrap();
+        let mut out = [0u8; 4];
+        let mut o = BitWriter::new(&mut out);
+        cache.copy_to(hit, &mut o).unwrap();
+        assert_eq!(o.bits_written(), 6);
+        let mut r = BitReader::new(&out);
+        assert_eq!(r.get_bits(6).unwrap(), 0b101_0011 & 0b11_1111);
+        cache.next_frame(12);
+        assert!(cache
+            .lookup_previous(10, Some(9), Some(&held), 50, &want)
+            .is_none());
+        assert!(cache
+            .lookup_previous(11, Some(10), Some(&want), 50, &want)
+            .is_some());
+        cache.invalidate();
+        assert!(cache
+            .lookup_previous(11, Some(10), Some(&want), 50, &want)
+            .is_none());
     }
 
     #[test]

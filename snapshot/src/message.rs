@@ -13,10 +13,19 @@
 //! | server frame | 32 |
 //! | server time, ms | 32 |
 //! | delta distance: 0 = full update, else base = sequence − distance | 5 |
-//! | flags: rate-delayed, has-checksum | 2 |
+//! | flags: rate-delayed, has-checksum, chained | 3 |
+//! | if chained: server time of the intermediate frame, ms | 32 |
 //! | player state, codec delta from the base's (or zero) | codec |
 //! | entities in increasing number order, codec entity list | codec |
+//! | if chained: a second entity list, from the first one's result | codec |
 //! | sync checksum, if flagged | 32 |
+//!
+//! A chained snapshot carries two entity lists: the base's entities to an
+//! intermediate frame's (the server sent that list already, to this client
+//! or others, and copies it from its cache), then those to this frame's.
+//! The server chains when a client's acknowledgement of its previous
+//! snapshot has not arrived, so the client gets two lists already encoded
+//! instead of one built for it alone; the receiver applies them in turn.
 //!
 //! then zero padding to a byte. Gamestate and configstring messages are
 //! described in [`crate::gamestate`].
@@ -32,8 +41,8 @@ pub const KIND_BITS: u32 = 2;
 /// Width of the delta distance.
 pub const DISTANCE_BITS: u32 = 5;
 
-/// Bits of a snapshot header.
-pub const SNAPSHOT_HEADER_BITS: u32 = KIND_BITS + 32 * 3 + DISTANCE_BITS + 2;
+/// Bits of a snapshot header (a chained one has 32 more).
+pub const SNAPSHOT_HEADER_BITS: u32 = KIND_BITS + 32 * 3 + DISTANCE_BITS + 3;
 
 const _: () = assert!(MAX_DELTA_DISTANCE < 1 << DISTANCE_BITS);
 
@@ -83,6 +92,9 @@ pub struct SnapshotHeader {
     pub rate_delayed: bool,
     /// A sync checksum follows the entity list.
     pub has_checksum: bool,
+    /// For a chained snapshot, the server time of the frame its first entity
+    /// list leads to (the second list goes on from there).
+    pub via_time: Option<u32>,
 }
 
 impl SnapshotHeader {
@@ -108,7 +120,17 @@ impl SnapshotHeader {
         sink.put_bits(self.server_time, 32)?;
         sink.put_bits(distance, DISTANCE_BITS)?;
         sink.put_bit(self.rate_delayed)?;
-        sink.put_bit(self.has_checksum)
+        sink.put_bit(self.has_checksum)?;
+        sink.put_bit(self.via_time.is_some())?;
+        match self.via_time {
+            Some(time) if self.base.is_some() => sink.put_bits(time, 32),
+            Some(_) => Err(BitError::invalid(
+                "chained snapshot",
+                sink.bits_written(),
+                "a full update has no intermediate frame",
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Reads a header after its kind tag.
@@ -119,6 +141,14 @@ impl SnapshotHeader {
         let distance = source.get_bits(DISTANCE_BITS)?;
         let rate_delayed = source.get_bit()?;
         let has_checksum = source.get_bit()?;
+        let via_time = if source.get_bit()? {
+            if distance == 0 {
+                return Err(ClientError::ChainedFullUpdate { sequence });
+            }
+            Some(source.get_bits(32)?)
+        } else {
+            None
+        };
         let base = match distance {
             0 => None,
             _ => Some(
@@ -134,6 +164,7 @@ impl SnapshotHeader {
             base,
             rate_delayed,
             has_checksum,
+            via_time,
         })
     }
 }
@@ -161,6 +192,7 @@ mod tests {
             base: Some(9),
             rate_delayed: true,
             has_checksum: false,
+            via_time: None,
         };
         let mut buf = [0u8; 32];
         let mut w = BitWriter::new(&mut buf);
@@ -169,6 +201,44 @@ mod tests {
         let mut r = BitReader::new(&buf);
         assert_eq!(MessageKind::read(&mut r).unwrap(), MessageKind::Snapshot);
         assert_eq!(SnapshotHeader::read(&mut r).unwrap(), header);
+        let chained = SnapshotHeader {
+            via_time: Some(98_950),
+            ..header
+        };
+        let mut w = BitWriter::new(&mut buf);
+        chained.write(&mut w).unwrap();
+        assert_eq!(w.bits_written(), SNAPSHOT_HEADER_BITS as usize + 32);
+        let mut r = BitReader::new(&buf);
+        MessageKind::read(&mut r).unwrap();
+        assert_eq!(SnapshotHeader::read(&mut r).unwrap(), chained);
+    }
+
+    #[test]
+    fn a_full_update_cannot_be_chained() {
+        let header = SnapshotHeader {
+            sequence: 4,
+            frame: 0,
+            server_time: 0,
+            base: None,
+            rate_delayed: false,
+            has_checksum: false,
+            via_time: Some(1),
+        };
+        let mut buf = [0u8; 32];
+        assert!(header.write(&mut BitWriter::new(&mut buf)).is_err());
+        // The flag after a zero distance, written by hand.
+        let mut w = BitWriter::new(&mut buf);
+        w.put_bits(4, 32).unwrap();
+        w.put_bits(0, 32).unwrap();
+        w.put_bits(0, 32).unwrap();
+        w.put_bits(0, DISTANCE_BITS).unwrap();
+        w.put_bits(0b100, 3).unwrap();
+        w.put_bits(7, 32).unwrap();
+        let mut r = BitReader::new(&buf);
+        assert_eq!(
+            SnapshotHeader::read(&mut r),
+            Err(ClientError::ChainedFullUpdate { sequence: 4 })
+        );
     }
 
     #[test]
@@ -182,6 +252,7 @@ mod tests {
                 base,
                 rate_delayed: false,
                 has_checksum: false,
+                via_time: None,
             };
             assert!(header.write(&mut BitWriter::new(&mut buf)).is_err());
         }
@@ -195,7 +266,7 @@ mod tests {
         w.put_bits(0, 32).unwrap();
         w.put_bits(0, 32).unwrap();
         w.put_bits(5, DISTANCE_BITS).unwrap();
-        w.put_bits(0, 2).unwrap();
+        w.put_bits(0, 3).unwrap();
         let mut r = BitReader::new(&buf);
         assert_eq!(
             SnapshotHeader::read(&mut r),

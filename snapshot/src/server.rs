@@ -439,7 +439,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             frame.push(slab, index as u32, entity.stored, entity.always);
         }
         self.store.push(frame);
-        self.work.forget_encodings();
+        self.work.next_frame(number);
         Ok(number)
     }
 

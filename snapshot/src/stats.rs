@@ -20,6 +20,9 @@ pub struct SendStats {
     pub entities_deferred: u64,
     /// Snapshots carrying a sync checksum.
     pub checksums: u64,
+    /// Chained snapshots: the previous frame's list again, then this
+    /// frame's (sent while an acknowledgement was outstanding).
+    pub chained: u64,
     /// Acknowledgements that advanced the baseline.
     pub acks: u64,
 }
@@ -33,6 +36,8 @@ pub struct ClientStats {
     pub full_updates: u64,
     /// Snapshots that said an earlier one was rate-delayed.
     pub rate_delayed: u64,
+    /// Chained snapshots (two entity lists, through an intermediate frame).
+    pub chained: u64,
     /// Snapshots that arrived late (no newer than the newest held).
     pub stale: u64,
     /// Of those, decoded into the ring as possible bases (see
@@ -72,6 +77,7 @@ impl ClientStats {
             ClientError::Malformed(_)
             | ClientError::UnknownMessageKind(_)
             | ClientError::BadDeltaDistance { .. }
+            | ClientError::ChainedFullUpdate { .. }
             | ClientError::RemovedUnknownEntity { .. }
             | ClientError::EntityLimit { .. }
             | ClientError::UnknownCodec(_)

@@ -67,6 +67,7 @@ fn full_header(sequence: u32) -> SnapshotHeader {
         base: None,
         rate_delayed: false,
         has_checksum: false,
+        via_time: None,
     }
 }
 
@@ -146,7 +147,7 @@ fn unknown_kinds_and_impossible_distances_are_rejected() {
         w.put_bits(0, 32).unwrap();
         w.put_bits(0, 32).unwrap();
         w.put_bits(9, 5).unwrap();
-        w.put_bits(0, 2).unwrap();
+        w.put_bits(0, 3).unwrap();
     });
     assert_eq!(
         client.read_message(&bad_distance),

@@ -5,17 +5,21 @@
 use fields::fuzzing::{corpus_files, write_seeds};
 use fields::Codec;
 use snapshot::fuzzing::{client_parse, fixture};
-use snapshot::AllInScope;
+use snapshot::{AllInScope, BuildOutcome, ClientSettings};
 
 const CRATE: &str = env!("CARGO_MANIFEST_DIR");
 
 /// For each codec: the fixture server's next messages — a configstring
 /// change and three snapshots in which entities move, appear and leave — as
-/// one length-prefixed sequence, and the first snapshot alone.
+/// one length-prefixed sequence, and the first snapshot alone. The fixture
+/// client acknowledges none of them while a second client, built first,
+/// acknowledges all, so the second snapshot is chained (two entity lists;
+/// the third is not: no list leads to the chained one).
 fn seeds() -> Vec<Vec<u8>> {
     let mut seeds = Vec::new();
     for (bit, codec) in [(0u8, Codec::Q3), (1, Codec::Native)] {
         let (mut server, id, _) = fixture(codec);
+        let other = server.add_client(ClientSettings::unlimited()).unwrap();
         let mut messages = Vec::new();
         let mut bytes = Vec::new();
         server.set_configstring(1, "round=2").unwrap();
@@ -28,11 +32,18 @@ fn seeds() -> Vec<Vec<u8>> {
                 server.set_entity(7, Default::default()).unwrap();
             }
             server.commit_frame(frame * 50).unwrap();
+            if let BuildOutcome::Built(info) = server
+                .build_snapshot(other, &mut AllInScope, &mut bytes)
+                .unwrap()
+            {
+                server.acknowledge(other, info.sequence).unwrap();
+            }
             server
                 .build_snapshot(id, &mut AllInScope, &mut bytes)
                 .unwrap();
             messages.push(bytes.clone());
         }
+        assert_eq!(server.stats(id).unwrap().chained, 1, "{codec:?}");
         let mut sequence = vec![bit];
         for message in &messages {
             sequence.push(u8::try_from(message.len()).expect("short messages"));
