@@ -17,10 +17,11 @@
 //!   coder would only cost time), behind the compact header described at
 //!   [`write_compact_header`]. It carries the same information as Quake 3's.
 
+use fields::merge::{read_entity_list, ListError};
 use fields::varcode::{get_exp_golomb, put_exp_golomb, unzigzag, zigzag};
 use fields::{
-    BitError, BitReader, BitSink, BitSource, BitWriter, Codec, DeltaContext, EntityBody,
-    EntityUpdate, Fields, HuffmanCode, HuffmanReader, HuffmanWriter,
+    BitError, BitReader, BitSink, BitSource, BitWriter, Codec, DeltaContext, EntityUpdate, Fields,
+    HuffmanCode, HuffmanReader, HuffmanWriter,
 };
 
 use crate::state::{merge, Baselines, Change, State, Step, Zeros};
@@ -400,48 +401,29 @@ pub fn read_message<E: Fields, P: Fields, S: BitSource + ?Sized>(
 
     let old = base.map_or(&[][..], |b| &b.entities[..]);
     let mut entities = Vec::with_capacity(old.len() + 8);
-    let mut next_old = 0;
-    let mut last = None;
-    let limit = format.entity_limit();
-    while let Some(header) = format
-        .codec
-        .read_entity_number(source, last, limit, &zeros.entity)?
-    {
-        let number = header.number();
-        // Entities the message skips are unchanged: keep the client's copy.
-        while next_old < old.len() && old[next_old].0 < number {
-            entities.push(old[next_old].clone());
-            next_old += 1;
+    read_entity_list(
+        format.codec,
+        &context,
+        source,
+        format.entity_limit(),
+        old,
+        &zeros.entity,
+        |number| baselines.baseline(number),
+        &mut entities,
+        |read| match read.removes_absent() {
+            Some((number, at)) => Err(BitError::invalid(
+                "entity",
+                at,
+                format!("removal of {number}, which the client does not hold"),
+            )),
+            None => Ok(()),
+        },
+    )
+    .map_err(|error| match error {
+        ListError::Number(error) | ListError::Body { error, .. } | ListError::Refused(error) => {
+            error
         }
-        let held = old.get(next_old).filter(|(n, _)| *n == number);
-        let mut state = match held {
-            Some((_, state)) => state.clone(),
-            None => baselines.baseline(number).unwrap_or(&zeros.entity).clone(),
-        };
-        let position = source.bits_read();
-        let body = format.codec.read_entity_body_in(
-            &context.with_spawn(held.is_none()),
-            source,
-            header,
-            &mut state,
-        )?;
-        if held.is_some() {
-            next_old += 1;
-        }
-        match (body, held) {
-            (EntityBody::Removed, None) => {
-                return Err(BitError::invalid(
-                    "entity",
-                    position,
-                    format!("removal of {number}, which the client does not hold"),
-                ))
-            }
-            (EntityBody::Removed, Some(_)) => {}
-            _ => entities.push((number, state)),
-        }
-        last = Some(number);
-    }
-    entities.extend(old[next_old..].iter().cloned());
+    })?;
     Ok(State {
         server_time,
         flags,

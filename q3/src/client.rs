@@ -1,11 +1,14 @@
 //! The client side of protocol 68: the state a Quake 3 client keeps while it
 //! parses server messages, and the parser itself.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 
 use fields::codec::Q3_ENTITY_END;
-use fields::merge::BaseCursor;
-use fields::{BitReader, BitSource, Codec, EntityBody, EntityHeader, HuffmanCode, HuffmanReader};
+use fields::merge::{read_entity_list, ListError};
+use fields::{
+    BitReader, BitSource, Codec, DeltaContext, EntityBody, EntityHeader, HuffmanCode, HuffmanReader,
+};
 
 use crate::commands::ConfigstringCommands;
 use crate::error::MessageError;
@@ -478,30 +481,25 @@ fn read_packet_entities(
     baselines: &Baselines,
 ) -> Result<Vec<(u32, EntityState)>, MessageError> {
     let mut out = Vec::with_capacity(old.len() + 8);
-    let mut cursor = BaseCursor::new(old);
-    let mut last = None;
     let like = EntityState::default();
-    while let Some(header) = Codec::Q3
-        .read_entity_number(src, last, Q3_ENTITY_END, &like)
-        .map_err(|e| MessageError::bits("entity number", e))?
-    {
-        let number = header.number();
-        last = Some(number);
-        let (carried, held) = cursor.advance_to(number);
-        out.extend_from_slice(carried);
-        let mut state = match held {
-            Some(state) => *state,
-            // In range: read_entity_number checked `number < 1023`.
-            None => baselines.get(number).copied().unwrap_or_default(),
-        };
-        let body = Codec::Q3
-            .read_entity_body(src, header, &mut state)
-            .map_err(|e| MessageError::bits(format!("entity {number}"), e))?;
-        if body != EntityBody::Removed {
-            out.push((number, state));
-        }
-    }
-    out.extend_from_slice(cursor.rest());
+    // Quake 3 ignores a removal of an entity it does not hold: nothing to
+    // refuse. Its codec needs no delta context.
+    read_entity_list(
+        Codec::Q3,
+        &DeltaContext::default(),
+        src,
+        Q3_ENTITY_END,
+        old,
+        &like,
+        |number| baselines.get(number),
+        &mut out,
+        |_| Ok::<(), Infallible>(()),
+    )
+    .map_err(|error| match error {
+        ListError::Number(error) => MessageError::bits("entity number", error),
+        ListError::Body { number, error } => MessageError::bits(format!("entity {number}"), error),
+        ListError::Refused(never) => match never {},
+    })?;
     Ok(out)
 }
 

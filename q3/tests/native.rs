@@ -4,7 +4,8 @@
 
 mod common;
 
-use fields::{BitReader, BitSink, BitWriter, Codec, EntityBody, EntityUpdate, Fields};
+use fields::merge::{read_entity_list, write_entity_list};
+use fields::{BitReader, BitSink, BitWriter, Codec, Fields};
 use q3::model::{delta_context, train, MODELS_FILE, TRAINING_DEMOS};
 use q3::{Command, Dm68Decoder, EntityState, PlayerState};
 
@@ -42,56 +43,17 @@ fn round_trip(
     Codec::Native
         .write_delta_in(&context, &mut writer, base_ps, &snapshot.ps)
         .unwrap();
-    // The sorted merge of old and new entities.
-    let mut last = None;
-    let (mut i, mut j) = (0, 0);
-    while i < old.len() || j < snapshot.entities.len() {
-        let take_old =
-            j == snapshot.entities.len() || (i < old.len() && old[i].0 < snapshot.entities[j].0);
-        let (number, update) = if take_old {
-            i += 1;
-            (old[i - 1].0, EntityUpdate::Removed { old: &old[i - 1].1 })
-        } else if i < old.len() && old[i].0 == snapshot.entities[j].0 {
-            i += 1;
-            j += 1;
-            (
-                old[i - 1].0,
-                EntityUpdate::Delta {
-                    base: &old[i - 1].1,
-                    new: &snapshot.entities[j - 1].1,
-                    force: false,
-                },
-            )
-        } else {
-            j += 1;
-            let (number, state) = &snapshot.entities[j - 1];
-            (
-                *number,
-                EntityUpdate::Delta {
-                    base: baselines.get(*number).unwrap(),
-                    new: state,
-                    force: true,
-                },
-            )
-        };
-        let spawn = matches!(update, EntityUpdate::Delta { force: true, .. });
-        if Codec::Native
-            .write_entity_in(
-                &context.with_spawn(spawn),
-                &mut writer,
-                last,
-                number,
-                update,
-            )
-            .unwrap()
-        {
-            last = Some(number);
-        }
-    }
     let like = EntityState::default();
-    Codec::Native
-        .write_entities_end(&mut writer, last, &like)
-        .unwrap();
+    write_entity_list(
+        Codec::Native,
+        &context,
+        &mut writer,
+        old,
+        &snapshot.entities,
+        &like,
+        |number| baselines.get(number),
+    )
+    .unwrap();
     let bits = writer.bits_written();
 
     let mut reader = BitReader::with_bit_len(buf, bits);
@@ -100,36 +62,22 @@ fn round_trip(
         .read_delta_in(&context, &mut reader, &mut ps)
         .unwrap();
     assert!(!ps.wire_differs(&snapshot.ps));
-    let mut entities: Vec<(u32, EntityState)> = old.to_vec();
-    let mut last = None;
-    while let Some(header) = Codec::Native
-        .read_entity_number(&mut reader, last, 1023, &like)
-        .unwrap()
-    {
-        let number = header.number();
-        let slot = entities.binary_search_by_key(&number, |(n, _)| *n);
-        let mut state = match slot {
-            Ok(k) => entities[k].1,
-            Err(_) => *baselines.get(number).unwrap(),
-        };
-        let body = Codec::Native
-            .read_entity_body_in(
-                &context.with_spawn(slot.is_err()),
-                &mut reader,
-                header,
-                &mut state,
-            )
-            .unwrap();
-        match (body, slot) {
-            (EntityBody::Removed, Ok(k)) => {
-                entities.remove(k);
-            }
-            (EntityBody::Removed, Err(_)) => panic!("removed an absent entity"),
-            (_, Ok(k)) => entities[k].1 = state,
-            (_, Err(k)) => entities.insert(k, (number, state)),
-        }
-        last = Some(number);
-    }
+    let mut entities: Vec<(u32, EntityState)> = Vec::new();
+    read_entity_list(
+        Codec::Native,
+        &context,
+        &mut reader,
+        1023,
+        old,
+        &like,
+        |number| baselines.get(number),
+        &mut entities,
+        |read| match read.removes_absent() {
+            Some((number, _)) => Err(format!("removed {number}, an absent entity")),
+            None => Ok(()),
+        },
+    )
+    .unwrap();
     assert_eq!(reader.remaining_bits(), 0);
     assert_eq!(entities.len(), snapshot.entities.len());
     for ((n, got), (m, want)) in entities.iter().zip(&snapshot.entities) {

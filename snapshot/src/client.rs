@@ -12,8 +12,8 @@
 //! nor make it allocate beyond those bounds. A rejected message leaves the
 //! client as it was and is counted in [`ClientStats`].
 
-use fields::merge::{merge_by_number, BaseCursor, Merged};
-use fields::{BitReader, BitSource, Codec, DeltaContext, EntityBody, Fields};
+use fields::merge::{merge_by_number, read_entity_list, ListError, ListRead, Merged};
+use fields::{BitReader, BitSource, Codec, DeltaContext, Fields};
 
 use crate::checksum::{layout_fingerprint, state_hash, SyncChecksum};
 use crate::config::RING_SIZE;
@@ -504,60 +504,53 @@ impl<E: Fields> EntityLists<'_, E> {
         out: &mut Vec<(u32, E)>,
         mut trace: Option<&mut SnapshotTrace>,
     ) -> Result<(), ClientError> {
-        out.clear();
-        let mut cursor = BaseCursor::new(held);
-        let mut last = None;
-        while let Some(header) = self
-            .codec
-            .read_entity_number(reader, last, u32::MAX, self.zero)?
-        {
-            let number = header.number();
-            if number >= self.entity_limit {
-                return Err(ClientError::EntityOutOfRange {
-                    number,
-                    limit: self.entity_limit,
-                });
-            }
-            let (carried, previous) = cursor.advance_to(number);
-            out.extend_from_slice(carried);
-            let start = match previous {
-                Some(state) => state,
-                None => self.gamestate.baseline(number).unwrap_or(self.zero),
-            };
-            let mut state = start.clone();
-            let spawn = previous.is_none();
-            let body = self.codec.read_entity_body_in(
-                &context.with_spawn(spawn),
-                reader,
-                header,
-                &mut state,
-            )?;
-            let kind = match (body, previous.is_some()) {
-                (EntityBody::Removed, false) => {
-                    return Err(ClientError::RemovedUnknownEntity { number })
+        let limit = self.entity_limit;
+        let visit = |read: ListRead<'_, E>| -> Result<(), ClientError> {
+            let (number, held, start, new) = match read {
+                ListRead::Number(number) if number >= limit => {
+                    return Err(ClientError::EntityOutOfRange { number, limit })
                 }
-                (EntityBody::Removed, true) => UpdateKind::Removed,
-                (_, true) => UpdateKind::Changed,
-                (_, false) => UpdateKind::Added,
+                ListRead::Number(_) => return Ok(()),
+                ListRead::Entry {
+                    number,
+                    held,
+                    start,
+                    new,
+                    ..
+                } => (number, held, start, new),
+            };
+            let kind = match (new, held) {
+                (None, false) => return Err(ClientError::RemovedUnknownEntity { number }),
+                (None, true) => UpdateKind::Removed,
+                (Some(_), true) => UpdateKind::Changed,
+                (Some(_), false) => UpdateKind::Added,
             };
             if let Some(trace) = trace.as_deref_mut() {
-                let fields = match kind {
-                    UpdateKind::Removed => FieldMask::new(),
-                    _ => FieldMask::diff(start, &state),
-                };
+                let fields = new.map_or_else(FieldMask::new, |new| FieldMask::diff(start, new));
                 trace.entities.push(EntityTrace {
                     number,
                     kind,
                     fields,
                 });
             }
-            if kind != UpdateKind::Removed {
-                out.push((number, state));
-            }
-            last = Some(number);
-        }
-        out.extend_from_slice(cursor.rest());
-        Ok(())
+            Ok(())
+        };
+        let gamestate = self.gamestate;
+        read_entity_list(
+            self.codec,
+            context,
+            reader,
+            u32::MAX,
+            held,
+            self.zero,
+            |number| gamestate.baseline(number),
+            out,
+            visit,
+        )
+        .map_err(|error| match error {
+            ListError::Number(error) | ListError::Body { error, .. } => error.into(),
+            ListError::Refused(error) => error,
+        })
     }
 }
 

@@ -13,8 +13,8 @@
 //! [`SyncChecksum`] — so a [`Client`] decodes it exactly like a live one.
 //! [`Client::encode_held`] does it for snapshots a client holds.
 
-use fields::merge::{merge_by_number, Merged};
-use fields::{BitError, BitSink, BitWriter, Codec, DeltaContext, EntityUpdate, Fields};
+use fields::merge::write_entity_list;
+use fields::{BitError, BitSink, BitWriter, Codec, DeltaContext, Fields};
 use thiserror::Error;
 
 use crate::checksum::{state_hash, SyncChecksum};
@@ -126,28 +126,15 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
             base_player,
             snapshot.player,
         )?;
-        let mut last = None;
-        for merged in merge_by_number(held, snapshot.entities) {
-            let number = merged.number();
-            let update = match merged {
-                Merged::Removed { old, .. } => EntityUpdate::Removed { old },
-                Merged::Both { old, new, .. } => EntityUpdate::Delta {
-                    base: old,
-                    new,
-                    force: false,
-                },
-                Merged::Added { new, .. } => EntityUpdate::Delta {
-                    base: gamestate.baseline(number).unwrap_or(zero_entity),
-                    new,
-                    force: true,
-                },
-            };
-            let spawn = matches!(update, EntityUpdate::Delta { force: true, .. });
-            if codec.write_entity_in(&context.with_spawn(spawn), w, last, number, update)? {
-                last = Some(number);
-            }
-        }
-        codec.write_entities_end(w, last, zero_entity)?;
+        write_entity_list(
+            codec,
+            &context,
+            w,
+            held,
+            snapshot.entities,
+            zero_entity,
+            |number| gamestate.baseline(number),
+        )?;
         if options.checksum {
             let mut checksum = SyncChecksum::new(state_hash(snapshot.player));
             for (number, state) in snapshot.entities {
