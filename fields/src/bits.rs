@@ -221,11 +221,14 @@ pub trait BitSource {
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    /// The next 32 bits without consuming them (zeros past the end) and how
-    /// many bits are left, for sources that can look ahead; `None` (the
-    /// default) for those that cannot, such as a Huffman bitstream, whose
-    /// bits exist only once decoded. Lets table-driven decoders (the native
-    /// codec's symbol codes) read a whole code word at once.
+    /// The next 32 bits without consuming them and how many bits are left,
+    /// for sources that can look ahead; the bits past what is left are
+    /// unspecified, so a caller decides from the first `left` bits alone (a
+    /// prefix code's word found in the window is real only if its length
+    /// is at most `left`). `None` (the default) for those that cannot, such
+    /// as a Huffman bitstream, whose bits exist only once decoded. Lets
+    /// table-driven decoders (the native codec's symbol codes) read a whole
+    /// code word at once.
     #[inline]
     fn peek_window(&self) -> Option<(u32, usize)> {
         None
@@ -502,6 +505,22 @@ impl<'a> BitReader<'a> {
     /// which then [`skip`](Self::skip)s only the length of the code it found.
     #[inline]
     pub fn peek_bits(&self, count: u32) -> u32 {
+        let mut bits = self.raw_window();
+        // Zero anything past the logical end, which may sit inside the last byte.
+        let left = self.remaining_bits();
+        if left < 64 {
+            bits &= (1u64 << left) - 1;
+        }
+        (bits as u32) & low_mask(count)
+    }
+
+    /// The next 64 bits from the read position, low bit first. Bits past the
+    /// logical end are whatever the buffer holds there (zeros past the
+    /// buffer): callers that read only bits they know are in range (a
+    /// checked `get_bits`, a prefix code whose length is checked against
+    /// what is left) skip [`peek_bits`](Self::peek_bits)'s masking.
+    #[inline]
+    fn raw_window(&self) -> u64 {
         let byte = self.position >> 3;
         let offset = (self.position & 7) as u32;
         let window = match self.buf.get(byte..byte + 8) {
@@ -514,13 +533,7 @@ impl<'a> BitReader<'a> {
                 u64::from_le_bytes(window)
             }
         };
-        let mut bits = window >> offset;
-        // Zero anything past the logical end, which may sit inside the last byte.
-        let left = self.remaining_bits();
-        if left < 64 {
-            bits &= (1u64 << left) - 1;
-        }
-        (bits as u32) & low_mask(count)
+        window >> offset
     }
 
     /// Consumes `count` bits already inspected with [`peek_bits`](Self::peek_bits).
@@ -549,7 +562,8 @@ impl BitSource for BitReader<'_> {
         if count as usize > self.remaining_bits() {
             return Err(self.end_of_input(count));
         }
-        let value = self.peek_bits(count);
+        // In range: the count was just checked against what is left.
+        let value = self.raw_window() as u32 & low_mask(count);
         self.position += count as usize;
         Ok(value)
     }
@@ -560,7 +574,7 @@ impl BitSource for BitReader<'_> {
 
     #[inline]
     fn peek_window(&self) -> Option<(u32, usize)> {
-        Some((self.peek_bits(32), self.remaining_bits()))
+        Some((self.raw_window() as u32, self.remaining_bits()))
     }
 
     #[inline]

@@ -596,6 +596,7 @@ fn put_symbol_and_extra<S: BitSink + ?Sized>(
 }
 
 /// Reads a symbol written by [`put_symbol`].
+#[inline(always)]
 fn get_symbol<S: BitSource + ?Sized>(
     source: &mut S,
     model: Option<&NativeModel>,
@@ -680,21 +681,27 @@ fn zero_word(
     Ok(0)
 }
 
-/// The order values are sent in: by [`crate::model::decode_tier`], so every
-/// prediction's inputs are decoded before it; within a tier by field. (The
-/// encoder takes the same order straight from the changed set, tier by
-/// tier: see `write_changed_fields`.)
-fn value_order(model: &Model<'_>, changed: &[u16], out: &mut [u16; MAX_FIELDS]) {
-    // Branch-free compaction: which fields are predicted depends on the
-    // data, so a branch per field would be mispredicted often.
-    let mut n = 0;
-    for tier in 0..3 {
-        for &field in changed {
-            out[n] = field;
-            let field_tier = model.coding(usize::from(field)).tier;
-            n += usize::from(field_tier == tier);
+/// The members of `set` in the order their values are sent, into `out`;
+/// returns how many. By [`crate::model::decode_tier`], so every
+/// prediction's inputs are decoded before it, and within a tier by field.
+/// The writer and the reader both take it straight from the set: one step
+/// per member, with no per-field look-up of its tier.
+fn value_order(set: &FieldSet, model: &Model<'_>, out: &mut [u16; MAX_FIELDS]) -> usize {
+    let tiers = model
+        .tier_sets
+        .map_or(std::slice::from_ref(&EVERY_FIELD), |sets| &sets[..]);
+    let mut count = 0;
+    for tier in tiers {
+        for (word, (&bits, &mask)) in set.iter().zip(tier).enumerate() {
+            let mut bits = bits & mask;
+            while bits != 0 {
+                out[count] = (word * 64 + bits.trailing_zeros() as usize) as u16;
+                count += 1;
+                bits &= bits - 1;
+            }
         }
     }
+    count
 }
 
 /// The indices of the fields that differ, into `out`; returns how many.
@@ -901,11 +908,6 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
         Some(words) => words.new.get(f).copied().unwrap_or(0),
         None => new.word(f, 0),
     };
-    // The values in `value_order`'s order, taken straight from the set:
-    // its members in each decode tier, tier by tier.
-    let tiers = model
-        .tier_sets
-        .map_or(std::slice::from_ref(&EVERY_FIELD), |sets| &sets[..]);
     let mut write_value = |index: usize| -> Result<(), BitError> {
         let kind = new.field_kind(index);
         let reference = reference_of(&model, base_word, new_word, new, index, context);
@@ -922,12 +924,10 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
         }
         Ok(())
     };
-    for tier in tiers {
-        for (word, (&bits, &mask)) in set.iter().zip(tier).enumerate() {
-            for bit in Ones(bits & mask) {
-                write_value(word * 64 + bit as usize)?;
-            }
-        }
+    let mut order = [0u16; MAX_FIELDS];
+    let count = value_order(set, &model, &mut order);
+    for &index in &order[..count] {
+        write_value(usize::from(index))?;
     }
     Ok(())
 }
@@ -944,19 +944,26 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     let held = HeldModel::of(out);
     let model = Model::of(held.as_ref().map(HeldModel::get));
     let fields = out.field_count();
-    let mut changed = [0u16; MAX_FIELDS];
+    let mut set: FieldSet = [0; MAX_FIELDS.div_ceil(64)];
     let count = match model.codes {
         Some(codes) => {
             // `out` still holds the baseline, whose key picks the codes.
-            let set = model.pattern_set(context.origin(), &*out);
-            get_grouped_set(source, codes, set, fields, &mut changed)?
+            let patterns = model.pattern_set(context.origin(), &*out);
+            get_grouped_set(source, codes, patterns, fields, &mut set)?
         }
-        None => get_set(source, fields, &mut changed)?,
+        None => {
+            let mut changed = [0u16; MAX_FIELDS];
+            let count = get_set(source, fields, &mut changed)?;
+            for &field in &changed[..count] {
+                set[usize::from(field) / 64] |= 1 << (field % 64);
+            }
+            count
+        }
     };
     let mut order = [0u16; MAX_FIELDS];
-    value_order(&model, &changed[..count], &mut order);
-    let order = &order[..count];
-    if let Some(count) = read_scalar_words(source, out, &model, order, context)? {
+    let ordered = value_order(&set, &model, &mut order);
+    let order = &order[..ordered];
+    if read_scalar_words(source, out, &model, order, &set, context)? {
         return Ok(count);
     }
     // Predictions read baseline words that `out` loses as it fills with new
@@ -1033,15 +1040,17 @@ const SCALAR_WORDS: usize = 64;
 /// read, and the new one), and the changed scalars are stored back in one
 /// more pass. Reaching a field's accessor through the generated table
 /// instead costs an indirect call per read and write whose target depends
-/// on the data, mispredicted most of the time. `None` when the struct does
-/// not qualify; array elements are read and stored directly.
+/// on the data, mispredicted most of the time. `false` when the struct does
+/// not qualify (nothing is read then); array elements are read and stored
+/// directly.
 fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
     source: &mut S,
     out: &mut T,
     model: &Model<'_>,
     order: &[u16],
+    set: &FieldSet,
     context: &DeltaContext,
-) -> Result<Option<usize>, BitError> {
+) -> Result<bool, BitError> {
     let mut base = [0u32; SCALAR_WORDS];
     if model
         .inputs
@@ -1049,14 +1058,12 @@ fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
         .any(|&input| out.field_kind(usize::from(input)).is_array())
         || !out.scalar_words(&mut base)
     {
-        return Ok(None);
+        return Ok(false);
     }
     let mut new = base;
-    let mut set = [0u64; MAX_FIELDS.div_ceil(64)];
     for &index in order {
         let index = usize::from(index);
         let kind = out.field_kind(index);
-        set[index / 64] |= 1 << (index % 64);
         // A model's field numbers are checked against the struct when it
         // is attached, but a miss reads as zero rather than panicking.
         let word_of = |words: &[u32; SCALAR_WORDS], f: usize| words.get(f).copied().unwrap_or(0);
@@ -1085,17 +1092,18 @@ fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
             }
         }
     }
-    out.store_scalar_words(&new, &set);
-    Ok(Some(order.len()))
+    out.store_scalar_words(&new, set);
+    Ok(true)
 }
 
-/// Reads a changed set coded as group patterns.
+/// Reads a changed set coded as group patterns into `out` (empty on entry)
+/// and returns its size.
 fn get_grouped_set<S: BitSource + ?Sized>(
     source: &mut S,
     model: &NativeModel,
     set: PatternSet,
     fields: usize,
-    out: &mut [u16; MAX_FIELDS],
+    out: &mut FieldSet,
 ) -> Result<usize, BitError> {
     let position = source.bits_read();
     let groups = fields.div_ceil(GROUP_FIELDS);
@@ -1121,14 +1129,9 @@ fn get_grouped_set<S: BitSource + ?Sized>(
                 ));
             }
         }
-        // One step per set bit, not per bit: patterns are data, and a branch
-        // per bit is mispredicted often.
-        let mut bits = pattern;
-        while bits != 0 {
-            out[count] = (group * GROUP_FIELDS + bits.trailing_zeros() as usize) as u16;
-            count += 1;
-            bits &= bits - 1;
-        }
+        // A group's pattern is a byte of the set, taken as it is.
+        out[group / 8] |= u64::from(pattern) << (group % 8 * 8);
+        count += pattern.count_ones() as usize;
     }
     Ok(count)
 }
