@@ -66,9 +66,13 @@ fn field(table: &fields::FieldTable, name: &str) -> usize {
     table.field(name).map_or(usize::MAX, |(index, _)| index)
 }
 
-/// Trainers with the predictors: positions move at their velocity over the
-/// snapshot's elapsed time.
-fn trainers() -> (ModelTrainer, ModelTrainer) {
+/// Empty trainers for the arena's entity and player tables, in that order,
+/// with everything a model of them declares besides its counts: positions
+/// predicted from their velocity over the snapshot's elapsed time, and the
+/// pattern keys. The committed models are trained from these, and so is any
+/// other arena model (the benches' `native_trained`), so all of them code
+/// the same way.
+pub fn trainers() -> (ModelTrainer, ModelTrainer) {
     let (e, p) = (EntityState::TABLE, PlayerState::TABLE);
     let mut entity = ModelTrainer::new(e.schema().fingerprint(), e.fields.len());
     let mut player = ModelTrainer::new(p.schema().fingerprint(), p.fields.len());

@@ -19,8 +19,7 @@ use arena::protocol::{EntityState, PlayerState};
 use arena::transport::TransportKind;
 use arena::MatchConfig;
 use fields::dynamic::ScalarValue;
-use fields::model::{Clock, ModelTrainer, Predictor};
-use fields::{FieldKind, FieldTable, Fields, NetFields};
+use fields::{FieldKind, Fields, NetFields};
 use serde::ser::SerializeTuple;
 use serde::{Serialize, Serializer};
 use snapshot::ClientId;
@@ -182,15 +181,13 @@ impl Workload for Arena {
     /// `native_trained`: `native` codes the arena's tables with whatever
     /// models they declare; this trains one per table on another match of
     /// the same size and link (as the Quake 3 models were made: learned
-    /// grids, positions predicted from velocities over the elapsed snapshot
-    /// time), so the measured match is out of sample.
+    /// grids, and the arena's predictors and pattern keys from
+    /// [`arena::model::trainers`]), so the measured match is out of sample.
     fn extra_encoders(&self) -> Result<ExtraEncoders<Net<EntityState>, Net<PlayerState>>, Error> {
         let mut training = self.clone().with_seed(ARENA_TRAINING_SEED);
-        let (entity, player) = train_on(
-            &mut training,
-            trainer(&EntityState::TABLE),
-            trainer(&PlayerState::TABLE),
-        )?;
+        // The arena's own trainers: its predictors and pattern keys.
+        let (entity, player) = arena::model::trainers();
+        let (entity, player) = train_on(&mut training, entity, player)?;
         let encoder = ModelEncoder::new(
             "native_trained",
             build_model(entity)?,
@@ -282,25 +279,6 @@ impl Workload for Arena {
             ))
         })
     }
-}
-
-/// A model trainer for an arena table: `x`, `y`, `z` predicted from `vx`,
-/// `vy`, `vz` over the snapshot's elapsed time.
-fn trainer(table: &FieldTable) -> ModelTrainer {
-    let schema = table.schema();
-    let mut trainer = ModelTrainer::new(schema.fingerprint(), table.fields.len());
-    for (position, velocity) in [("x", "vx"), ("y", "vy"), ("z", "vz")] {
-        if let (Some((p, _)), Some((v, _))) = (table.field(position), table.field(velocity)) {
-            trainer = trainer.with_predictor(
-                p,
-                Predictor::Integrate {
-                    rate: v as u16,
-                    clock: Clock::Elapsed,
-                },
-            );
-        }
-    }
-    trainer
 }
 
 fn arena_error(error: arena::Error) -> Error {
