@@ -59,7 +59,10 @@ pub const FORMAT_NAME: &str = "native";
 /// (`fields::model::ZERO_SYMBOL`), so models have another shape and codes;
 /// snapshot headers have a third flag, for chained snapshots
 /// (`snapshot::message`).
-pub const VERSION: u16 = 6;
+/// 7: a delta snapshot's header codes its frame and times against its
+/// base's (`snapshot::message`), so a version 6 file's snapshots no longer
+/// parse.
+pub const VERSION: u16 = 7;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use fields::BitReader;
-use snapshot::message::{MessageKind, SnapshotHeader};
+use snapshot::message::{HeaderPrefix, MessageKind, SnapshotHeader};
 
 use crate::error::DemoError;
 use crate::format::{
@@ -213,11 +213,12 @@ fn expect_kind(bytes: &[u8], want: MessageKind) -> Result<(), DemoError> {
     Ok(())
 }
 
-/// The header of a snapshot message.
-pub(crate) fn snapshot_header(bytes: &[u8]) -> Result<SnapshotHeader, DemoError> {
+/// The part of a snapshot message's header that reads without its base:
+/// sequence, base and flags.
+pub(crate) fn snapshot_header(bytes: &[u8]) -> Result<HeaderPrefix, DemoError> {
     expect_kind(bytes, MessageKind::Snapshot)?;
     let mut reader = BitReader::new(bytes);
     MessageKind::read(&mut reader)
-        .and_then(|_| SnapshotHeader::read(&mut reader))
+        .and_then(|_| SnapshotHeader::read_prefix(&mut reader))
         .map_err(|e| DemoError::Refused(format!("bad snapshot header: {e}")))
 }

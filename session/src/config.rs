@@ -15,7 +15,9 @@ use snapshot::ClientSettings;
 /// (`fields::model::ZERO_SYMBOL`), and snapshot headers have a third flag
 /// for chained snapshots (`snapshot::message`): a peer of version 2 would
 /// read neither.
-pub const SESSION_VERSION: u32 = 3;
+/// 4: a delta snapshot's header codes its frame and times against its
+/// base's (`snapshot::message`).
+pub const SESSION_VERSION: u32 = 4;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec and (native codec) the

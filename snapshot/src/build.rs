@@ -25,7 +25,7 @@ use crate::error::ServerError;
 use crate::frame_store::{Frame, StateSlab};
 use crate::gamestate::Gamestate;
 use crate::list_cache::{ListCache, ListHit};
-use crate::message::SnapshotHeader;
+use crate::message::{BaseClock, SnapshotHeader};
 use crate::rate::RateDecision;
 use crate::scope::{sanitize, Scope};
 use crate::server::{normalize, ClientId, Sent, Server};
@@ -598,6 +598,10 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             has_checksum,
             via_time: chain.map(|chain| chain.via_time),
         };
+        let base_clock = base.map(|sent| BaseClock {
+            frame: sent.frame,
+            server_time: sent.time,
+        });
         let base_player = base.map_or(&*zero_player, |sent| &sent.player);
         let max_bytes = slot.settings.max_snapshot_bytes;
         let hard_bits = max_bytes as usize * 8;
@@ -625,7 +629,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         let buf = &mut buf[..max_bytes as usize];
 
         let mut writer = BitWriter::new(buf);
-        let prefix = header.write(&mut writer).and_then(|()| {
+        let prefix = header.write(&mut writer, base_clock).and_then(|()| {
             codec.write_delta_in(&player_context, &mut writer, base_player, &player)
         });
         match prefix {
@@ -650,7 +654,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                 // its updates selected by priority.
                 header.via_time = None;
                 writer = BitWriter::new(&mut buf[..]);
-                header.write(&mut writer)?;
+                header.write(&mut writer, base_clock)?;
                 codec.write_delta_in(&player_context, &mut writer, base_player, &player)?;
                 prefix_bits = writer.bits_written();
                 let priorities = Priorities::new(uniform, &frame.always, priority);
@@ -734,7 +738,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                 }
             }
             writer = BitWriter::new(&mut buf[..]);
-            header.write(&mut writer)?;
+            header.write(&mut writer, base_clock)?;
             codec.write_delta_in(&player_context, &mut writer, base_player, &player)?;
             emitter.write_ops(cache, &mut writer, ops, None, &mut last)?;
         }

@@ -19,7 +19,7 @@ use crate::checksum::{layout_fingerprint, state_hash, SyncChecksum};
 use crate::config::RING_SIZE;
 use crate::error::ClientError;
 use crate::gamestate::{read_configstring, read_gamestate, Gamestate};
-use crate::message::{expect_end, MessageKind, SnapshotHeader};
+use crate::message::{expect_end, BaseClock, MessageKind, SnapshotHeader};
 use crate::received::Snapshot;
 use crate::server::zeroed;
 use crate::stats::ClientStats;
@@ -210,8 +210,8 @@ impl<E: Fields, P: Fields> Client<E, P> {
             codec,
             entity_limit,
         } = self.setup.ok_or(ClientError::NoGamestate)?;
-        let header = SnapshotHeader::read(reader)?;
-        let sequence = header.sequence;
+        let prefix = SnapshotHeader::read_prefix(reader)?;
+        let sequence = prefix.sequence;
         let slot = sequence as usize % RING_SIZE;
         let late = self.newest.is_some_and(|newest| sequence <= newest);
         // A late snapshot is kept only if its slot holds nothing newer (or
@@ -224,7 +224,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
                 kept: false,
             });
         }
-        let base = match header.base {
+        let base = match prefix.base {
             None => None,
             Some(base) => {
                 let index = base as usize % RING_SIZE;
@@ -242,6 +242,13 @@ impl<E: Fields, P: Fields> Client<E, P> {
                 Some(&self.ring[index])
             }
         };
+        let header = prefix.finish(
+            reader,
+            base.map(|b| BaseClock {
+                frame: b.frame,
+                server_time: b.server_time,
+            }),
+        )?;
         if let Some(trace) = trace.as_deref_mut() {
             trace.sequence = sequence;
             trace.base = header.base;

@@ -20,7 +20,7 @@ use thiserror::Error;
 use crate::checksum::{state_hash, SyncChecksum};
 use crate::client::Client;
 use crate::gamestate::{encode_growing, write_gamestate, Gamestate, GamestateHeader};
-use crate::message::SnapshotHeader;
+use crate::message::{BaseClock, SnapshotHeader};
 use crate::received::Snapshot;
 use crate::server::zeroed;
 
@@ -119,7 +119,13 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
     // Upper bound of a first guess; encode_growing doubles it as needed.
     let initial = 64 + 16 * (snapshot.entities.len() + held.len());
     encode_growing(out, initial, |w: &mut BitWriter<'_>| {
-        header.write(w)?;
+        header.write(
+            w,
+            base.map(|b| BaseClock {
+                frame: b.frame,
+                server_time: b.server_time,
+            }),
+        )?;
         codec.write_delta_in(
             &context.with_spawn(base.is_none()),
             w,

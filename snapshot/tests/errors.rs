@@ -144,8 +144,6 @@ fn unknown_kinds_and_impossible_distances_are_rejected() {
     let bad_distance = encode(|w| {
         MessageKind::Snapshot.write(w).unwrap();
         w.put_bits(2, 32).unwrap();
-        w.put_bits(0, 32).unwrap();
-        w.put_bits(0, 32).unwrap();
         w.put_bits(9, 5).unwrap();
         w.put_bits(0, 3).unwrap();
     });
@@ -196,7 +194,7 @@ fn removing_an_entity_the_base_lacks_is_rejected() {
     for codec in CODECS {
         let (_, mut client, _, _) = setup(codec);
         let message = encode(|w| {
-            full_header(7).write(w).unwrap();
+            full_header(7).write(w, None).unwrap();
             codec
                 .write_delta(w, &Player::default(), &Player::default())
                 .unwrap();
@@ -222,7 +220,7 @@ fn unsorted_entity_lists_and_bad_field_data_are_malformed() {
         ..Ent::default()
     };
     let unsorted = encode(|w| {
-        full_header(7).write(w).unwrap();
+        full_header(7).write(w, None).unwrap();
         Codec::Q3
             .write_delta(w, &Player::default(), &Player::default())
             .unwrap();
@@ -241,7 +239,7 @@ fn unsorted_entity_lists_and_bad_field_data_are_malformed() {
     assert!(error.to_string().contains("sorted"));
     // A Quake 3 entity whose last-changed count exceeds its fields.
     let bad_lc = encode(|w| {
-        full_header(7).write(w).unwrap();
+        full_header(7).write(w, None).unwrap();
         Codec::Q3
             .write_delta(w, &Player::default(), &Player::default())
             .unwrap();

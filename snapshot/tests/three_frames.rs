@@ -97,14 +97,17 @@ fn three_frames_carry_exactly_the_fields_the_client_is_missing() {
         assert_matches_record(&server, id, &client);
 
         if codec == Codec::Q3 {
-            // Quake 3's layout, bit for bit: a 106-bit header; an unchanged
-            // player state is `lc` = 0 (8 bits) and "no array changed" (1);
+            // Quake 3's layout, bit for bit, after our 51-bit header (one
+            // frame and 50 ms after its base: see `snapshot::message`); an
+            // unchanged player state is `lc` = 0 (8 bits) and "no array changed" (1);
             // the entity is its number (10), not-removed (1), has-delta (1),
             // `lc` (8), then per field up to `lc` a changed bit, a non-zero
             // bit, the integral-float bit and 13 bits; the end marker is 10.
             let field_bits = 1 + 1 + 1 + 13;
-            assert_eq!(second_bits, 106 + 9 + (10 + 1 + 1 + 8 + field_bits) + 10);
-            assert_eq!(trace.bits, second_bits + field_bits);
+            assert_eq!(second_bits, 51 + 9 + (10 + 1 + 1 + 8 + field_bits) + 10);
+            // The third: one more field, and 100 ms since its base in its
+            // header where the second had 50 (2 bits more).
+            assert_eq!(trace.bits, second_bits + 2 + field_bits);
         }
     }
 }
