@@ -496,6 +496,46 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Any header reads back as written against any base clock (frames
+        /// and times wrapping included), and every cut of it is an error.
+        #[test]
+        fn any_header_round_trips_and_cuts_are_errors(
+            sequence in 31u32..,
+            distance in 0u32..=MAX_DELTA_DISTANCE,
+            frame in proptest::prelude::any::<u32>(),
+            server_time in proptest::prelude::any::<u32>(),
+            via in proptest::prelude::any::<Option<u32>>(),
+            flags in proptest::prelude::any::<(bool, bool)>(),
+            base_frame in proptest::prelude::any::<u32>(),
+            base_time in proptest::prelude::any::<u32>(),
+        ) {
+            let header = SnapshotHeader {
+                sequence,
+                frame,
+                server_time,
+                base: (distance > 0).then(|| sequence - distance),
+                rate_delayed: flags.0,
+                has_checksum: flags.1,
+                via_time: via.filter(|_| distance > 0),
+            };
+            let clock = BaseClock { frame: base_frame, server_time: base_time };
+            let mut buf = [0u8; 64];
+            let mut w = BitWriter::new(&mut buf);
+            header.write(&mut w, Some(clock)).unwrap();
+            let bits = w.bits_written();
+            let mut r = BitReader::with_bit_len(&buf, bits);
+            MessageKind::read(&mut r).unwrap();
+            proptest::prop_assert_eq!(SnapshotHeader::read(&mut r, |_| Some(clock)), Ok(header));
+            proptest::prop_assert_eq!(r.remaining_bits(), 0);
+            for cut in [KIND_BITS as usize, bits / 2, bits - 1] {
+                let mut r = BitReader::with_bit_len(&buf, cut);
+                MessageKind::read(&mut r).unwrap();
+                proptest::prop_assert!(SnapshotHeader::read(&mut r, |_| Some(clock)).is_err());
+            }
+        }
+    }
+
     #[test]
     fn unknown_kinds_are_rejected() {
         let buf = [3u8];
