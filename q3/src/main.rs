@@ -52,6 +52,11 @@ enum CommandLine {
         /// Stand still instead of wandering.
         #[arg(long)]
         idle: bool,
+        /// A console command sent to the server once in the game (e.g.
+        /// `--command "team spectator" --command follownext`); repeatable,
+        /// sent in order.
+        #[arg(long = "command", value_name = "COMMAND")]
+        commands: Vec<String>,
     },
     /// Prints the server's `getinfo` and `getstatus` answers.
     Status {
@@ -105,6 +110,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             summary_json,
             capture,
             idle,
+            commands,
         } => {
             let address = resolve(&server)?;
             let protocol_kind =
@@ -125,6 +131,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 } else {
                     Movement::Wander
                 },
+                commands_on_enter: commands,
                 ..LiveConfig::default()
             };
             let mut session = Session::new(server.clone(), protocol);
