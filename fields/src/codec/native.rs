@@ -197,16 +197,25 @@ fn value_code(
         ScalarKind::Bool => None,
         ScalarKind::Q3Float => {
             let value = f32::from_bits(new);
+            let whole = integral(value);
             if let Some((step, k)) = reference
                 .grid_step
                 .and_then(|step| Grid::steps_at(step, value).map(|k| (step, k)))
             {
-                return Some(ValueCode::classed(
-                    zigzag(k.wrapping_sub(reference.steps(step))),
-                    GRID_SYMBOLS,
-                ));
+                let steps = zigzag(k.wrapping_sub(reference.steps(step)));
+                // A whole value on a grid finer than one is also an integer,
+                // and fewer integers than steps away: a grid learned from
+                // games that send a field's fractions (missiles' positions)
+                // must not make another game's snapped values cost the
+                // grid's extra bits (2^-11 steps: eleven more). The class
+                // says which path was taken, so the decoder needs no rule.
+                let integer = whole.map(|i| zigzag(i.wrapping_sub(predict(reference.value))));
+                return Some(match integer {
+                    Some(integer) if integer < steps => ValueCode::classed(integer, 0),
+                    _ => ValueCode::classed(steps, GRID_SYMBOLS),
+                });
             }
-            Some(match integral(value) {
+            Some(match whole {
                 Some(integer) => {
                     ValueCode::classed(zigzag(integer.wrapping_sub(predict(reference.value))), 0)
                 }
@@ -1440,6 +1449,61 @@ mod zero_symbol_tests {
         assert_eq!(zero_word(&int, 7, true, 0).unwrap(), 0);
         assert!(zero_word(&int, 0, true, 0).is_err(), "from a zero baseline");
         assert!(zero_word(&int, 7, false, 0).is_err(), "without a model");
+    }
+}
+
+#[cfg(test)]
+mod grid_path_tests {
+    use super::*;
+    use crate::bits::{BitReader, BitWriter};
+
+    /// A float reference at `value` with a grid of `step`.
+    fn on_grid(value: f32, step: f32) -> Reference {
+        Reference {
+            value,
+            is_base: true,
+            grid_step: Some(step),
+            advanced: None,
+        }
+    }
+
+    /// Codes `new` against `reference` and decodes it again.
+    fn round_trip(reference: Reference, new: f32) -> (ValueCode, f32) {
+        let kind = ScalarKind::Q3Float;
+        let base = reference.value.to_bits();
+        let code = value_code(&kind, base, new.to_bits(), reference, true).unwrap();
+        let mut buf = [0u8; 8];
+        let mut writer = BitWriter::new(&mut buf);
+        writer.put_bits(code.extra, code.extra_bits).unwrap();
+        let bits = writer.bits_written();
+        let mut reader = BitReader::with_bit_len(&buf, bits);
+        let word = value_from_code(&mut reader, &kind, base, reference, code.symbol, 0).unwrap();
+        (code, f32::from_bits(word))
+    }
+
+    #[test]
+    fn whole_values_on_a_fine_grid_take_the_integer_path() {
+        // 3 units on a 2^-11 grid: 6144 steps (zigzag 12288, class 14), or the integer
+        // 3 (zigzag 6, class 3, two raw bits).
+        let (code, back) = round_trip(on_grid(1000.0, 2f32.powi(-11)), 1003.0);
+        assert_eq!((code.symbol, code.extra_bits), (3, 2));
+        assert_eq!(back, 1003.0);
+        // A fraction on that grid keeps the grid path: 1024 steps, class 12.
+        let (code, back) = round_trip(on_grid(1000.0, 2f32.powi(-11)), 1000.5);
+        assert_eq!((code.symbol, code.extra_bits), (GRID_SYMBOLS + 12, 11));
+        assert_eq!(back, 1000.5);
+    }
+
+    #[test]
+    fn a_coarse_grid_keeps_whole_values_on_the_grid() {
+        // On a grid of 2, 6 units are 3 steps (zigzag 6) but 6 integers
+        // (zigzag 12): the grid is cheaper. On a grid of 1 both tie, and
+        // the grid is kept.
+        let (code, back) = round_trip(on_grid(100.0, 2.0), 106.0);
+        assert_eq!(code.symbol, GRID_SYMBOLS + 3);
+        assert_eq!(back, 106.0);
+        let (code, _) = round_trip(on_grid(100.0, 1.0), 106.0);
+        assert_eq!(code.symbol, GRID_SYMBOLS + 4);
     }
 }
 
