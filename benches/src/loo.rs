@@ -9,12 +9,12 @@
 //! other demos only, and [`q3_model_encoder`] encodes with them (through
 //! [`crate::models::Retrained`]).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use fields::model::NativeModel;
 use fields::NetFields;
-use q3::model::TRAINING_DEMOS;
+use q3::model::training_paths;
 use q3::{EntityState, PlayerState};
 
 use crate::models::{build_model, ModelEncoder};
@@ -31,19 +31,17 @@ pub struct TrainedModels {
     pub trained_on: Vec<String>,
 }
 
-/// Trains both models on the committed training demos found in `dir`
-/// ([`TRAINING_DEMOS`]) except `excluded` — matched by file name and by
+/// Trains both models on the committed training set — the shared demos
+/// found in `dir` ([`q3::model::TRAINING_DEMOS`]) and the q3 crate's own
+/// recordings ([`q3::model::RECORDED_DEMOS`]) — except `excluded`, matched by file name and by
 /// content, so a renamed copy is excluded too.
 pub fn train_without(dir: &Path, excluded: &Path) -> Result<TrainedModels, Error> {
     let excluded_bytes = crate::read_file(excluded)?;
-    let excluded_name = excluded
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned());
+    let excluded_name = excluded.file_name();
     let mut files = Vec::new();
     let mut trained_on = Vec::new();
-    for name in TRAINING_DEMOS {
-        let path: PathBuf = dir.join(name);
-        if excluded_name.as_deref() == Some(*name) || !path.exists() {
+    for path in training_paths(dir) {
+        if path.file_name() == excluded_name || !path.exists() {
             continue;
         }
         let bytes = crate::read_file(&path)?;
@@ -51,7 +49,10 @@ pub fn train_without(dir: &Path, excluded: &Path) -> Result<TrainedModels, Error
             continue;
         }
         files.push(bytes);
-        trained_on.push((*name).to_owned());
+        trained_on.push(
+            path.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        );
     }
     let models = q3::model::train(files.iter().map(Vec::as_slice))?;
     Ok(TrainedModels {

@@ -12,11 +12,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut paths: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
     if paths.is_empty() {
-        let dir = root.join("../../shared/q3demos");
-        paths = q3::model::TRAINING_DEMOS
-            .iter()
-            .map(|name| dir.join(name))
-            .collect();
+        paths = q3::model::training_paths(&q3::corpus::dir());
     }
     let files: Vec<Vec<u8>> = paths.iter().map(std::fs::read).collect::<Result<_, _>>()?;
     let models = q3::model::train(files.iter().map(Vec::as_slice))?;

@@ -6,7 +6,9 @@ mod common;
 
 use fields::merge::{read_entity_list, write_entity_list};
 use fields::{BitReader, BitSink, BitWriter, Codec, Fields};
-use q3::model::{delta_context, train, MODELS_FILE, TRAINING_DEMOS};
+use q3::model::{
+    delta_context, train, training_paths, MODELS_FILE, RECORDED_DEMOS, TRAINING_DEMOS,
+};
 use q3::{Command, Dm68Decoder, EntityState, PlayerState};
 
 #[test]
@@ -14,10 +16,11 @@ fn committed_models_are_what_training_produces() {
     if !common::here("committed_models_are_what_training_produces") {
         return;
     }
-    let files: Vec<Vec<u8>> = TRAINING_DEMOS
+    let files: Vec<Vec<u8>> = training_paths(&q3::corpus::dir())
         .iter()
-        .map(|name| common::read_demo(name))
+        .map(|path| std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
         .collect();
+    assert_eq!(files.len(), TRAINING_DEMOS.len() + RECORDED_DEMOS.len());
     let trained = train(files.iter().map(Vec::as_slice)).expect("training");
     let committed: q3::model::Q3Models =
         postcard::from_bytes(MODELS_FILE).expect("committed models decode");
