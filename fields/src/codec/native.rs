@@ -97,15 +97,65 @@ fn predict(base: f32) -> i32 {
     rounding::round(base) as i32
 }
 
+/// What every value of one delta is coded in the context of, besides its
+/// own baseline word: known to both ends before the first value.
+#[derive(Debug, Clone, Copy)]
+struct Scope {
+    /// Whether the delta is from a held state or a spawn baseline.
+    origin: Origin,
+    /// Whether some float rate the predictors read (a velocity) holds a
+    /// fraction in the baseline: then the game does not snap its rates,
+    /// and a rate whose baseline happens to be whole is coded as the
+    /// fraction it most likely becomes (see [`value_context`]).
+    loose_rates: bool,
+}
+
+impl Scope {
+    /// The scope of a delta from `base` (`base_word` reads its element-0
+    /// words) under `model`.
+    #[inline]
+    fn of<T: Fields>(
+        origin: Origin,
+        model: &Model<'_>,
+        base: &T,
+        base_word: impl Fn(usize) -> u32,
+    ) -> Self {
+        let loose_rates = model.inputs.iter().any(|&input| {
+            let input = usize::from(input);
+            input < base.field_count()
+                && base.field_kind(input).element().is_float_bits()
+                && !whole_float_bits(base_word(input))
+        });
+        Scope {
+            origin,
+            loose_rates,
+        }
+    }
+
+    /// Whether a whole baseline of `field` counts as a fraction: the field
+    /// is a rate and the baseline's rates are not all whole. A game that
+    /// snaps its velocities (the OSP duel) has every one whole; one that
+    /// does not (CPMA, OpenArena) has one whole now and then, by
+    /// coincidence, and its next value is a fraction again. Counted as
+    /// one context, the coincidences taught a model that a whole velocity
+    /// turns into a fraction, and priced the snapping game's next whole
+    /// one at five bits more.
+    #[inline]
+    fn demotes(&self, model: &Model<'_>, field: usize) -> bool {
+        self.loose_rates && model.inputs.binary_search(&(field as u16)).is_ok()
+    }
+}
+
 /// The context a changed value is coded in (see [`ValueContext`]), from
-/// what both ends know before it: the delta's origin and the baseline word.
+/// what both ends know before it: the delta's origin, the baseline word,
+/// and whether a whole baseline counts as a fraction ([`Scope::demotes`]).
 #[inline]
-fn value_context(kind: &ScalarKind, base: u32, origin: Origin) -> ValueContext {
+fn value_context(kind: &ScalarKind, base: u32, origin: Origin, demoted: bool) -> ValueContext {
     // Computed, then selected, not branched on: which case a value falls in
     // is data, and mispredicted branches cost more than the tests.
     let float = matches!(kind, ScalarKind::Q3Float);
     let zero = base & if float { 0x7fff_ffff } else { u32::MAX } == 0;
-    let whole = !float || whole_float_bits(base);
+    let whole = !float || (whole_float_bits(base) && !demoted);
     let held = if zero {
         ValueContext::Zero
     } else if whole {
@@ -634,12 +684,12 @@ fn put_value<S: BitSink + ?Sized>(
     base: u32,
     new: u32,
     reference: Reference,
-    origin: Origin,
+    scope: Scope,
 ) -> Result<(), BitError> {
     let Some(code) = value_code(kind, base, new, reference, model.codes.is_some()) else {
         return Ok(());
     };
-    let context = value_context(kind, base, origin);
+    let context = value_context(kind, base, scope.origin, scope.demotes(model, field));
     put_symbol_and_extra(sink, model.codes, Context::Value(field, context), code)
 }
 
@@ -650,13 +700,13 @@ fn get_value<S: BitSource + ?Sized>(
     kind: &ScalarKind,
     base: u32,
     reference: Reference,
-    origin: Origin,
+    scope: Scope,
 ) -> Result<u32, BitError> {
     if *kind == ScalarKind::Bool {
         return Ok(base ^ 1);
     }
     let position = source.bits_read();
-    let context = value_context(kind, base, origin);
+    let context = value_context(kind, base, scope.origin, scope.demotes(model, field));
     let symbol = get_symbol(source, model.codes, Context::Value(field, context))?;
     if usize::from(symbol) >= VALUE_SYMBOLS {
         return Err(BitError::invalid(
@@ -781,10 +831,11 @@ pub(crate) fn visit_symbols<T: Fields>(
     visit: &mut dyn FnMut(Context, u8),
 ) {
     let codings = field_codings(grids, predictors);
+    let inputs = crate::model::predictor_inputs(predictors);
     let model = Model {
         codes: None,
         codings: &codings,
-        inputs: &[],
+        inputs: &inputs,
         tier_sets: None,
         pattern_key,
     };
@@ -793,6 +844,7 @@ pub(crate) fn visit_symbols<T: Fields>(
     let mut patterns = [0u8; MAX_FIELDS.div_ceil(GROUP_FIELDS)];
     let last_group = group_patterns(&changed[..count], &mut patterns);
     let origin = context.origin();
+    let scope = Scope::of(origin, &model, base, |f| base.word(f, 0));
     let set = model.pattern_set(origin, base);
     visit(Context::LastGroup(set), last_group as u8);
     for (group, &pattern) in patterns.iter().enumerate().take(last_group) {
@@ -813,7 +865,8 @@ pub(crate) fn visit_symbols<T: Fields>(
             let (b, n) = (base.word(field, element), new.word(field, element));
             if b != n {
                 if let Some(code) = value_code(kind.element(), b, n, reference, true) {
-                    let value_context = value_context(kind.element(), b, origin);
+                    let demoted = scope.demotes(&model, field);
+                    let value_context = value_context(kind.element(), b, origin, demoted);
                     visit(Context::Value(field, value_context), code.symbol);
                 }
             }
@@ -917,6 +970,7 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
         Some(words) => words.new.get(f).copied().unwrap_or(0),
         None => new.word(f, 0),
     };
+    let scope = Scope::of(origin, &model, base, base_word);
     let mut write_value = |index: usize| -> Result<(), BitError> {
         let kind = new.field_kind(index);
         let reference = reference_of(&model, base_word, new_word, new, index, context);
@@ -925,11 +979,11 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
             put_set(sink, (0..kind.elements()).filter(|e| mask & (1 << e) != 0))?;
             for element in (0..kind.elements()).filter(|e| mask & (1 << e) != 0) {
                 let (b, n) = (base.word(index, element), new.word(index, element));
-                put_value(sink, &model, index, kind.element(), b, n, reference, origin)?;
+                put_value(sink, &model, index, kind.element(), b, n, reference, scope)?;
             }
         } else {
             let (b, n) = (base_word(index), new_word(index));
-            put_value(sink, &model, index, kind.element(), b, n, reference, origin)?;
+            put_value(sink, &model, index, kind.element(), b, n, reference, scope)?;
         }
         Ok(())
     };
@@ -972,7 +1026,9 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     let mut order = [0u16; MAX_FIELDS];
     let ordered = value_order(&set, &model, &mut order);
     let order = &order[..ordered];
-    if read_scalar_words(source, out, &model, order, &set, context)? {
+    // `out` still holds the baseline.
+    let scope = Scope::of(context.origin(), &model, &*out, |f| out.word(f, 0));
+    if read_scalar_words(source, out, &model, order, &set, context, scope)? {
         return Ok(count);
     }
     // Predictions read baseline words that `out` loses as it fills with new
@@ -1000,7 +1056,7 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
             )
         };
         if kind.is_array() {
-            read_array_elements(source, out, &model, index, reference, context.origin())?;
+            read_array_elements(source, out, &model, index, reference, scope)?;
         } else {
             let word = get_value(
                 source,
@@ -1009,7 +1065,7 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
                 kind.element(),
                 out.word(index, 0),
                 reference,
-                context.origin(),
+                scope,
             )?;
             out.set_word(index, 0, word);
         }
@@ -1025,7 +1081,7 @@ fn read_array_elements<T: Fields, S: BitSource + ?Sized>(
     model: &Model<'_>,
     index: usize,
     reference: Reference,
-    origin: Origin,
+    scope: Scope,
 ) -> Result<(), BitError> {
     let kind = out.field_kind(index);
     let mut elements = [0u16; 32];
@@ -1033,7 +1089,7 @@ fn read_array_elements<T: Fields, S: BitSource + ?Sized>(
     for &element in &elements[..changed_elements] {
         let element = usize::from(element);
         let old = out.word(index, element);
-        let word = get_value(source, model, index, kind.element(), old, reference, origin)?;
+        let word = get_value(source, model, index, kind.element(), old, reference, scope)?;
         out.set_word(index, element, word);
     }
     Ok(())
@@ -1059,6 +1115,7 @@ fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
     order: &[u16],
     set: &FieldSet,
     context: &DeltaContext,
+    scope: Scope,
 ) -> Result<bool, BitError> {
     let mut base = [0u32; SCALAR_WORDS];
     if model
@@ -1085,7 +1142,7 @@ fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
             context,
         );
         if kind.is_array() {
-            read_array_elements(source, out, model, index, reference, context.origin())?;
+            read_array_elements(source, out, model, index, reference, scope)?;
         } else {
             let word = get_value(
                 source,
@@ -1094,7 +1151,7 @@ fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
                 kind.element(),
                 word_of(&base, index),
                 reference,
-                context.origin(),
+                scope,
             )?;
             if let Some(slot) = new.get_mut(index) {
                 *slot = word;

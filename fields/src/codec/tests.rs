@@ -798,7 +798,7 @@ mod predicted {
     //! Grids and predictors: a moving body whose position follows its velocity.
 
     use super::*;
-    use crate::model::{Clock, ModelTrainer, NativeModel, Predictor};
+    use crate::model::{Clock, ModelTrainer, NativeModel, Predictor, ValueContext, VALUE_CONTEXTS};
     use std::sync::{Arc, OnceLock};
 
     net_struct! {
@@ -953,6 +953,115 @@ mod predicted {
         fn predicted_garbage_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..64), elapsed in any::<i32>(), spawn in any::<bool>()) {
             let mut out = Body { time: 1, position: 2.5, velocity: -3.0, heading: 0.25 };
             let _ = Codec::Native.read_delta_in(&DeltaContext { elapsed_ms: elapsed, spawn }, &mut BitReader::new(&bytes), &mut out);
+        }
+    }
+
+    net_struct! {
+        /// A body moving in a plane: two positions following two velocities.
+        pub struct Planar {
+            pub time: i32 = signed(32),
+            pub x: f32 = q3_float(),
+            pub y: f32 = q3_float(),
+            pub vx: f32 = q3_float(),
+            pub vy: f32 = q3_float(),
+        }
+    }
+
+    fn planar_trainer() -> ModelTrainer {
+        let schema = Planar::TABLE.schema();
+        let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len());
+        for (position, rate) in [(1, 3), (2, 4)] {
+            trainer = trainer.with_predictor(
+                position,
+                Predictor::Integrate {
+                    rate,
+                    clock: Clock::Field(0),
+                },
+            );
+        }
+        trainer
+    }
+
+    fn planar(vx: f32, vy: f32) -> Planar {
+        Planar {
+            time: 1_000,
+            x: 10.0,
+            y: 20.0,
+            vx,
+            vy,
+        }
+    }
+
+    /// The value context `vx`'s change from `base` is counted in.
+    fn vx_context(base: Planar) -> ValueContext {
+        let mut trainer = planar_trainer();
+        let new = Planar { vx: 301.5, ..base };
+        trainer.observe(&base, &new, &DeltaContext::default());
+        let data = trainer.finish();
+        let counted: Vec<usize> = (0..VALUE_CONTEXTS)
+            .filter(|&c| data.values[3 * VALUE_CONTEXTS + c].iter().any(|&n| n > 0))
+            .collect();
+        assert_eq!(counted.len(), 1, "one value, one context");
+        [
+            ValueContext::Spawn,
+            ValueContext::Zero,
+            ValueContext::Whole,
+            ValueContext::Fraction,
+        ][counted[0]]
+    }
+
+    #[test]
+    fn a_whole_rate_beside_a_fractional_one_is_coded_as_a_fraction() {
+        // Both velocities whole: the game snaps them.
+        assert_eq!(vx_context(planar(300.0, 2.0)), ValueContext::Whole);
+        // The other velocity is a fraction: this one is whole by chance.
+        assert_eq!(vx_context(planar(300.0, 2.5)), ValueContext::Fraction);
+        // Zero stays zero, and a position (not a rate) is never demoted.
+        assert_eq!(vx_context(planar(0.0, 2.5)), ValueContext::Zero);
+    }
+
+    #[test]
+    fn demoted_rates_round_trip_under_a_model_that_tells_the_contexts_apart() {
+        // Train whole velocities to stay whole and fractional ones to stay
+        // fractional, so coding a value in the wrong context would decode
+        // another value (or fail).
+        let mut trainer = planar_trainer();
+        let context = DeltaContext::default();
+        for step in 0..200 {
+            let whole = planar(300.0 + step as f32, 2.0);
+            trainer.observe(&whole, &planar(310.0 + step as f32, 3.0), &context);
+            let loose = planar(300.25 + step as f32, 2.5);
+            trainer.observe(&loose, &planar(310.75 + step as f32, 3.5), &context);
+        }
+        let schema = crate::dynamic::DynamicLayout::with_model(
+            Planar::TABLE.schema(),
+            Some(trainer.finish()),
+        )
+        .unwrap();
+        let to_dynamic = |p: &Planar| {
+            let mut d = schema.zeroed();
+            for f in 0..5 {
+                d.set_word(f, 0, p.word(f, 0));
+            }
+            d
+        };
+        for (base, new) in [
+            (planar(300.0, 2.5), planar(301.5, 2.75)),
+            (planar(300.0, 2.0), planar(301.5, 3.0)),
+            (planar(300.5, 2.0), planar(302.0, 2.0)),
+        ] {
+            let (base, new) = (to_dynamic(&base), to_dynamic(&new));
+            let mut buf = [0u8; 64];
+            let mut writer = BitWriter::new(&mut buf);
+            Codec::Native
+                .write_delta_in(&context, &mut writer, &base, &new)
+                .unwrap();
+            let bits = writer.bits_written();
+            let mut out = base.clone();
+            Codec::Native
+                .read_delta_in(&context, &mut BitReader::with_bit_len(&buf, bits), &mut out)
+                .unwrap();
+            assert_eq!(out, new);
         }
     }
 

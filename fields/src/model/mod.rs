@@ -209,7 +209,10 @@ pub enum ValueContext {
     Zero = 1,
     /// A whole number (every integer field's non-zero baseline).
     Whole = 2,
-    /// A float that is not a whole number.
+    /// A float that is not a whole number; or a whole one, if the field
+    /// is a rate that predictions read (a velocity) and another such rate
+    /// of the baseline is a fraction: a game that does not snap its
+    /// velocities makes one whole only by coincidence.
     Fraction = 3,
 }
 
@@ -334,6 +337,28 @@ pub enum Predictor {
     /// `pos.trTime`): `new ≈ base + elapsed`, the
     /// [`DeltaContext`](crate::codec::DeltaContext)'s elapsed time.
     Advance,
+}
+
+/// Every field the predictors read (their rates and clock fields), sorted.
+pub(crate) fn predictor_inputs(predictors: &[Option<Predictor>]) -> Vec<u16> {
+    let mut inputs: Vec<u16> = predictors
+        .iter()
+        .flatten()
+        .flat_map(|predictor| match *predictor {
+            Predictor::Integrate { rate, clock } => {
+                let time = match clock {
+                    Clock::Field(time) => Some(time),
+                    Clock::Elapsed => None,
+                };
+                [Some(rate), time]
+            }
+            Predictor::Advance => [None, None],
+        })
+        .flatten()
+        .collect();
+    inputs.sort_unstable();
+    inputs.dedup();
+    inputs
 }
 
 /// The elapsed time of an [`Predictor::Integrate`], in milliseconds.
@@ -651,24 +676,7 @@ impl NativeModel {
                     BitError::invalid("native model", 0, format!("cannot build a code: {e}"))
                 })
         };
-        let mut inputs: Vec<u16> = data
-            .predictors
-            .iter()
-            .flatten()
-            .flat_map(|predictor| match *predictor {
-                Predictor::Integrate { rate, clock } => {
-                    let time = match clock {
-                        Clock::Field(time) => Some(time),
-                        Clock::Elapsed => None,
-                    };
-                    [Some(rate), time]
-                }
-                Predictor::Advance => [None, None],
-            })
-            .flatten()
-            .collect();
-        inputs.sort_unstable();
-        inputs.dedup();
+        let inputs = predictor_inputs(&data.predictors);
         let numbers: Vec<SymbolCode> = {
             let pooled = smooth::pooled(&data.numbers);
             data.numbers
