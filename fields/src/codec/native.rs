@@ -120,11 +120,9 @@ impl Scope {
         base: &T,
         base_word: impl Fn(usize) -> u32,
     ) -> Self {
-        let loose_rates = model.inputs.iter().any(|&input| {
-            let input = usize::from(input);
-            input < base.field_count()
-                && base.field_kind(input).element().is_float_bits()
-                && !whole_float_bits(base_word(input))
+        let loose_rates = model.float_rates.iter().any(|&rate| {
+            let rate = usize::from(rate);
+            rate < base.field_count() && !whole_float_bits(base_word(rate))
         });
         Scope {
             origin,
@@ -142,7 +140,7 @@ impl Scope {
     /// one at five bits more.
     #[inline]
     fn demotes(&self, model: &Model<'_>, field: usize) -> bool {
-        self.loose_rates && model.inputs.binary_search(&(field as u16)).is_ok()
+        self.loose_rates && model.float_rates.binary_search(&(field as u16)).is_ok()
     }
 }
 
@@ -247,7 +245,6 @@ fn value_code(
         ScalarKind::Bool => None,
         ScalarKind::Q3Float => {
             let value = f32::from_bits(new);
-            let whole = integral(value);
             if let Some((step, k)) = reference
                 .grid_step
                 .and_then(|step| Grid::steps_at(step, value).map(|k| (step, k)))
@@ -259,13 +256,17 @@ fn value_code(
                 // must not make another game's snapped values cost the
                 // grid's extra bits (2^-11 steps: eleven more). The class
                 // says which path was taken, so the decoder needs no rule.
-                let integer = whole.map(|i| zigzag(i.wrapping_sub(predict(reference.value))));
+                // (On a grid of one or coarser the steps are never more.)
+                let integer = (step < 1.0)
+                    .then(|| integral(value))
+                    .flatten()
+                    .map(|i| zigzag(i.wrapping_sub(predict(reference.value))));
                 return Some(match integer {
                     Some(integer) if integer < steps => ValueCode::classed(integer, 0),
                     _ => ValueCode::classed(steps, GRID_SYMBOLS),
                 });
             }
-            Some(match whole {
+            Some(match integral(value) {
                 Some(integer) => {
                     ValueCode::classed(zigzag(integer.wrapping_sub(predict(reference.value))), 0)
                 }
@@ -557,6 +558,8 @@ struct Model<'a> {
     codings: &'a [FieldCoding],
     /// Every field a predictor reads (see [`NativeModel::predictor_inputs`]).
     inputs: &'a [u16],
+    /// The inputs that are float rates (see [`crate::model::float_rates`]).
+    float_rates: &'a [u16],
     /// The fields of each tier (see [`NativeModel::tier_sets`]).
     tier_sets: Option<&'a [FieldSet; 3]>,
     pattern_key: Option<PatternKey>,
@@ -569,6 +572,7 @@ impl<'a> Model<'a> {
                 codes: Some(m),
                 codings: m.field_codings(),
                 inputs: m.predictor_inputs(),
+                float_rates: m.float_rates(),
                 tier_sets: Some(m.tier_sets()),
                 pattern_key: m.data().pattern_key,
             },
@@ -576,6 +580,7 @@ impl<'a> Model<'a> {
                 codes: None,
                 codings: &[],
                 inputs: &[],
+                float_rates: &[],
                 tier_sets: None,
                 pattern_key: None,
             },
@@ -819,23 +824,38 @@ fn group_patterns(
         .map_or(0, |&last| usize::from(last) / GROUP_FIELDS + 1)
 }
 
+/// What a trainer has fixed before it counts symbols: the grids,
+/// predictors and magnitudes of its fields, and its pattern key.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Learned<'a> {
+    pub(crate) grids: &'a [Option<Grid>],
+    pub(crate) predictors: &'a [Option<Predictor>],
+    pub(crate) magnitudes: &'a [Option<i16>],
+    pub(crate) pattern_key: Option<PatternKey>,
+}
+
 /// Calls `visit` with every modelled symbol the delta from `base` to `new`
 /// contains, in the encoder's terms; what [`crate::model::ModelTrainer`] counts.
 pub(crate) fn visit_symbols<T: Fields>(
     base: &T,
     new: &T,
-    grids: &[Option<Grid>],
-    predictors: &[Option<Predictor>],
-    pattern_key: Option<PatternKey>,
+    learned: &Learned<'_>,
     context: &DeltaContext,
     visit: &mut dyn FnMut(Context, u8),
 ) {
+    let Learned {
+        grids,
+        predictors,
+        magnitudes,
+        pattern_key,
+    } = *learned;
     let codings = field_codings(grids, predictors);
-    let inputs = crate::model::predictor_inputs(predictors);
+    let float_rates = crate::model::float_rates(predictors, magnitudes);
     let model = Model {
         codes: None,
         codings: &codings,
-        inputs: &inputs,
+        inputs: &[],
+        float_rates: &float_rates,
         tier_sets: None,
         pattern_key,
     };

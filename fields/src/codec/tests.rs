@@ -967,6 +967,8 @@ mod predicted {
         }
     }
 
+    /// A trainer predicting the positions from the velocities, whose
+    /// grids and magnitudes (which tell the float rates) are learned.
     fn planar_trainer() -> ModelTrainer {
         let schema = Planar::TABLE.schema();
         let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len());
@@ -979,6 +981,8 @@ mod predicted {
                 },
             );
         }
+        trainer.learn_grids(&planar(300.5, 2.25));
+        trainer.freeze_grids();
         trainer
     }
 

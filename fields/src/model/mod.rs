@@ -361,6 +361,24 @@ pub(crate) fn predictor_inputs(predictors: &[Option<Predictor>]) -> Vec<u16> {
     inputs
 }
 
+/// The predictor inputs that are float rates (a velocity): those with a
+/// learned magnitude, which only float fields get (see
+/// [`ModelData::magnitudes`]). A model without magnitudes has none, on
+/// both ends alike.
+pub(crate) fn float_rates(
+    predictors: &[Option<Predictor>],
+    magnitudes: &[Option<i16>],
+) -> Vec<u16> {
+    predictor_inputs(predictors)
+        .into_iter()
+        .filter(|&input| {
+            magnitudes
+                .get(usize::from(input))
+                .is_some_and(Option::is_some)
+        })
+        .collect()
+}
+
 /// The elapsed time of an [`Predictor::Integrate`], in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Clock {
@@ -599,6 +617,8 @@ pub struct NativeModel {
     id: u64,
     /// Every field a predictor reads, once each, in field order.
     inputs: Vec<u16>,
+    /// The inputs that are float rates (see [`float_rates`]).
+    float_rates: Vec<u16>,
     /// Per field: its [`decode_tier`].
     tiers: Vec<u8>,
     /// The fields of each decode tier, as sets.
@@ -677,6 +697,7 @@ impl NativeModel {
                 })
         };
         let inputs = predictor_inputs(&data.predictors);
+        let float_rates = float_rates(&data.predictors, &data.magnitudes);
         let numbers: Vec<SymbolCode> = {
             let pooled = smooth::pooled(&data.numbers);
             data.numbers
@@ -687,6 +708,7 @@ impl NativeModel {
         Ok(NativeModel {
             id: data.fingerprint(),
             inputs,
+            float_rates,
             tiers: decode_tiers(&data.predictors),
             tier_sets: tier_sets(&decode_tiers(&data.predictors)),
             codings: field_codings(&data.grids, &data.predictors),
@@ -793,6 +815,11 @@ impl NativeModel {
     /// field order.
     pub fn predictor_inputs(&self) -> &[u16] {
         &self.inputs
+    }
+
+    /// The predictor inputs that are float rates, in field order.
+    pub(crate) fn float_rates(&self) -> &[u16] {
+        &self.float_rates
     }
 
     /// The counts the model was built from.
@@ -1028,15 +1055,16 @@ impl ModelTrainer {
         let data = &mut self.data;
         let grids = data.grids.clone();
         let predictors = data.predictors.clone();
-        crate::codec::native::visit_symbols(
-            base,
-            new,
-            &grids,
-            &predictors,
-            data.pattern_key,
-            context,
-            &mut |c, symbol| data.count(c, symbol),
-        );
+        let magnitudes = data.magnitudes.clone();
+        let learned = crate::codec::native::Learned {
+            grids: &grids,
+            predictors: &predictors,
+            magnitudes: &magnitudes,
+            pattern_key: data.pattern_key,
+        };
+        crate::codec::native::visit_symbols(base, new, &learned, context, &mut |c, symbol| {
+            data.count(c, symbol)
+        });
     }
 
     /// Counts the number symbols of one entity list, as the native codec
