@@ -59,9 +59,11 @@ pub const TRAINING_DEMOS: &[&str] = &[
 /// (`delta-size`): the duel 0.555 → 0.529 × q3 and 66.0 → 60.0 bits per
 /// changed entity, mostly in change patterns (a player entity's group 0:
 /// 2.0 → 0.4 bits a message); door_lift 0.355 → 0.338; the others within
-/// 0.004. The duel's velocities lose (10.2 → 12.3 bits each a message):
+/// 0.004. The duel's velocities lost (10.2 → 12.3 bits each a message):
 /// it snaps them to whole numbers, as no other training game does, and
-/// OpenArena's coincidentally whole ones teach the opposite.
+/// OpenArena's coincidentally whole ones taught the opposite, until such
+/// a velocity beside fractional ones was coded as a fraction (see
+/// [`fields::model::ValueContext::Fraction`]; 11.0–11.2 bits, duel 0.525).
 pub const RECORDED_DEMOS: &[&str] = &[
     "oa_ffa3_czest1tourney.dm_68",
     "oa_ffa3_oa_dm4_unsmoothed.dm_68",
