@@ -112,18 +112,32 @@ struct Scope {
 
 impl Scope {
     /// The scope of a delta from `base` (`base_word` reads its element-0
-    /// words) under `model`.
+    /// words) under `model`. With the delta's `changed` set, the rates are
+    /// read only if one of them changed: only a changed rate's context
+    /// asks (a 64-client server frame: 54.68 M → 54.32 M instructions
+    /// over 60 frames).
     #[inline]
     fn of<T: Fields>(
         origin: Origin,
         model: &Model<'_>,
         base: &T,
         base_word: impl Fn(usize) -> u32,
+        changed: Option<&FieldSet>,
     ) -> Self {
-        let loose_rates = model.float_rates.iter().any(|&rate| {
-            let rate = usize::from(rate);
-            rate < base.field_count() && !whole_float_bits(base_word(rate))
-        });
+        let in_changed = |rate: usize| {
+            changed.is_none_or(|set| {
+                set.get(rate / 64)
+                    .is_some_and(|w| w & (1 << (rate % 64)) != 0)
+            })
+        };
+        let loose_rates = model
+            .float_rates
+            .iter()
+            .any(|&r| in_changed(usize::from(r)))
+            && model.float_rates.iter().any(|&rate| {
+                let rate = usize::from(rate);
+                rate < base.field_count() && !whole_float_bits(base_word(rate))
+            });
         Scope {
             origin,
             loose_rates,
@@ -864,7 +878,7 @@ pub(crate) fn visit_symbols<T: Fields>(
     let mut patterns = [0u8; MAX_FIELDS.div_ceil(GROUP_FIELDS)];
     let last_group = group_patterns(&changed[..count], &mut patterns);
     let origin = context.origin();
-    let scope = Scope::of(origin, &model, base, |f| base.word(f, 0));
+    let scope = Scope::of(origin, &model, base, |f| base.word(f, 0), None);
     let set = model.pattern_set(origin, base);
     visit(Context::LastGroup(set), last_group as u8);
     for (group, &pattern) in patterns.iter().enumerate().take(last_group) {
@@ -990,7 +1004,7 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
         Some(words) => words.new.get(f).copied().unwrap_or(0),
         None => new.word(f, 0),
     };
-    let scope = Scope::of(origin, &model, base, base_word);
+    let scope = Scope::of(origin, &model, base, base_word, Some(set));
     let mut write_value = |index: usize| -> Result<(), BitError> {
         let kind = new.field_kind(index);
         let reference = reference_of(&model, base_word, new_word, new, index, context);
@@ -1047,7 +1061,13 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     let ordered = value_order(&set, &model, &mut order);
     let order = &order[..ordered];
     // `out` still holds the baseline.
-    let scope = Scope::of(context.origin(), &model, &*out, |f| out.word(f, 0));
+    let scope = Scope::of(
+        context.origin(),
+        &model,
+        &*out,
+        |f| out.word(f, 0),
+        Some(&set),
+    );
     if read_scalar_words(source, out, &model, order, &set, context, scope)? {
         return Ok(count);
     }
