@@ -45,7 +45,7 @@ use crate::model::{
     VALUE_SYMBOLS, ZERO_SYMBOL,
 };
 use crate::rounding;
-use crate::table::{FieldSet, Fields, MAX_FIELDS};
+use crate::table::{field_in, FieldSet, Fields, MAX_FIELDS};
 use crate::varcode::{exp_golomb_bits, get_exp_golomb, put_exp_golomb, unzigzag, zigzag};
 
 /// Integral floats beyond this magnitude take the bit-pattern path: above
@@ -124,16 +124,10 @@ impl Scope {
         base_word: impl Fn(usize) -> u32,
         changed: Option<&FieldSet>,
     ) -> Self {
-        let in_changed = |rate: usize| {
-            changed.is_none_or(|set| {
-                set.get(rate / 64)
-                    .is_some_and(|w| w & (1 << (rate % 64)) != 0)
-            })
-        };
         let loose_rates = model
             .float_rates
             .iter()
-            .any(|&r| in_changed(usize::from(r)))
+            .any(|&r| changed.is_none_or(|set| field_in(set, usize::from(r))))
             && model.float_rates.iter().any(|&rate| {
                 let rate = usize::from(rate);
                 rate < base.field_count() && !whole_float_bits(base_word(rate))
