@@ -244,7 +244,7 @@ pub fn train(seconds: u32, players: u8, seed: u64) -> ArenaModels {
                     Merged::Removed { .. } => list.push((number, true)),
                 }
             }
-            entity.observe_entity_list(list);
+            entity.observe_entity_list(list, &&base.entities[..]);
             for state in &new.players {
                 if let Some(old) = base.players.iter().find(|p| p.client == state.client) {
                     player.observe(old, state, &context);

@@ -2,6 +2,7 @@
 //! messages pre-encoded for the decoders, its entity updates one by one,
 //! and the bytes Quake 3's Huffman coder sees.
 
+use fields::codec::NOTHING_HELD;
 use fields::{
     BitReader, BitSink, BitSource, BitWriter, Codec, DeltaContext, EntityBody, EntityUpdate,
     HuffmanCode, HuffmanReader, HuffmanWriter,
@@ -138,7 +139,8 @@ fn read_entity<S: BitSource>(
     source: &mut S,
 ) -> Result<EntityState, Error> {
     let limit = codec.entity_number_limit().unwrap_or(u32::MAX);
-    let header = codec.read_entity_number(source, None, limit, &case.base)?;
+    // A single update, never a removal: the receiver holds nothing.
+    let header = codec.read_entity_number(source, None, limit, &case.base, NOTHING_HELD)?;
     let mut state = case.base;
     if let Some(header) = header.filter(|h| h.number() == case.number) {
         let body = codec.read_entity_body_in(&case.context, source, header, &mut state)?;

@@ -17,6 +17,7 @@
 //!   coder would only cost time), behind the compact header described at
 //!   [`write_compact_header`]. It carries the same information as Quake 3's.
 
+use fields::codec::Held;
 use fields::merge::{read_entity_list, ListError};
 use fields::varcode::{get_exp_golomb, put_exp_golomb, unzigzag, zigzag};
 use fields::{
@@ -221,7 +222,10 @@ pub fn write_message<E: Fields, P: Fields, S: BitSink + ?Sized>(
         let number = change.number();
         let update = match change {
             Change::Unchanged { .. } => continue,
-            Change::Removed { .. } => EntityUpdate::Removed { old: &zeros.entity },
+            Change::Removed { .. } => EntityUpdate::Removed {
+                old: &zeros.entity,
+                held: Held(&old),
+            },
             Change::Changed { old, new, .. } => EntityUpdate::Delta {
                 base: old,
                 new,

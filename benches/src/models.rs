@@ -222,7 +222,7 @@ pub fn train_on<W: Workload>(
                 Change::Unchanged { .. } => {}
             }
         }
-        entity.observe_entity_list(list);
+        entity.observe_entity_list(list, &old);
         Ok(())
     })?;
     Ok((entity.finish(), player.finish()))

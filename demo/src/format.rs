@@ -62,7 +62,13 @@ pub const FORMAT_NAME: &str = "native";
 /// 7: a delta snapshot's header codes its frame and times against its
 /// base's (`snapshot::message`), so a version 6 file's snapshots no longer
 /// parse.
-pub const VERSION: u16 = 7;
+/// 8: a native entity list names a removal by its place among the entities
+/// the client holds (`fields::codec::HeldNumbers`), not by its number gap,
+/// so a version 7 file's removals would name other entities. (The change
+/// before it, a whole rate beside a fractional one read in the fraction
+/// context, `fields::model::ValueContext::Fraction`, also changed how
+/// version 7 files written before it decode, without a version of its own.)
+pub const VERSION: u16 = 8;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

@@ -35,7 +35,7 @@
 //! ```
 
 use crate::bits::{BitSink, BitSource};
-use crate::codec::{Codec, DeltaContext, EntityBody, EntityUpdate};
+use crate::codec::{Codec, DeltaContext, EntityBody, EntityUpdate, Held};
 use crate::error::BitError;
 use crate::table::Fields;
 
@@ -213,7 +213,13 @@ where
     for merged in merge_by_number(held, new) {
         let number = merged.number();
         let (update, spawn) = match merged {
-            Merged::Removed { old, .. } => (EntityUpdate::Removed { old }, false),
+            Merged::Removed { old, .. } => (
+                EntityUpdate::Removed {
+                    old,
+                    held: Held(&held),
+                },
+                false,
+            ),
             Merged::Both { old, new, .. } => (
                 EntityUpdate::Delta {
                     base: old,
@@ -325,7 +331,7 @@ where
     let mut cursor = BaseCursor::new(held);
     let mut last = None;
     while let Some(header) = codec
-        .read_entity_number(source, last, limit, zero)
+        .read_entity_number(source, last, limit, zero, &held)
         .map_err(ListError::Number)?
     {
         let number = header.number();

@@ -3,7 +3,8 @@
 //! in `cargo test` on stable. `FUZZ_SEEDS_WRITE=1 cargo test -p fields --test
 //! fuzz_seeds` rewrites the seeds from the generators below.
 
-use fields::fuzzing::{self, corpus_files, everything_base, write_seeds, Everything};
+use fields::codec::Held;
+use fields::fuzzing::{self, corpus_files, everything_base, write_seeds, Everything, FUZZ_HELD};
 use fields::{BitSink, BitWriter, Codec, EntityUpdate, Fields, HuffmanCode};
 
 const CRATE: &str = env!("CARGO_MANIFEST_DIR");
@@ -91,7 +92,13 @@ fn list_seeds<T: Fields>(codec: Codec, base: &T, changed: [T; 3]) -> Vec<Vec<u8>
                 force: false,
             },
         ),
-        (4, EntityUpdate::Removed { old: &base }),
+        (
+            5,
+            EntityUpdate::Removed {
+                old: &base,
+                held: Held(&FUZZ_HELD),
+            },
+        ),
         (
             70,
             EntityUpdate::Delta {

@@ -198,6 +198,8 @@ struct Deltas {
     entities: Vec<(EntityState, EntityState, bool)>,
     /// The entity list's entries in order: (number, removed).
     list: Vec<(u32, bool)>,
+    /// The numbers of the base's entities (what a removal is named among).
+    held: Vec<u32>,
 }
 
 /// Counts symbols over every snapshot of the given demos. Files that fail
@@ -241,7 +243,7 @@ fn count_deltas(deltas: &[Deltas], mut entity: ModelTrainer, mut player: ModelTr
         for (base, new, spawn) in &delta.entities {
             entity.observe(base, new, &delta.context.with_spawn(*spawn));
         }
-        entity.observe_entity_list(delta.list.iter().copied());
+        entity.observe_entity_list(delta.list.iter().copied(), &&delta.held[..]);
     }
     Q3Models {
         entity: entity.finish(),
@@ -344,6 +346,7 @@ fn deltas_between(
         player_spawn: base.is_none(),
         entities,
         list,
+        held: old.iter().map(|(number, _)| *number).collect(),
     }
 }
 

@@ -17,7 +17,10 @@ use snapshot::ClientSettings;
 /// read neither.
 /// 4: a delta snapshot's header codes its frame and times against its
 /// base's (`snapshot::message`).
-pub const SESSION_VERSION: u32 = 4;
+/// 5: native entity lists name a removal by its place among the entities
+/// the client holds (`fields::codec::HeldNumbers`): a peer of version 4
+/// would read other removals.
+pub const SESSION_VERSION: u32 = 5;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec and (native codec) the

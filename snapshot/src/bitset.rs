@@ -85,6 +85,50 @@ impl Bitset {
 
 pub(crate) use fields::bits::Ones;
 
+/// The members as what a receiver holds: a removal in an entity list is
+/// named by its place among them (see [`fields::codec::HeldNumbers`]).
+impl fields::codec::HeldNumbers for Bitset {
+    fn count_in(&self, from: u32, to: u32) -> u32 {
+        if from >= to {
+            return 0;
+        }
+        // Bits below `bit` of each end's word; whole words in between.
+        let below = |number: u32| -> u32 {
+            let (index, bit) = ((number / 64) as usize, number % 64);
+            let whole: u32 = self.words.iter().take(index).map(|w| w.count_ones()).sum();
+            let partial = self
+                .words
+                .get(index)
+                .map_or(0, |w| (w & ((1u64 << bit) - 1)).count_ones());
+            whole + partial
+        };
+        below(to) - below(from)
+    }
+
+    fn nth_from(&self, from: u32, skip: u32) -> Option<u32> {
+        let mut left = skip;
+        let first = (from / 64) as usize;
+        for (index, &word) in self.words.iter().enumerate().skip(first) {
+            let word = if index == first {
+                word & !((1u64 << (from % 64)) - 1)
+            } else {
+                word
+            };
+            let ones = word.count_ones();
+            if left < ones {
+                let bit = Ones(word).nth(left as usize)?;
+                return Some(index as u32 * 64 + bit);
+            }
+            left -= ones;
+        }
+        None
+    }
+
+    fn holds(&self, number: u32) -> bool {
+        self.contains(number)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,5 +146,30 @@ mod tests {
         assert!(!set.contains(64));
         assert!(set.contains(63));
         assert!(!set.contains(10_000));
+    }
+
+    #[test]
+    fn held_numbers_count_and_index_across_words() {
+        use fields::codec::HeldNumbers;
+        let mut set = Bitset::new(256);
+        let members = [0, 5, 63, 64, 130, 191, 192, 255];
+        for n in members {
+            set.insert(n);
+        }
+        for from in [0, 1, 63, 64, 65, 129, 191, 200, 255, 256, 1000] {
+            for to in [0, 5, 6, 64, 65, 192, 193, 256, 300] {
+                let expected = members.iter().filter(|&&n| n >= from && n < to).count();
+                assert_eq!(set.count_in(from, to), expected as u32, "{from}..{to}");
+            }
+            let after: Vec<u32> = members.iter().copied().filter(|&n| n >= from).collect();
+            for skip in 0..10 {
+                assert_eq!(
+                    set.nth_from(from, skip),
+                    after.get(skip as usize).copied(),
+                    "{from} + {skip}"
+                );
+            }
+        }
+        assert!(set.holds(191) && !set.holds(190) && !set.holds(5000));
     }
 }

@@ -15,6 +15,7 @@
 //! 6. Record exactly what the client will hold — the frame, the held set,
 //!    and the old state of every left-out change — in the ring slot.
 
+use fields::codec::Held;
 use fields::{BitError, BitSink, BitWriter, Codec, DeltaContext, EntityUpdate, Fields};
 
 use crate::bitset::{Bitset, Ones};
@@ -182,6 +183,9 @@ struct Emitter<'a, E> {
     slab: &'a StateSlab<E>,
     gamestate: &'a Gamestate<E>,
     zero: &'a E,
+    /// What the client holds (the base's entities): removals are named by
+    /// their place among them.
+    held: Held<'a>,
 }
 
 impl<E: Fields> Emitter<'_, E> {
@@ -200,7 +204,10 @@ impl<E: Fields> Emitter<'_, E> {
                 sink,
                 last,
                 op.number,
-                EntityUpdate::Removed { old: self.zero },
+                EntityUpdate::Removed {
+                    old: self.zero,
+                    held: self.held,
+                },
             );
         }
         let base_key = match op.kind {
@@ -614,6 +621,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             slab,
             gamestate,
             zero: zero_entity,
+            held: base.map_or(Held::nothing(), |sent| Held(&sent.visible)),
         };
         let Work {
             buf,

@@ -17,6 +17,7 @@
 //! Configstring message: kind (2), index (10 bits), NUL-terminated bytes.
 //! An empty configstring is an unset one.
 
+use fields::codec::NOTHING_HELD;
 use fields::{BitError, BitReader, BitSink, BitSource, BitWriter, Codec, EntityBody, EntityUpdate};
 
 use crate::config::{MAX_CONFIGSTRINGS, MAX_CONFIGSTRING_LEN, MAX_ENTITY_LIMIT};
@@ -273,7 +274,8 @@ pub(crate) fn read_gamestate<E: fields::Fields>(
         store_configstring(&mut gamestate, index, &bytes, position)?;
     }
     let mut last = None;
-    while let Some(entry) = codec.read_entity_number(reader, last, u32::MAX, zero)? {
+    // Spawn baselines: the receiver holds nothing yet, so no entry removes.
+    while let Some(entry) = codec.read_entity_number(reader, last, u32::MAX, zero, NOTHING_HELD)? {
         let number = entry.number();
         if number >= entity_limit {
             return Err(ClientError::EntityOutOfRange {

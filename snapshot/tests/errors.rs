@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use fields::codec::Held;
 use fields::{BitSink, BitWriter, Codec, EntityUpdate};
 use snapshot::checksum::layout_fingerprint;
 use snapshot::message::{MessageKind, SnapshotHeader};
@@ -200,7 +201,15 @@ fn removing_an_entity_the_base_lacks_is_rejected() {
                 .unwrap();
             let old = Ent::default();
             codec
-                .write_entity(w, None, 5, EntityUpdate::Removed { old: &old })
+                .write_entity(
+                    w,
+                    None,
+                    5,
+                    EntityUpdate::Removed {
+                        old: &old,
+                        held: Held::nothing(),
+                    },
+                )
                 .unwrap();
             codec.write_entities_end(w, Some(5), &old).unwrap();
         });
@@ -312,7 +321,15 @@ fn bad_gamestates_are_rejected() {
         w.put_bits(0, 11).unwrap();
         let old = Ent::default();
         Codec::Native
-            .write_entity(w, None, 3, EntityUpdate::Removed { old: &old })
+            .write_entity(
+                w,
+                None,
+                3,
+                EntityUpdate::Removed {
+                    old: &old,
+                    held: Held::nothing(),
+                },
+            )
             .unwrap();
         Codec::Native.write_entities_end(w, Some(3), &old).unwrap();
     });

@@ -24,6 +24,7 @@
 //! no entity state take a `like` value of that type: any value will do
 //! (a baseline, the zeroed dummy), it only carries the model.
 
+mod held;
 pub(crate) mod native;
 mod q3;
 
@@ -33,6 +34,7 @@ use crate::bits::{BitSink, BitSource};
 use crate::error::BitError;
 use crate::table::Fields;
 
+pub use held::{Held, HeldNumbers, NothingHeld, NOTHING_HELD};
 pub use q3::{Q3_ENTITY_END, Q3_ENTITY_NUMBER_BITS};
 
 /// What a delta is coded in the context of, beyond its baseline: lets the
@@ -232,12 +234,14 @@ impl Codec {
     /// Bits to add to the size of entity `number` written first in a list
     /// (`last = None`) to bound its size wherever it stands: the native
     /// codec's number code depends on the entry before it, Quake 3's does
-    /// not.
+    /// not. A native removal's gap counts held entities, which the bound
+    /// does not know: it gets the whole bound of its number on top.
     pub fn entity_position_slack<T: Fields>(self, like: &T, number: u32, removed: bool) -> u32 {
         match self {
             Codec::Q3 => 0,
+            Codec::Native if removed => native::number_bound_bits(like, number),
             Codec::Native => native::number_bound_bits(like, number)
-                .saturating_sub(native::number_bits(like, None, number, removed)),
+                .saturating_sub(native::number_bits(like, None, number)),
         }
     }
 
@@ -257,12 +261,15 @@ impl Codec {
     /// Reads the next entry of a list, or `None` at the end marker.
     /// Numbers must increase and be below `limit`. `like` is any value of
     /// the list's entity type (it carries the native codec's model).
+    /// `held` is what the receiver holds (the base's entities): the native
+    /// codec names a removal by its place among them.
     pub fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
         self,
         source: &mut S,
         last: Option<u32>,
         limit: u32,
         like: &T,
+        held: &dyn HeldNumbers,
     ) -> Result<Option<EntityHeader>, BitError> {
         let position = source.bits_read();
         let header = match self {
@@ -270,7 +277,7 @@ impl Codec {
                 number,
                 removed: None,
             }),
-            Codec::Native => native::read_entity_number(source, last, like)?
+            Codec::Native => native::read_entity_number(source, last, like, held)?
                 .map(|(number, removed)| EntityHeader { number, removed }),
         };
         let Some(header) = header else {
@@ -360,6 +367,10 @@ pub enum EntityUpdate<'a, T> {
         /// The state the client held for it (any value of the type will do:
         /// it carries the native codec's model for the number).
         old: &'a T,
+        /// Every entity the client holds (the base's): the native codec
+        /// names the removal by its place among them, so the entity must
+        /// be one of them.
+        held: Held<'a>,
     },
     /// The entity's state, as a delta from `base`.
     Delta {
@@ -378,7 +389,7 @@ impl<'a, T> EntityUpdate<'a, T> {
     /// A state of the update: the new one of a delta, the old one of a removal.
     pub fn state(&self) -> &'a T {
         match *self {
-            EntityUpdate::Removed { old } => old,
+            EntityUpdate::Removed { old, .. } => old,
             EntityUpdate::Delta { new, .. } => new,
         }
     }

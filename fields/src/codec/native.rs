@@ -36,7 +36,7 @@
 
 use crate::bits::{low_mask, sign_extend, BitSink, BitSource, Ones};
 use crate::codec::DeltaContext;
-use crate::codec::{EntityBody, EntityUpdate};
+use crate::codec::{EntityBody, EntityUpdate, HeldNumbers};
 use crate::error::BitError;
 use crate::kind::ScalarKind;
 use crate::model::{
@@ -1287,8 +1287,11 @@ fn get_set<S: BitSource + ?Sized>(
 /// Writes an entry's number and whether it is removed. With a model: one
 /// symbol, the gap's class and the removed flag, in the context of the
 /// previous number, then the gap's bits below its leading one; the first
-/// entry is preceded by a bit saying the list is not empty. Without: a
-/// continue bit, the gap (exp-Golomb) and a removed bit.
+/// entry is preceded by a bit saying the list is not empty. A present
+/// entry's gap counts entity numbers after the previous entry; a removed
+/// one's counts the entities the receiver holds there (see
+/// [`HeldNumbers`]), since only those can be removed. Without a model: a
+/// continue bit, the gap in numbers (exp-Golomb) and a removed bit.
 ///
 /// Why the first entry's bit: whether a snapshot changes any entity at all
 /// depends on the game and its tick rate far more than on anything a
@@ -1300,11 +1303,24 @@ fn put_number<S: BitSink + ?Sized>(
     model: Option<&NativeModel>,
     last: Option<u32>,
     number: u32,
-    removed: bool,
+    removed: Option<&dyn HeldNumbers>,
 ) -> Result<(), BitError> {
-    let gap = number - last.map_or(0, |last| last + 1);
+    let first_candidate = last.map_or(0, |last| last + 1);
+    let gap = number - first_candidate;
     match model {
         Some(model) => {
+            let gap = match removed {
+                Some(held) if held.holds(number) => held.count_in(first_candidate, number),
+                Some(_) => {
+                    return Err(BitError::invalid(
+                        "entity number",
+                        sink.bits_written(),
+                        format!("removes {number}, which the receiver does not hold"),
+                    ))
+                }
+                None => gap,
+            };
+            let removed = removed.is_some();
             if last.is_none() {
                 sink.put_bit(true)?;
             }
@@ -1322,7 +1338,7 @@ fn put_number<S: BitSink + ?Sized>(
         None => {
             sink.put_bit(true)?;
             put_exp_golomb(sink, gap, 0)?;
-            sink.put_bit(removed)
+            sink.put_bit(removed.is_some())
         }
     }
 }
@@ -1352,9 +1368,9 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
     let numbers = HeldModel::of(update.state());
     let model = numbers.as_ref().map(HeldModel::get);
     match update {
-        EntityUpdate::Removed { .. } => put_number(sink, model, last, number, true)?,
+        EntityUpdate::Removed { held, .. } => put_number(sink, model, last, number, Some(held.0))?,
         EntityUpdate::Delta { base, new, .. } => {
-            put_number(sink, model, last, number, false)?;
+            put_number(sink, model, last, number, None)?;
             let words = unpacked.then_some(&words);
             write_changed_fields(sink, model, base, new, &set, words, context)?;
         }
@@ -1381,20 +1397,15 @@ pub(super) fn write_entities_end<T: Fields, S: BitSink + ?Sized>(
     }
 }
 
-/// Bits of an entry's number as [`put_number`] writes it after `last`.
-pub(super) fn number_bits<T: Fields>(
-    like: &T,
-    last: Option<u32>,
-    number: u32,
-    removed: bool,
-) -> u32 {
+/// Bits of a present entry's number as [`put_number`] writes it after `last`.
+pub(super) fn number_bits<T: Fields>(like: &T, last: Option<u32>, number: u32) -> u32 {
     let gap = number - last.map_or(0, |last| last + 1);
     match HeldModel::of(like) {
         Some(model) => {
             model
                 .get()
                 .code(Context::EntityNumber(number_context(last)))
-                .map_or(0, |code| code.bits(number_symbol(gap, removed)))
+                .map_or(0, |code| code.bits(number_symbol(gap, false)))
                 + (32 - gap.leading_zeros()).saturating_sub(1)
                 + u32::from(last.is_none())
         }
@@ -1428,6 +1439,7 @@ pub(super) fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
     source: &mut S,
     last: Option<u32>,
     like: &T,
+    held: &dyn HeldNumbers,
 ) -> Result<Option<(u32, Option<bool>)>, BitError> {
     let first_candidate = last.map_or(0, |last| last.saturating_add(1));
     let position = source.bits_read();
@@ -1452,7 +1464,23 @@ pub(super) fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
                 ));
             }
             let gap = unclass(source, u32::from(symbol / 2))?;
-            (gap, Some(symbol % 2 == 1))
+            if symbol % 2 == 1 {
+                // A removal's gap counts held entities (see `put_number`).
+                return held
+                    .nth_from(first_candidate, gap)
+                    .map(|number| Some((number, Some(true))))
+                    .ok_or_else(|| {
+                        BitError::invalid(
+                            "entity number",
+                            position,
+                            format!(
+                                "removes the held entity {gap} places after {first_candidate}, \
+                                 past the last one the receiver holds"
+                            ),
+                        )
+                    });
+            }
+            (gap, Some(false))
         }
         None => {
             if !source.get_bit()? {

@@ -157,6 +157,9 @@ proptest! {
         let mut states = states;
         states.sort_by_key(|s| s.0);
         states.dedup_by_key(|s| s.0);
+        // The receiver holds every entity of the list (a removal must name one).
+        let held: Vec<u32> = states.iter().map(|s| s.0).collect();
+        let held = &held[..];
         for codec in CODECS {
             let mut buf = vec![0u8; 8192];
             let mut w = BitWriter::new(&mut buf);
@@ -166,7 +169,7 @@ proptest! {
                 let base = base.normalized();
                 let new = if *action == 0 { base } else { mix(&base, new, *keep) };
                 let update = if *action == 3 {
-                    EntityUpdate::Removed { old: &base }
+                    EntityUpdate::Removed { old: &base, held: Held(&held) }
                 } else {
                     EntityUpdate::Delta { base: &base, new: &new, force: *action == 1 }
                 };
@@ -181,7 +184,7 @@ proptest! {
             let mut r = BitReader::with_bit_len(&buf, bits);
             let mut last = None;
             for (number, base, new, removed) in &expected {
-                let got = codec.read_entity_number(&mut r, last, 1023, &like).unwrap();
+                let got = codec.read_entity_number(&mut r, last, 1023, &like, &held).unwrap();
                 prop_assert_eq!(got.map(|h| h.number()), Some(*number));
                 let mut out = *base;
                 let body = codec.read_entity_body(&mut r, got.unwrap(), &mut out).unwrap();
@@ -193,7 +196,7 @@ proptest! {
                 }
                 last = Some(*number);
             }
-            prop_assert_eq!(codec.read_entity_number(&mut r, last, 1023, &like).unwrap(), None);
+            prop_assert_eq!(codec.read_entity_number(&mut r, last, 1023, &like, &held).unwrap(), None);
             prop_assert_eq!(r.remaining_bits(), 0);
         }
     }
@@ -219,7 +222,7 @@ proptest! {
             let _ = codec.read_delta(&mut r, &mut out);
             let mut r = BitReader::new(&bytes);
             let mut last = None;
-            while let Ok(Some(header)) = codec.read_entity_number(&mut r, last, 1023, &Sample::default()) {
+            while let Ok(Some(header)) = codec.read_entity_number(&mut r, last, 1023, &Sample::default(), NOTHING_HELD) {
                 if codec.read_entity_body(&mut r, header, &mut out).is_err() {
                     break;
                 }
@@ -334,7 +337,7 @@ fn q3_forced_unchanged_entity_is_a_no_delta_header() {
     assert_eq!(bits, 12);
     let mut r = BitReader::with_bit_len(&bytes, bits);
     let header = Codec::Q3
-        .read_entity_number(&mut r, None, 1023, &base)
+        .read_entity_number(&mut r, None, 1023, &base, NOTHING_HELD)
         .unwrap()
         .unwrap();
     assert_eq!(header.number(), 9);
@@ -359,7 +362,7 @@ fn q3_rejects_lc_past_the_field_count() {
     let mut r = BitReader::with_bit_len(&bytes, bits);
     let mut out = Plain::default();
     let header = Codec::Q3
-        .read_entity_number(&mut r, None, 1023, &out)
+        .read_entity_number(&mut r, None, 1023, &out, NOTHING_HELD)
         .unwrap()
         .unwrap();
     let err = Codec::Q3
@@ -400,14 +403,14 @@ fn entity_numbers_are_checked() {
         let mut r = BitReader::with_bit_len(&bytes, bits);
         assert!(
             codec
-                .read_entity_number(&mut r, None, 512, &Plain::default())
+                .read_entity_number(&mut r, None, 512, &Plain::default(), NOTHING_HELD)
                 .is_err(),
             "{codec:?}"
         );
         let mut r = BitReader::with_bit_len(&bytes, bits);
         assert!(
             codec
-                .read_entity_number(&mut r, Some(700), 1023, &Plain::default())
+                .read_entity_number(&mut r, Some(700), 1023, &Plain::default(), NOTHING_HELD)
                 .is_err(),
             "{codec:?}"
         );
@@ -548,7 +551,11 @@ mod modelled {
             // of them sometimes removed.
             for i in 0..400u32 {
                 let removed = i % 2 == 0;
-                trainer.observe_entity_list([(0, removed), (1, removed), (70 + i % 5, i % 3 == 0)]);
+                let held: &[u32] = &[0, 1, 70 + i % 5];
+                trainer.observe_entity_list(
+                    [(0, removed), (1, removed), (70 + i % 5, i % 3 == 0)],
+                    &held,
+                );
             }
             Arc::new(NativeModel::new(trainer.finish()).unwrap())
         })
@@ -564,15 +571,30 @@ mod modelled {
         out
     }
 
+    /// The numbers of `entries`: what a receiver of the list holds, in
+    /// these tests (a removal must name an entity it holds).
+    fn held_of(entries: &[(u32, bool)]) -> Vec<u32> {
+        entries.iter().map(|&(number, _)| number).collect()
+    }
+
     /// Writes `entries` (number, removed) as a list of `T` deltas from
-    /// `base` to `new`; returns the bytes and bit length.
-    fn write_list<T: Fields>(entries: &[(u32, bool)], base: &T, new: &T) -> (Vec<u8>, usize) {
+    /// `base` to `new` for a receiver holding `held`; returns the bytes and
+    /// bit length.
+    fn write_list_for<T: Fields>(
+        entries: &[(u32, bool)],
+        held: &[u32],
+        base: &T,
+        new: &T,
+    ) -> (Vec<u8>, usize) {
         let mut buf = vec![0u8; 4096];
         let mut w = BitWriter::new(&mut buf);
         let mut last = None;
         for &(number, removed) in entries {
             let update = if removed {
-                EntityUpdate::Removed { old: base }
+                EntityUpdate::Removed {
+                    old: base,
+                    held: Held(&held),
+                }
             } else {
                 EntityUpdate::Delta {
                     base,
@@ -592,9 +614,16 @@ mod modelled {
         (buf, bits)
     }
 
+    /// [`write_list_for`] a receiver holding every entry.
+    fn write_list<T: Fields>(entries: &[(u32, bool)], base: &T, new: &T) -> (Vec<u8>, usize) {
+        write_list_for(entries, &held_of(entries), base, new)
+    }
+
     #[test]
     fn modelled_entity_numbers_are_shorter_on_trained_lists() {
         let removals = [(0, true), (1, true), (72, true)];
+        let held = held_of(&removals);
+        let held = &held[..];
         // Without a model: per entry a continue bit, the gap's exp-Golomb
         // code (1, 1 and 13 bits) and the removed bit; one end bit.
         let plain = Sample::default();
@@ -608,7 +637,7 @@ mod modelled {
         let mut last = None;
         for &(number, _) in &removals {
             let header = Codec::Native
-                .read_entity_number(&mut r, last, 1023, &modelled)
+                .read_entity_number(&mut r, last, 1023, &modelled, &held)
                 .unwrap()
                 .unwrap();
             assert_eq!(header.number(), number);
@@ -623,11 +652,74 @@ mod modelled {
         }
         assert_eq!(
             Codec::Native
-                .read_entity_number(&mut r, last, 1023, &modelled)
+                .read_entity_number(&mut r, last, 1023, &modelled, &held)
                 .unwrap(),
             None
         );
         assert_eq!(r.remaining_bits(), 0);
+    }
+
+    #[test]
+    fn a_modelled_removal_is_named_by_its_place_among_the_held_entities() {
+        let modelled = Modelled::default();
+        // The second held entity after the start: the same bits whether
+        // its number is 11 or 500.
+        let near = write_list_for(&[(11, true)], &[10, 11], &modelled, &modelled);
+        let far = write_list_for(&[(500, true)], &[10, 500], &modelled, &modelled);
+        assert_eq!(near, far);
+        // In numbers, 500 is further than 11: a present entity's gap costs more.
+        let near_present = write_list_for(&[(11, false)], &[], &modelled, &modelled).1;
+        let far_present = write_list_for(&[(500, false)], &[], &modelled, &modelled).1;
+        assert!(
+            far_present > near_present,
+            "{far_present} vs {near_present}"
+        );
+        // Read back against the same held entities: 500 again.
+        let held: &[u32] = &[10, 500];
+        let (bytes, bits) = far;
+        let mut r = BitReader::with_bit_len(&bytes, bits);
+        let header = Codec::Native
+            .read_entity_number(&mut r, None, 1023, &modelled, &held)
+            .unwrap()
+            .unwrap();
+        assert_eq!(header.number(), 500);
+        // Against a receiver holding only one entity, the second is past
+        // its end: an error, not a guess.
+        let one: &[u32] = &[10];
+        let mut r = BitReader::with_bit_len(&bytes, bits);
+        let err = Codec::Native
+            .read_entity_number(&mut r, None, 1023, &modelled, &one)
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                BitError::Invalid {
+                    what: "entity number",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // Removing an entity the receiver does not hold cannot be written.
+        let mut buf = [0u8; 64];
+        let mut w = BitWriter::new(&mut buf);
+        let removal = EntityUpdate::Removed {
+            old: &modelled,
+            held: Held(&one),
+        };
+        assert!(Codec::Native
+            .write_entity(&mut w, None, 500, removal)
+            .is_err());
+        // Without a model a removal is still its number and a flag.
+        let plain = Sample::default();
+        let removal = EntityUpdate::Removed {
+            old: &plain,
+            held: Held::nothing(),
+        };
+        let mut w = BitWriter::new(&mut buf);
+        assert!(Codec::Native
+            .write_entity(&mut w, None, 500, removal)
+            .unwrap());
     }
 
     proptest! {
@@ -636,11 +728,13 @@ mod modelled {
             let base = sample_as_modelled(&base.normalized());
             let new = sample_as_modelled(&mix(&base_as_sample(&base), &new, keep));
             let entries: Vec<(u32, bool)> = numbers.iter().enumerate().map(|(i, &n)| (n, removed >> (i % 32) & 1 == 1)).collect();
+            let held = held_of(&entries);
+            let held = &held[..];
             let (bytes, bits) = write_list(&entries, &base, &new);
             let mut r = BitReader::with_bit_len(&bytes, bits);
             let mut last = None;
             for &(number, removed) in &entries {
-                let header = Codec::Native.read_entity_number(&mut r, last, 1023, &base).unwrap();
+                let header = Codec::Native.read_entity_number(&mut r, last, 1023, &base, &held).unwrap();
                 prop_assert_eq!(header.map(|h| h.number()), Some(number));
                 let mut out = base;
                 let body = Codec::Native.read_entity_body(&mut r, header.unwrap(), &mut out).unwrap();
@@ -650,7 +744,7 @@ mod modelled {
                 }
                 last = Some(number);
             }
-            prop_assert_eq!(Codec::Native.read_entity_number(&mut r, last, 1023, &base).unwrap(), None);
+            prop_assert_eq!(Codec::Native.read_entity_number(&mut r, last, 1023, &base, &held).unwrap(), None);
             prop_assert_eq!(r.remaining_bits(), 0);
             // Every cut short of the end is an error, never a wrong list.
             for cut in [bits / 2, bits.saturating_sub(1)] {
@@ -658,7 +752,7 @@ mod modelled {
                     let mut r = BitReader::with_bit_len(&bytes, cut);
                     let mut last = None;
                     let failed = loop {
-                        match Codec::Native.read_entity_number(&mut r, last, 1023, &base) {
+                        match Codec::Native.read_entity_number(&mut r, last, 1023, &base, &held) {
                             Err(_) => break true,
                             Ok(None) => break false,
                             Ok(Some(header)) => {
@@ -943,7 +1037,7 @@ mod predicted {
             Codec::Native.write_entity_in(&context, &mut w, None, 3, EntityUpdate::Delta { base: &base, new: &new, force: true }).unwrap();
             let bits = w.bits_written();
             let mut r = BitReader::with_bit_len(&buf, bits);
-            let header = Codec::Native.read_entity_number(&mut r, None, 1023, &base).unwrap().unwrap();
+            let header = Codec::Native.read_entity_number(&mut r, None, 1023, &base, NOTHING_HELD).unwrap().unwrap();
             let mut out = base;
             Codec::Native.read_entity_body_in(&context, &mut r, header, &mut out).unwrap();
             prop_assert!(!out.wire_differs(&new));

@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::bits::{BitSink, BitSource};
+use crate::codec::HeldNumbers;
 use crate::error::BitError;
 use crate::huffman::{CodeWord, DecodeTable, HuffmanCode};
 use crate::table::{FieldSet, FieldTable, Fields, NetFields, MAX_FIELDS};
@@ -1071,10 +1072,24 @@ impl ModelTrainer {
     /// writes it: every entry in increasing number order (`true` for a
     /// removal), then the end. Only entries the list actually carries: a
     /// changed or new entity, or a removed one, not the unchanged ones.
-    pub fn observe_entity_list(&mut self, entries: impl IntoIterator<Item = (u32, bool)>) {
+    /// `held` is what the receiver holds (the base's entities): a removal's
+    /// gap counts those (a removal of an entity not held cannot be written,
+    /// and is not counted).
+    pub fn observe_entity_list(
+        &mut self,
+        entries: impl IntoIterator<Item = (u32, bool)>,
+        held: &dyn HeldNumbers,
+    ) {
         let mut last = None;
         for (number, removed) in entries {
-            let gap = number.wrapping_sub(last.map_or(0, |l: u32| l.wrapping_add(1)));
+            let first_candidate = last.map_or(0, |l: u32| l.wrapping_add(1));
+            let gap = if !removed {
+                number.wrapping_sub(first_candidate)
+            } else if held.holds(number) {
+                held.count_in(first_candidate, number)
+            } else {
+                continue;
+            };
             self.data.count(
                 Context::EntityNumber(number_context(last)),
                 number_symbol(gap, removed),

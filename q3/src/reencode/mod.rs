@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use fields::codec::Q3_ENTITY_END;
+use fields::codec::{Held, Q3_ENTITY_END};
 use fields::merge::{merge_by_number, Merged};
 use fields::{
     BitError, BitReader, BitSink, BitSource, BitWriter, Codec, EntityUpdate, HuffmanCode,
@@ -98,7 +98,14 @@ fn write_step<S: BitSink + ?Sized>(
                 force: true,
             },
         ),
-        Merged::Removed { number, old } => (number, EntityUpdate::Removed { old }),
+        // Quake 3's codec names a removal by its number: no held set needed.
+        Merged::Removed { number, old } => (
+            number,
+            EntityUpdate::Removed {
+                old,
+                held: Held::nothing(),
+            },
+        ),
     };
     // The codec rejects numbers that do not fit 10 bits below the end marker.
     if number >= Q3_ENTITY_END {
