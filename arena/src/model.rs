@@ -101,11 +101,13 @@ pub fn trainers() -> (ModelTrainer, ModelTrainer) {
         field: field(&e, "kind") as u16,
         classes: 4,
         flag: Some(field(&e, "vz") as u16),
+        second_flag: None,
     });
     player = player.with_pattern_key(PatternKey {
         field: field(&p, "on_ground") as u16,
         classes: 2,
         flag: Some(field(&p, "reload_ms") as u16),
+        second_flag: None,
     });
     (entity, player)
 }

@@ -64,7 +64,10 @@ pub const FORMAT_NAME: &str = "native";
 /// parse.
 /// 8: a native entity list names a removal by its place among the entities
 /// the client holds (`fields::codec::HeldNumbers`), not by its number gap,
-/// so a version 7 file's removals would name other entities. (The change
+/// so a version 7 file's removals would name other entities; and a model's
+/// pattern key may split its classes by a second flag field
+/// (`fields::model::PatternKey::second_flag`), another field in the models
+/// a header carries. (The change
 /// before it, a whole rate beside a fractional one read in the fraction
 /// context, `fields::model::ValueContext::Fraction`, also changed how
 /// version 7 files written before it decode, without a version of its own.)

@@ -104,12 +104,13 @@ pub fn modelled_base() -> &'static DynamicState {
     BASE.get_or_init(|| {
         let schema = Everything::TABLE.schema();
         let index = |name: &str| Everything::TABLE.field(name).map_or(0, |(i, _)| i as u16);
-        // A key with a flag, so pattern sets are picked from two fields.
+        // A key with both flags, so pattern sets are picked from three fields.
         let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len())
             .with_pattern_key(PatternKey {
                 field: index("frame"),
                 classes: 4,
                 flag: Some(index("on")),
+                second_flag: Some(index("x")),
             });
         let mut state = everything_base();
         for i in 0..64u32 {

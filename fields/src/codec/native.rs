@@ -614,9 +614,13 @@ impl<'a> Model<'a> {
                 0
             }
         };
-        let words = self
-            .pattern_key
-            .map_or([0, 0], |key| [word(key.field), key.flag.map_or(0, word)]);
+        let words = self.pattern_key.map_or([0; 3], |key| {
+            [
+                word(key.field),
+                key.flag.map_or(0, word),
+                key.second_flag.map_or(0, word),
+            ]
+        });
         crate::model::pattern_set(self.pattern_key, origin, words)
     }
 }

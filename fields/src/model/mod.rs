@@ -99,6 +99,13 @@ pub struct PatternKey {
     /// air, firing or not).
     #[serde(default)]
     pub flag: Option<u16>,
+    /// A third key field, read like `flag`, splitting every class again (a
+    /// Quake 3 player standing still or moving: a still player's deltas
+    /// change its time and little else, and priced among a moving one's
+    /// that pattern's code flips between one bit and three as the training
+    /// games change).
+    #[serde(default)]
+    pub second_flag: Option<u16>,
 }
 
 impl PatternKey {
@@ -107,16 +114,26 @@ impl PatternKey {
 
     /// Classes of held deltas the key tells apart.
     pub fn held_classes(&self) -> usize {
-        usize::from(self.classes.max(1)) * if self.flag.is_some() { 2 } else { 1 }
+        let split = |flag: Option<u16>| if flag.is_some() { 2 } else { 1 };
+        usize::from(self.classes.max(1)) * split(self.flag) * split(self.second_flag)
     }
 
     /// The class of a baseline holding `words`: the key field's word and
-    /// the flag field's (ignored without one).
+    /// the flag fields' (each ignored without its field).
     #[inline]
-    fn class(&self, [word, flag]: [u32; 2]) -> PatternSet {
+    fn class(&self, [word, flag, second]: [u32; 3]) -> PatternSet {
         let classes = self.classes.max(1);
-        let flagged = self.flag.is_some() && flag != 0;
-        word.min(u32::from(classes) - 1) as PatternSet + if flagged { classes } else { 0 }
+        let mut class = word.min(u32::from(classes) - 1) as PatternSet;
+        let mut scale = classes;
+        for (field, value) in [(self.flag, flag), (self.second_flag, second)] {
+            if field.is_some() {
+                if value != 0 {
+                    class += scale;
+                }
+                scale *= 2;
+            }
+        }
+        class
     }
 }
 
@@ -181,9 +198,9 @@ pub(crate) fn decode_tiers(predictors: &[Option<Predictor>]) -> Vec<u8> {
 }
 
 /// The [`PatternSet`] of a delta of `origin` whose baseline holds `words`
-/// in the `key`'s field and flag field.
+/// in the `key`'s field and flag fields.
 #[inline]
-pub(crate) fn pattern_set(key: Option<PatternKey>, origin: Origin, words: [u32; 2]) -> PatternSet {
+pub(crate) fn pattern_set(key: Option<PatternKey>, origin: Origin, words: [u32; 3]) -> PatternSet {
     match (origin, key) {
         (Origin::Spawn, _) => 0,
         (Origin::Held, None) => 1,
@@ -442,9 +459,9 @@ impl ModelData {
     }
 
     /// The pattern set of a delta of `origin` whose baseline holds `words`
-    /// in the [`PatternKey`]'s field and flag field (ignored without them).
+    /// in the [`PatternKey`]'s field and flag fields (ignored without them).
     #[inline]
-    pub fn pattern_set(&self, origin: Origin, words: [u32; 2]) -> PatternSet {
+    pub fn pattern_set(&self, origin: Origin, words: [u32; 3]) -> PatternSet {
         pattern_set(self.pattern_key, origin, words)
     }
 
@@ -654,6 +671,9 @@ impl NativeModel {
             && data.pattern_key.is_none_or(|key| {
                 usize::from(key.field) < fields
                     && key.flag.is_none_or(|flag| usize::from(flag) < fields)
+                    && key
+                        .second_flag
+                        .is_none_or(|flag| usize::from(flag) < fields)
                     && (1..=PatternKey::MAX_CLASSES).contains(&key.classes)
             })
             && data.groups.len() == data.pattern_sets() * groups
@@ -1267,21 +1287,53 @@ mod tests {
             field: 0,
             classes: 3,
             flag: Some(1),
+            second_flag: None,
         });
         // Spawn, then three classes of the key field, twice.
         assert_eq!(data.pattern_sets(), 7);
-        assert_eq!(data.pattern_set(Origin::Spawn, [1, 1]), 0);
-        assert_eq!(data.pattern_set(Origin::Held, [0, 0]), 1);
-        assert_eq!(data.pattern_set(Origin::Held, [9, 0]), 3);
-        assert_eq!(data.pattern_set(Origin::Held, [1, 5]), 5);
-        assert_eq!(data.pattern_set(Origin::Held, [9, 0x8000_0000]), 6);
+        assert_eq!(data.pattern_set(Origin::Spawn, [1, 1, 0]), 0);
+        assert_eq!(data.pattern_set(Origin::Held, [0, 0, 0]), 1);
+        assert_eq!(data.pattern_set(Origin::Held, [9, 0, 0]), 3);
+        assert_eq!(data.pattern_set(Origin::Held, [1, 5, 0]), 5);
+        assert_eq!(data.pattern_set(Origin::Held, [9, 0x8000_0000, 0]), 6);
+        // Without a second flag field its word is ignored.
+        assert_eq!(data.pattern_set(Origin::Held, [9, 0x8000_0000, 7]), 6);
         data.pattern_key = Some(PatternKey {
             field: 0,
             classes: 3,
             flag: None,
+            second_flag: None,
         });
         assert_eq!(data.pattern_sets(), 4);
-        assert_eq!(data.pattern_set(Origin::Held, [9, 5]), 3);
+        assert_eq!(data.pattern_set(Origin::Held, [9, 5, 5]), 3);
+    }
+
+    #[test]
+    fn a_second_key_flag_splits_every_class_again() {
+        let mut data = ModelData::empty(0, 4);
+        data.pattern_key = Some(PatternKey {
+            field: 0,
+            classes: 2,
+            flag: Some(1),
+            second_flag: Some(2),
+        });
+        // Spawn, then two classes × two flags × two second flags.
+        assert_eq!(data.pattern_sets(), 9);
+        assert_eq!(data.pattern_set(Origin::Held, [0, 0, 0]), 1);
+        assert_eq!(data.pattern_set(Origin::Held, [1, 0, 0]), 2);
+        assert_eq!(data.pattern_set(Origin::Held, [0, 1, 0]), 3);
+        assert_eq!(data.pattern_set(Origin::Held, [1, 1, 0]), 4);
+        assert_eq!(data.pattern_set(Origin::Held, [0, 0, 1]), 5);
+        assert_eq!(data.pattern_set(Origin::Held, [7, 1, 1]), 8);
+        // A second flag alone splits the key's classes in two.
+        data.pattern_key = Some(PatternKey {
+            field: 0,
+            classes: 2,
+            flag: None,
+            second_flag: Some(2),
+        });
+        assert_eq!(data.pattern_sets(), 5);
+        assert_eq!(data.pattern_set(Origin::Held, [1, 9, 1]), 4);
     }
 
     #[test]
