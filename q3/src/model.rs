@@ -65,10 +65,16 @@ pub const TRAINING_DEMOS: &[&str] = &[
 /// OpenArena's coincidentally whole ones taught the opposite, until such
 /// a velocity beside fractional ones was coded as a fraction (see
 /// [`fields::model::ValueContext::Fraction`]; 11.0–11.2 bits, duel 0.525).
+/// Two later recordings snap velocities as Quake 3 does (`pmove_float 0`),
+/// and in one this crate's client plays, so its command time runs on a
+/// client's clock: the duel 0.5152 → 0.5016 (its velocities 11.2 → 8.4
+/// bits each) and every other demo smaller too (`q3/training/README.md`).
 pub const RECORDED_DEMOS: &[&str] = &[
     "oa_ffa3_czest1tourney.dm_68",
     "oa_ffa3_oa_dm4_unsmoothed.dm_68",
     "oa_ffa5_dm6ish.dm_68",
+    "oa_ffa3_czest1tourney_snapped.dm_68",
+    "oa_ffa3_oa_dm4_played.dm_68",
 ];
 
 /// The directory holding [`RECORDED_DEMOS`].
