@@ -163,7 +163,7 @@ fn trainers() -> (ModelTrainer, ModelTrainer) {
     // else: the baseline says which change patterns come. Measured
     // leave-one-out, the still split took every demo down by 0.0002–0.003
     // × q3, and kept the idle demos' most common pattern (the command time
-    // alone) from flipping between a one- and a three-bit code as training
+    // alone) from flipping between a two- and a three-bit code as training
     // games were added: with two more recordings and without the split,
     // `osp_gameplay_types` went from 0.171 to 0.196.
     player = player.with_pattern_key(PatternKey {

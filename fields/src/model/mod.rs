@@ -102,7 +102,7 @@ pub struct PatternKey {
     /// A third key field, read like `flag`, splitting every class again (a
     /// Quake 3 player standing still or moving: a still player's deltas
     /// change its time and little else, and priced among a moving one's
-    /// that pattern's code flips between one bit and three as the training
+    /// that pattern's code flips between two bits and three as the training
     /// games change).
     #[serde(default)]
     pub second_flag: Option<u16>,
