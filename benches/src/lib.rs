@@ -44,7 +44,7 @@ use std::path::PathBuf;
 
 pub use encode::{Encoder, FormatEncoder, NaiveEncoder};
 pub use message::{Breakdown, MessageFormat};
-pub use state::{State, Step, Zeros};
+pub use state::{Delivery, State, Step, Zeros};
 
 /// Anything that can go wrong while measuring.
 #[derive(Debug, thiserror::Error)]

@@ -36,7 +36,7 @@ use serde::Serialize;
 
 use crate::encode::{Encoder, FormatEncoder};
 use crate::message::Breakdown;
-use crate::state::{NoBaselines, State, Step, Zeros};
+use crate::state::{Delivery, NoBaselines, State, Step, Zeros};
 use crate::workload::stress::{StressEntity, StressPlayer};
 use crate::world::World;
 use crate::Error;
@@ -137,6 +137,7 @@ pub fn snapshot_message_bytes(units: u32, frames: usize) -> Result<f64, Error> {
                 areamask: Vec::new(),
                 player: world.players[0],
                 entities: chunk.to_vec(),
+                delivery: Delivery::of(world.time_ms, base.as_deref(), 1),
             });
             let step = Step {
                 snapshot: &snapshot,

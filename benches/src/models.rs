@@ -129,6 +129,7 @@ impl<E: Fields> ModelEncoder<E> {
                 .iter()
                 .map(|(n, e)| (*n, Retrained::with(e.clone(), &self.entity)))
                 .collect(),
+            delivery: state.delivery,
         }
     }
 }

@@ -26,7 +26,7 @@ use snapshot::ClientId;
 
 use super::{ExtraEncoders, RunEnd, TargetSet, Visit, Workload};
 use crate::models::{build_model, train_on, ModelEncoder};
-use crate::state::{SpawnList, State, Step, Zeros};
+use crate::state::{Delivery, SpawnList, State, Step, Zeros};
 use crate::Error;
 
 /// A value of a type without `Serialize` (the arena's tables), serialized
@@ -238,13 +238,6 @@ impl Workload for Arena {
                     let Some(sent) = server.sent_snapshot(id, sequence) else {
                         continue;
                     };
-                    let state = Arc::new(State {
-                        server_time: sent.server_time() as i32,
-                        flags: 0,
-                        areamask: Vec::new(),
-                        player: Net(*sent.player()),
-                        entities: sent.entities().map(|(n, e)| (n, Net(*e))).collect(),
-                    });
                     let base = match sent.base() {
                         None => None,
                         Some(b) => match stream.held.get(&b) {
@@ -255,6 +248,20 @@ impl Workload for Arena {
                             }
                         },
                     };
+                    let server_time = sent.server_time() as i32;
+                    let distance = base.as_ref().map_or(0, |(_, d)| *d as u8);
+                    let state = Arc::new(State {
+                        server_time,
+                        flags: 0,
+                        areamask: Vec::new(),
+                        player: Net(*sent.player()),
+                        entities: sent.entities().map(|(n, e)| (n, Net(*e))).collect(),
+                        delivery: Delivery::of(
+                            server_time,
+                            base.as_ref().map(|(b, _)| &**b),
+                            distance,
+                        ),
+                    });
                     visit(Step {
                         snapshot: &state,
                         base: base.as_ref().map(|(b, _)| b),

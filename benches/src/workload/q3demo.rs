@@ -12,7 +12,7 @@ use q3::{Command, Dm68Decoder, EntityState, PlayerState, Snapshot, MAX_MSGLEN};
 
 use super::{ExtraEncoders, RunEnd, TargetSet, Visit, Workload};
 use crate::loo::{q3_model_encoder, train_without};
-use crate::state::{Reference, State, Step, Zeros};
+use crate::state::{Delivery, Reference, State, Step, Zeros};
 use crate::Error;
 
 /// A snapshot of a Quake 3 demo in the report's terms.
@@ -57,6 +57,8 @@ pub fn state_of(snapshot: &Snapshot) -> Q3State {
         areamask: snapshot.areamask.clone(),
         player: snapshot.ps,
         entities: snapshot.entities.clone(),
+        // Set by the caller, who knows the base the snapshot is sent from.
+        delivery: Delivery::default(),
     }
 }
 
@@ -164,7 +166,10 @@ impl Q3Demo {
                     original_bits: command.bits.len(),
                     reencoded_bits: sink.bits_written(),
                 };
-                let state = Arc::new(state_of(&snap.snapshot));
+                let mut state = state_of(&snap.snapshot);
+                state.delivery =
+                    Delivery::of(state.server_time, base.as_deref(), snap.snapshot.delta_num);
+                let state = Arc::new(state);
                 if recent.len() == RECENT {
                     recent.pop_front();
                 }
