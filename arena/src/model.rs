@@ -223,7 +223,7 @@ pub fn train(seconds: u32, players: u8, seed: u64) -> ArenaModels {
             };
             let context = DeltaContext {
                 elapsed_ms: new.time.wrapping_sub(base.time) as i32,
-                spawn: false,
+                ..DeltaContext::default()
             };
             let mut list = Vec::new();
             for merged in merge_by_number(&base.entities, &new.entities) {

@@ -17,7 +17,7 @@
 //!   coder would only cost time), behind the compact header described at
 //!   [`write_compact_header`]. It carries the same information as Quake 3's.
 
-use fields::codec::Held;
+use fields::codec::{anchor_of, Held};
 use fields::merge::{read_entity_list, ListError};
 use fields::varcode::{get_exp_golomb, put_exp_golomb, unzigzag, zigzag};
 use fields::{
@@ -173,12 +173,19 @@ impl Breakdown {
     }
 }
 
-/// The elapsed server time from `base` to `snapshot`: the context the native
-/// codec's position predictors use (as `q3::model::delta_context`).
-pub fn delta_context<E, P>(snapshot: &State<E, P>, base: Option<&State<E, P>>) -> DeltaContext {
+/// The context the native codec's predictions use (as
+/// `q3::model::delta_context`): the elapsed server time from `base` to
+/// `snapshot`, and the viewer's position, which the receiver knows once it
+/// has read the player state, as the anchor of positions entering the view
+/// ([`fields::codec::anchor_of`]).
+pub fn delta_context<E, P: Fields>(
+    snapshot: &State<E, P>,
+    base: Option<&State<E, P>>,
+) -> DeltaContext {
     DeltaContext {
         elapsed_ms: base.map_or(0, |b| snapshot.server_time.wrapping_sub(b.server_time)),
         spawn: false,
+        anchor: anchor_of(&snapshot.player),
     }
 }
 
@@ -204,8 +211,9 @@ pub fn write_message<E: Fields, P: Fields, S: BitSink + ?Sized>(
     let mark = sink.bits_written();
     breakdown.header_bits = mark - start;
     let base_player = base.map_or(&zeros.player, |b| &b.player);
+    // The receiver learns the anchor from this very state: not before it.
     format.codec.write_delta_in(
-        &context.with_spawn(base.is_none()),
+        &context.with_spawn(base.is_none()).with_anchor(None),
         sink,
         base_player,
         &snapshot.player,
@@ -435,10 +443,13 @@ pub fn read_message<E: Fields, P: Fields, S: BitSource + ?Sized>(
     let context = DeltaContext {
         elapsed_ms: base.map_or(0, |b| server_time.wrapping_sub(b.server_time)),
         spawn: false,
+        anchor: None,
     };
     format
         .codec
         .read_delta_in(&context.with_spawn(base.is_none()), source, &mut player)?;
+    // The entities' anchor is the player state just read.
+    let context = context.with_anchor(anchor_of(&player));
 
     let old = base.map_or(&[][..], |b| &b.entities[..]);
     let mut entities = Vec::with_capacity(old.len() + 8);

@@ -71,7 +71,10 @@ pub const FORMAT_NAME: &str = "native";
 /// before it, a whole rate beside a fractional one read in the fraction
 /// context, `fields::model::ValueContext::Fraction`, also changed how
 /// version 7 files written before it decode, without a version of its own.)
-pub const VERSION: u16 = 8;
+/// 9: a model may key the change patterns of deltas from a spawn baseline
+/// (`fields::model::ModelData::spawn_key`), another field in the models a
+/// header carries, and other pattern sets for a model that has one.
+pub const VERSION: u16 = 9;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

@@ -81,10 +81,15 @@ pub fn everything_base() -> Everything {
     }
 }
 
+/// The viewer position the spawn pass of the codec targets decodes with
+/// (see [`crate::DeltaContext::anchor`]).
+pub const FUZZ_ANCHOR: [i32; crate::model::AXES] = [1234, -567, 89];
+
 /// `codec_q3` / `codec_native`: `data` as a struct delta from
-/// [`everything_base`] and as an entity list. Whatever decodes must re-encode
-/// and decode to the same words (the decoder accepted only states the encoder
-/// can express). Returns 1 if the delta decoded, plus the entities that did.
+/// [`everything_base`] (held, then as a spawn baseline) and as an entity
+/// list. Whatever decodes must re-encode and decode to the same words (the
+/// decoder accepted only states the encoder can express). Returns the
+/// deltas that decoded (0 to 2), plus the entities that did.
 pub fn codec(codec: Codec, data: &[u8]) -> usize {
     codec_against(codec, &everything_base(), data)
 }
@@ -111,7 +116,15 @@ pub fn modelled_base() -> &'static DynamicState {
                 classes: 4,
                 flag: Some(index("on")),
                 second_flag: Some(index("x")),
-            });
+            })
+            .with_spawn_key(PatternKey {
+                field: index("frame"),
+                classes: 3,
+                flag: None,
+                second_flag: None,
+            })
+            // x entering from zero is coded against the spawn pass's anchor.
+            .with_axis(usize::from(index("x")), 0);
         let mut state = everything_base();
         for i in 0..64u32 {
             let mut next = state;
@@ -121,6 +134,16 @@ pub fn modelled_base() -> &'static DynamicState {
             next.on ^= i % 5 == 0;
             next.stats[(i % 16) as usize] -= 1;
             trainer.observe(&state, &next, &crate::DeltaContext::default());
+            // Now and then the same state enters the view from the zeroed
+            // dummy, or from the previous state as its spawn baseline.
+            let spawn = crate::DeltaContext::default()
+                .with_spawn(true)
+                .with_anchor(Some(FUZZ_ANCHOR));
+            match i % 8 {
+                0 => trainer.observe(&Everything::default(), &next, &spawn),
+                4 => trainer.observe(&state, &next, &spawn),
+                _ => {}
+            }
             let held: &[u32] = &[i % 3, 70 + i];
             trainer.observe_entity_list(
                 [
@@ -165,24 +188,37 @@ fn codec_against<T: Fields + PartialEq + core::fmt::Debug>(
     base: &T,
     data: &[u8],
 ) -> usize {
-    let mut decoded = base.clone();
     let mut accepted = 0;
-    if codec
-        .read_delta(&mut BitReader::new(data), &mut decoded)
-        .is_ok()
-    {
-        accepted += 1;
-        let mut buf = [0u8; 512];
-        let mut writer = BitWriter::new(&mut buf);
-        codec
-            .write_delta(&mut writer, base, &decoded)
-            .expect("a decoded state re-encodes");
-        let bits = writer.bits_written();
-        let mut again = base.clone();
-        codec
-            .read_delta(&mut BitReader::with_bit_len(&buf, bits), &mut again)
-            .expect("a re-encoded state decodes");
-        assert!(!again.wire_differs(&decoded));
+    // As a delta from a held state, and from a spawn baseline (the native
+    // codec's spawn pattern sets and value contexts).
+    for context in [
+        crate::DeltaContext::default(),
+        crate::DeltaContext::default()
+            .with_spawn(true)
+            .with_anchor(Some(FUZZ_ANCHOR)),
+    ] {
+        let mut decoded = base.clone();
+        if codec
+            .read_delta_in(&context, &mut BitReader::new(data), &mut decoded)
+            .is_ok()
+        {
+            accepted += 1;
+            let mut buf = [0u8; 512];
+            let mut writer = BitWriter::new(&mut buf);
+            codec
+                .write_delta_in(&context, &mut writer, base, &decoded)
+                .expect("a decoded state re-encodes");
+            let bits = writer.bits_written();
+            let mut again = base.clone();
+            codec
+                .read_delta_in(
+                    &context,
+                    &mut BitReader::with_bit_len(&buf, bits),
+                    &mut again,
+                )
+                .expect("a re-encoded state decodes");
+            assert!(!again.wire_differs(&decoded));
+        }
     }
 
     let mut reader = BitReader::new(data);

@@ -172,8 +172,8 @@ fn codec_q3_replays() {
     write_seeds(CRATE, "codec_q3", &seeds).unwrap();
     assert_eq!(
         fuzzing::codec(Codec::Q3, &seeds[3]),
-        5,
-        "the list's 4 entities (and its first bits read as a struct delta)"
+        6,
+        "the list's 4 entities (and its first bits read as a struct delta, held and spawn)"
     );
     assert_eq!(
         replay("codec_q3", 1, |d| fuzzing::codec(Codec::Q3, d)),
@@ -187,8 +187,8 @@ fn codec_native_replays() {
     write_seeds(CRATE, "codec_native", &seeds).unwrap();
     assert_eq!(
         fuzzing::codec(Codec::Native, &seeds[3]),
-        5,
-        "the list's 4 entities (and its first bits read as a struct delta)"
+        6,
+        "the list's 4 entities (and its first bits read as a struct delta, held and spawn)"
     );
     assert_eq!(
         replay("codec_native", 1, |d| fuzzing::codec(Codec::Native, d)),
@@ -206,8 +206,8 @@ fn codec_modelled_replays() {
     write_seeds(CRATE, "codec_modelled", &seeds).unwrap();
     assert_eq!(
         fuzzing::codec_modelled(&seeds[3]),
-        5,
-        "the list's 4 entities (and its first bits read as a struct delta)"
+        6,
+        "the list's 4 entities (and its first bits read as a struct delta, held and spawn)"
     );
     assert_eq!(
         replay("codec_modelled", 1, fuzzing::codec_modelled),

@@ -90,11 +90,12 @@ fn report(name: &str, names: &[&str], models: &[Column<'_>]) {
         println!("{n:>10}");
     };
     let sets = models[0].2.pattern_sets();
+    let spawn_sets = models[0].2.spawn_sets();
     for set in 0..sets {
-        let name = if set == 0 {
-            "spawn".to_owned()
+        let name = if set < spawn_sets {
+            format!("spawn {set}")
         } else {
-            format!("held {}", set - 1)
+            format!("held {}", set - spawn_sets)
         };
         let s = set as u8;
         row(

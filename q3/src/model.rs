@@ -23,6 +23,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use fields::codec::anchor_coordinate;
 use fields::merge::{merge_by_number, Merged};
 use fields::model::{Clock, ModelPair, ModelTrainer, NativeModel, PatternKey, Predictor};
 use fields::{DeltaContext, Fields, NetFields};
@@ -123,13 +124,22 @@ pub fn player_model() -> Option<&'static Arc<NativeModel>> {
 }
 
 /// The context a snapshot's deltas are coded in: its elapsed server time
-/// since its base (0 for a full snapshot).
+/// since its base (0 for a full snapshot), and the viewer's origin as the
+/// anchor of positions entering the view from a zero baseline (what
+/// [`fields::codec::anchor_of`] reads from the player state under these
+/// models).
 pub fn delta_context(snapshot: &Snapshot, base: Option<&Snapshot>) -> DeltaContext {
+    let ps = &snapshot.ps;
+    let anchor = [ps.origin_0, ps.origin_1, ps.origin_2].map(anchor_coordinate);
     DeltaContext {
         elapsed_ms: base.map_or(0, |base| {
             snapshot.server_time.wrapping_sub(base.server_time)
         }),
         spawn: false,
+        anchor: match anchor {
+            [Some(x), Some(y), Some(z)] => Some([x, y, z]),
+            _ => None,
+        },
     }
 }
 
@@ -180,11 +190,33 @@ fn trainers() -> (ModelTrainer, ModelTrainer) {
         flag: Some(field(&entity_table, "pos_tr_delta_2")),
         second_flag: None,
     });
+    // An entity entering the view from the zeroed dummy (a temporary
+    // event, a missile, a player who joined after the map loaded) changes
+    // its position, type and event fields; one from a player's spawn
+    // baseline much of its state; one from an item's often nothing at all.
+    // The baseline's type says which.
+    entity = entity.with_spawn_key(PatternKey {
+        field: field(&entity_table, "e_type"),
+        classes: 4,
+        flag: None,
+        second_flag: None,
+    });
     entity = entity.with_predictor(
         usize::from(field(&entity_table, "pos_tr_time")),
         Predictor::Advance,
     );
-    for axis in 0..3 {
+    for axis in 0..3u8 {
+        // Where the viewer is, and where an entity is: a temporary event
+        // or a missile entering the view from a zero baseline is coded
+        // against the viewer's position, not against zero.
+        player = player.with_axis(
+            usize::from(field(&player_table, &format!("origin_{axis}"))),
+            axis,
+        );
+        entity = entity.with_axis(
+            usize::from(field(&entity_table, &format!("pos_tr_base_{axis}"))),
+            axis,
+        );
         entity = entity.with_predictor(
             usize::from(field(&entity_table, &format!("pos_tr_base_{axis}"))),
             Predictor::Integrate {
@@ -255,7 +287,8 @@ pub fn count<'a>(
 fn count_deltas(deltas: &[Deltas], mut entity: ModelTrainer, mut player: ModelTrainer) -> Q3Models {
     for delta in deltas {
         let context = delta.context.with_spawn(delta.player_spawn);
-        player.observe(&delta.player.0, &delta.player.1, &context);
+        // The viewer's own state is read before its anchor is known.
+        player.observe(&delta.player.0, &delta.player.1, &context.with_anchor(None));
         for (base, new, spawn) in &delta.entities {
             entity.observe(base, new, &delta.context.with_spawn(*spawn));
         }

@@ -526,9 +526,13 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             Some(sent) => Some((sent, store.frame(sent.frame).ok_or(ServerError::NoFrame)?)),
             None => None,
         };
+        // No anchor (`DeltaContext::anchor`): a list is shared by every
+        // client with the same base and view, and one coded against a
+        // viewer's position would be that viewer's alone.
         let context = DeltaContext {
             elapsed_ms: base.map_or(0, |sent| now.wrapping_sub(sent.time) as i32),
             spawn: false,
+            anchor: None,
         };
         // A full snapshot's player state deltas from the zeroed dummy.
         let player_context = context.with_spawn(base.is_none());

@@ -255,9 +255,12 @@ impl<E: Fields, P: Fields> Client<E, P> {
             trace.entities.clear();
         }
 
+        // No anchor: the server shares lists between clients (see
+        // `build.rs`), so it never codes one against a viewer.
         let context = DeltaContext {
             elapsed_ms: base.map_or(0, |b| header.server_time.wrapping_sub(b.server_time) as i32),
             spawn: false,
+            anchor: None,
         };
         let out = &mut self.scratch;
         let base_player = base.map_or(&self.zero_player, |b| &b.player);
@@ -281,10 +284,12 @@ impl<E: Fields, P: Fields> Client<E, P> {
                 let first = DeltaContext {
                     elapsed_ms: via_time.wrapping_sub(base.server_time) as i32,
                     spawn: false,
+                    anchor: None,
                 };
                 let second = DeltaContext {
                     elapsed_ms: header.server_time.wrapping_sub(via_time) as i32,
                     spawn: false,
+                    anchor: None,
                 };
                 let via = &mut self.via_entities;
                 lists.read(reader, &first, held, via, trace.as_deref_mut())?;

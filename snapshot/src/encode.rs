@@ -112,6 +112,7 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
             snapshot.server_time.wrapping_sub(b.server_time) as i32
         }),
         spawn: false,
+        anchor: None,
     };
     let zero_player = zeroed(snapshot.player);
     let base_player = base.map_or(&zero_player, |b| b.player);

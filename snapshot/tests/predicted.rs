@@ -64,7 +64,7 @@ fn model() -> &'static Arc<NativeModel> {
                     if frame >= lag {
                         let context = DeltaContext {
                             elapsed_ms: 50 * lag as i32,
-                            spawn: false,
+                            ..DeltaContext::default()
                         };
                         trainer.observe(&shot(n, frame - lag), &shot(n, frame), &context);
                     }

@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bits::{BitSink, BitSource};
 use crate::error::BitError;
+use crate::model::AXES;
 use crate::table::Fields;
 
 pub use held::{Held, HeldNumbers, NothingHeld, NOTHING_HELD};
@@ -53,6 +54,14 @@ pub struct DeltaContext {
     /// it per delta, as on the baseline itself; a list writer sets it for
     /// the entities it writes from spawn baselines.
     pub spawn: bool,
+    /// Where the receiving viewer is, in whole units (see [`anchor_of`]):
+    /// a model's position fields ([`crate::model::ModelData::axes`]) in a
+    /// delta from a spawn baseline that holds zero there are coded against
+    /// it. `None`: they are coded against the baseline (zero). The
+    /// receiver must know it before it reads the delta, so it is never the
+    /// position of the state being coded (a player state's own anchor is
+    /// for the entities that follow it).
+    pub anchor: Option<[i32; AXES]>,
 }
 
 impl DeltaContext {
@@ -60,6 +69,11 @@ impl DeltaContext {
     /// held state.
     pub fn with_spawn(self, spawn: bool) -> Self {
         DeltaContext { spawn, ..self }
+    }
+
+    /// The same context with the viewer at `anchor`.
+    pub fn with_anchor(self, anchor: Option<[i32; AXES]>) -> Self {
+        DeltaContext { anchor, ..self }
     }
 
     /// The model origin of deltas in this context.
@@ -71,6 +85,37 @@ impl DeltaContext {
             crate::model::Origin::Held
         }
     }
+}
+
+/// The anchor of deltas sent to the viewer whose state is `viewer`: the
+/// position its model's axis fields hold ([`crate::model::ModelData::axes`]),
+/// rounded to whole units. `None` without a model, without all
+/// [`AXES`] axes, or for a position that is not a finite float.
+pub fn anchor_of<T: Fields>(viewer: &T) -> Option<[i32; AXES]> {
+    let held = native::held_model(viewer)?;
+    let mut fields = [None; AXES];
+    for (field, axis) in held.get().data().axes.iter().enumerate() {
+        if let Some(axis) = axis {
+            fields[usize::from(*axis)] = Some(field);
+        }
+    }
+    let mut anchor = [0; AXES];
+    for (slot, field) in anchor.iter_mut().zip(fields) {
+        let field = field.filter(|&f| f < viewer.field_count())?;
+        if !viewer.field_kind(field).element().is_float_bits() {
+            return None;
+        }
+        *slot = anchor_coordinate(f32::from_bits(viewer.word(field, 0)))?;
+    }
+    Some(anchor)
+}
+
+/// One coordinate of an anchor: `position` rounded to a whole unit, if it
+/// is finite and within ±2^24 (where floats still hold every integer).
+pub fn anchor_coordinate(position: f32) -> Option<i32> {
+    const LIMIT: f32 = (1 << 24) as f32;
+    let rounded = crate::rounding::round(position);
+    (rounded.is_finite() && rounded.abs() <= LIMIT).then_some(rounded as i32)
 }
 
 /// Which wire format to use.

@@ -456,8 +456,25 @@ fn reference_of<T: Fields>(
             advanced,
         };
     }
-    let base_value = f32::from_bits(base_word(field));
-    let grid_step = model.coding(field).grid_step;
+    let field_base = base_word(field);
+    let coding = model.coding(field);
+    let grid_step = coding.grid_step;
+    // A position entering the view from a zero baseline (a temporary event,
+    // a missile) lies near the viewer far more often than near the origin.
+    if let (Some(axis), Some(anchor), true, 0) = (
+        coding.axis,
+        context.anchor,
+        context.spawn,
+        field_base & 0x7fff_ffff,
+    ) {
+        return Reference {
+            value: anchor[usize::from(axis)] as f32,
+            is_base: false,
+            grid_step,
+            advanced: None,
+        };
+    }
+    let base_value = f32::from_bits(field_base);
     let predicted = predictor_of(model, new, field).and_then(|predictor| {
         let Predictor::Integrate { rate, clock } = predictor else {
             return None;
@@ -536,9 +553,14 @@ impl SavedInputs {
 /// counting per delta), else a counted reference (a
 /// [`DynamicState`](crate::dynamic::DynamicState)'s layout), which is not a
 /// borrow of the value, so a decoder may overwrite the value meanwhile.
-enum HeldModel {
+pub(super) enum HeldModel {
     Static(&'static NativeModel),
     Counted(std::sync::Arc<NativeModel>),
+}
+
+/// The native model `value`'s type codes with, if any.
+pub(super) fn held_model<T: Fields>(value: &T) -> Option<HeldModel> {
+    HeldModel::of(value)
 }
 
 impl HeldModel {
@@ -549,7 +571,7 @@ impl HeldModel {
         }
     }
 
-    fn get(&self) -> &NativeModel {
+    pub(super) fn get(&self) -> &NativeModel {
         match self {
             HeldModel::Static(model) => model,
             HeldModel::Counted(model) => model,
@@ -571,6 +593,7 @@ struct Model<'a> {
     /// The fields of each tier (see [`NativeModel::tier_sets`]).
     tier_sets: Option<&'a [FieldSet; 3]>,
     pattern_key: Option<PatternKey>,
+    spawn_key: Option<PatternKey>,
 }
 
 impl<'a> Model<'a> {
@@ -583,6 +606,7 @@ impl<'a> Model<'a> {
                 float_rates: m.float_rates(),
                 tier_sets: Some(m.tier_sets()),
                 pattern_key: m.data().pattern_key,
+                spawn_key: m.data().spawn_key,
             },
             None => Model {
                 codes: None,
@@ -591,6 +615,7 @@ impl<'a> Model<'a> {
                 float_rates: &[],
                 tier_sets: None,
                 pattern_key: None,
+                spawn_key: None,
             },
         }
     }
@@ -614,14 +639,19 @@ impl<'a> Model<'a> {
                 0
             }
         };
-        let words = self.pattern_key.map_or([0; 3], |key| {
+        let key = match origin {
+            Origin::Spawn => self.spawn_key,
+            Origin::Held => self.pattern_key,
+        };
+        let words = key.map_or([0; 3], |key| {
             [
                 word(key.field),
                 key.flag.map_or(0, word),
                 key.second_flag.map_or(0, word),
             ]
         });
-        crate::model::pattern_set(self.pattern_key, origin, words)
+        let spawn_sets = self.spawn_key.map_or(1, |key| key.held_classes());
+        crate::model::pattern_set(key, spawn_sets, origin, words)
     }
 }
 
@@ -837,13 +867,15 @@ fn group_patterns(
 }
 
 /// What a trainer has fixed before it counts symbols: the grids,
-/// predictors and magnitudes of its fields, and its pattern key.
+/// predictors and magnitudes of its fields, and its pattern keys.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Learned<'a> {
     pub(crate) grids: &'a [Option<Grid>],
     pub(crate) predictors: &'a [Option<Predictor>],
     pub(crate) magnitudes: &'a [Option<i16>],
     pub(crate) pattern_key: Option<PatternKey>,
+    pub(crate) spawn_key: Option<PatternKey>,
+    pub(crate) axes: &'a [Option<u8>],
 }
 
 /// Calls `visit` with every modelled symbol the delta from `base` to `new`
@@ -860,8 +892,10 @@ pub(crate) fn visit_symbols<T: Fields>(
         predictors,
         magnitudes,
         pattern_key,
+        spawn_key,
+        axes,
     } = *learned;
-    let codings = field_codings(grids, predictors);
+    let codings = field_codings(grids, predictors, axes);
     let float_rates = crate::model::float_rates(predictors, magnitudes);
     let model = Model {
         codes: None,
@@ -870,6 +904,7 @@ pub(crate) fn visit_symbols<T: Fields>(
         float_rates: &float_rates,
         tier_sets: None,
         pattern_key,
+        spawn_key,
     };
     let mut changed = [0u16; MAX_FIELDS];
     let count = changed_fields(base, new, &mut changed);

@@ -955,7 +955,7 @@ mod predicted {
                 &pair[1].0,
                 &DeltaContext {
                     elapsed_ms: pair[1].1,
-                    spawn: false,
+                    ..DeltaContext::default()
                 },
             );
         }
@@ -1024,7 +1024,7 @@ mod predicted {
                     new.set_word(field, 0, base.word(field, 0));
                 }
             }
-            let context = DeltaContext { elapsed_ms: elapsed, spawn };
+            let context = DeltaContext { elapsed_ms: elapsed, spawn, anchor: None };
             let mut buf = vec![0u8; 256];
             let mut w = BitWriter::new(&mut buf);
             Codec::Native.write_delta_in(&context, &mut w, &base, &new).unwrap();
@@ -1046,7 +1046,7 @@ mod predicted {
         #[test]
         fn predicted_garbage_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..64), elapsed in any::<i32>(), spawn in any::<bool>()) {
             let mut out = Body { time: 1, position: 2.5, velocity: -3.0, heading: 0.25 };
-            let _ = Codec::Native.read_delta_in(&DeltaContext { elapsed_ms: elapsed, spawn }, &mut BitReader::new(&bytes), &mut out);
+            let _ = Codec::Native.read_delta_in(&DeltaContext { elapsed_ms: elapsed, spawn, anchor: None }, &mut BitReader::new(&bytes), &mut out);
         }
     }
 
@@ -1161,6 +1161,218 @@ mod predicted {
                 .unwrap();
             assert_eq!(out, new);
         }
+    }
+
+    #[test]
+    fn a_spawn_key_gives_each_kind_of_spawn_baseline_its_own_patterns() {
+        // Spawn baselines keyed by their velocity: a zeroed one (class 0)
+        // becomes a moving entity, a placed one (class 1) comes back as it
+        // was placed, its time alone changed.
+        let key = crate::model::PatternKey {
+            field: 3,
+            classes: 2,
+            flag: None,
+            second_flag: None,
+        };
+        let mut trainer = planar_trainer().with_spawn_key(key);
+        let spawn = DeltaContext::default().with_spawn(true);
+        let placed = planar(5.0, 0.0);
+        for step in 0..200 {
+            trainer.observe(
+                &Planar::default(),
+                &planar(300.0, 1.0 + step as f32),
+                &spawn,
+            );
+            let time = 1_001 + step;
+            trainer.observe(&placed, &Planar { time, ..placed }, &spawn);
+        }
+        // A held delta lands after the spawn sets.
+        trainer.observe(&placed, &planar(6.0, 0.0), &DeltaContext::default());
+        let data = trainer.finish();
+        assert_eq!(data.spawn_sets(), 2);
+        assert_eq!(data.pattern_sets(), 3);
+        // Each kind counted in its own set: the zeroed one's deltas change
+        // fields of group 0 (time, x, y, vx, vy), so the last changed
+        // group is 1; the placed one's too (its time).
+        let sum = |t: &Vec<u32>| t.iter().sum::<u32>();
+        assert_eq!(sum(&data.last_group[0]), 200);
+        assert_eq!(sum(&data.last_group[1]), 200);
+        assert_eq!(sum(&data.last_group[2]), 1);
+        // Group 0's patterns: every field for the zeroed kind, the time
+        // alone for the placed one.
+        let groups = data.groups.len() / data.pattern_sets();
+        assert_eq!(data.groups[0][0b11111], 200);
+        assert_eq!(data.groups[groups][0b00001], 200);
+
+        let layout =
+            crate::dynamic::DynamicLayout::with_model(Planar::TABLE.schema(), Some(data)).unwrap();
+        let to_dynamic = |p: &Planar| {
+            let mut d = layout.zeroed();
+            for f in 0..5 {
+                d.set_word(f, 0, p.word(f, 0));
+            }
+            d
+        };
+        let mut bits_of = Vec::new();
+        for (base, new) in [
+            (Planar::default(), planar(300.0, 7.0)),
+            (
+                placed,
+                Planar {
+                    time: 1_050,
+                    ..placed
+                },
+            ),
+        ] {
+            let (base, new) = (to_dynamic(&base), to_dynamic(&new));
+            let mut buf = [0u8; 64];
+            let mut writer = BitWriter::new(&mut buf);
+            Codec::Native
+                .write_delta_in(&spawn, &mut writer, &base, &new)
+                .unwrap();
+            let bits = writer.bits_written();
+            let mut out = base.clone();
+            Codec::Native
+                .read_delta_in(&spawn, &mut BitReader::with_bit_len(&buf, bits), &mut out)
+                .unwrap();
+            assert_eq!(out, new);
+            bits_of.push(bits);
+        }
+        // The placed kind's only pattern in its own set: one bit for the
+        // last group and one for the pattern, then the time's value.
+        let time_only = bits_of[1];
+        assert!(time_only < bits_of[0], "{bits_of:?}");
+    }
+
+    /// `Planar` values under a model whose x, y and vx hold the three axes
+    /// of a position (vx standing in for a height), trained on positions
+    /// entering the view from zero near an anchor.
+    fn anchored_layout() -> Arc<crate::dynamic::DynamicLayout> {
+        let mut trainer = planar_trainer()
+            .with_axis(1, 0)
+            .with_axis(2, 1)
+            .with_axis(3, 2);
+        let spawn = DeltaContext::default()
+            .with_spawn(true)
+            .with_anchor(Some([1000, -2000, 300]));
+        for step in 0..100 {
+            let near = Planar {
+                time: 1_000,
+                x: 1000.0 + (step % 7) as f32,
+                y: -2000.0 - (step % 5) as f32,
+                vx: 300.0,
+                vy: 1.0,
+            };
+            trainer.observe(&Planar::default(), &near, &spawn);
+        }
+        crate::dynamic::DynamicLayout::with_model(Planar::TABLE.schema(), Some(trainer.finish()))
+            .unwrap()
+    }
+
+    fn planar_in(
+        layout: &Arc<crate::dynamic::DynamicLayout>,
+        p: &Planar,
+    ) -> crate::dynamic::DynamicState {
+        let mut d = layout.zeroed();
+        for f in 0..5 {
+            d.set_word(f, 0, p.word(f, 0));
+        }
+        d
+    }
+
+    /// Bits of the delta from `base` to `new` in `context`, checking that it
+    /// reads back in the same context.
+    fn anchored_bits(
+        layout: &Arc<crate::dynamic::DynamicLayout>,
+        context: &DeltaContext,
+        base: &Planar,
+        new: &Planar,
+    ) -> usize {
+        let (base, new) = (planar_in(layout, base), planar_in(layout, new));
+        let mut buf = [0u8; 64];
+        let mut writer = BitWriter::new(&mut buf);
+        Codec::Native
+            .write_delta_in(context, &mut writer, &base, &new)
+            .unwrap();
+        let bits = writer.bits_written();
+        let mut out = base.clone();
+        Codec::Native
+            .read_delta_in(context, &mut BitReader::with_bit_len(&buf, bits), &mut out)
+            .unwrap();
+        assert_eq!(out, new);
+        bits
+    }
+
+    #[test]
+    fn the_anchor_is_the_position_a_models_axes_hold() {
+        let layout = anchored_layout();
+        let viewer = planar_in(&layout, &planar(-12.4, 7.0));
+        // x = 10, y = 20 (planar's), vx = -12.4 as the third axis.
+        assert_eq!(anchor_of(&viewer), Some([10, 20, -12]));
+        // Without axes (the trainer's own model) there is no anchor.
+        let plain = crate::dynamic::DynamicLayout::with_model(
+            Planar::TABLE.schema(),
+            Some(planar_trainer().finish()),
+        )
+        .unwrap();
+        assert_eq!(anchor_of(&planar_in(&plain, &planar(1.0, 2.0))), None);
+        // Nor for a position no integer holds.
+        assert_eq!(anchor_of(&planar_in(&layout, &planar(f32::NAN, 2.0))), None);
+        assert_eq!(anchor_coordinate(1.0e30), None);
+        assert_eq!(anchor_coordinate(-2.5), Some(-3));
+    }
+
+    #[test]
+    fn a_position_entering_from_zero_is_coded_against_the_anchor() {
+        let layout = anchored_layout();
+        let spawn = DeltaContext::default().with_spawn(true);
+        let anchored = spawn.with_anchor(Some([1000, -2000, 300]));
+        let new = Planar {
+            time: 1_000,
+            x: 1003.0,
+            y: -2002.0,
+            vx: 300.0,
+            vy: 1.0,
+        };
+        let zero = Planar::default();
+        let near = anchored_bits(&layout, &anchored, &zero, &new);
+        let far = anchored_bits(&layout, &spawn, &zero, &new);
+        // Three small differences against three large values: x alone
+        // saves its ten bits of magnitude.
+        assert!(near + 20 < far, "{near} vs {far}");
+        // The anchor is read: another one decodes other positions.
+        let (base, new_d) = (planar_in(&layout, &zero), planar_in(&layout, &new));
+        let mut buf = [0u8; 64];
+        let mut writer = BitWriter::new(&mut buf);
+        Codec::Native
+            .write_delta_in(&anchored, &mut writer, &base, &new_d)
+            .unwrap();
+        let bits = writer.bits_written();
+        let mut out = base.clone();
+        let elsewhere = spawn.with_anchor(Some([0, 0, 0]));
+        let read = Codec::Native.read_delta_in(
+            &elsewhere,
+            &mut BitReader::with_bit_len(&buf, bits),
+            &mut out,
+        );
+        assert!(read.is_err() || out != new_d);
+        // A held delta, or one from a baseline that holds a position,
+        // ignores the anchor.
+        let held = DeltaContext::default();
+        let from = planar(300.0, 1.0);
+        assert_eq!(
+            anchored_bits(
+                &layout,
+                &held.with_anchor(Some([1000, -2000, 300])),
+                &from,
+                &new
+            ),
+            anchored_bits(&layout, &held, &from, &new)
+        );
+        assert_eq!(
+            anchored_bits(&layout, &anchored, &from, &new),
+            anchored_bits(&layout, &spawn, &from, &new)
+        );
     }
 
     #[test]

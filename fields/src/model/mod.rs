@@ -112,7 +112,7 @@ impl PatternKey {
     /// Most classes a key may have.
     pub const MAX_CLASSES: u8 = 16;
 
-    /// Classes of held deltas the key tells apart.
+    /// Pattern sets the key tells apart.
     pub fn held_classes(&self) -> usize {
         let split = |flag: Option<u16>| if flag.is_some() { 2 } else { 1 };
         usize::from(self.classes.max(1)) * split(self.flag) * split(self.second_flag)
@@ -161,6 +161,8 @@ pub struct FieldCoding {
     /// Its grid's [`step`](Grid::step) (`None`: no grid, or one without a
     /// usable step).
     pub grid_step: Option<f32>,
+    /// The position axis it holds ([`ModelData::axes`]).
+    pub axis: Option<u8>,
 }
 
 /// The [`FieldCoding`] of every field of a model with these grids and
@@ -168,14 +170,16 @@ pub struct FieldCoding {
 pub(crate) fn field_codings(
     grids: &[Option<Grid>],
     predictors: &[Option<Predictor>],
+    axes: &[Option<u8>],
 ) -> Vec<FieldCoding> {
-    (0..grids.len().max(predictors.len()))
+    (0..grids.len().max(predictors.len()).max(axes.len()))
         .map(|field| {
             let predictor = predictors.get(field).copied().flatten();
             FieldCoding {
                 predictor,
                 tier: decode_tier(predictor),
                 grid_step: grids.get(field).copied().flatten().and_then(|g| g.step()),
+                axis: axes.get(field).copied().flatten(),
             }
         })
         .collect()
@@ -198,19 +202,26 @@ pub(crate) fn decode_tiers(predictors: &[Option<Predictor>]) -> Vec<u8> {
 }
 
 /// The [`PatternSet`] of a delta of `origin` whose baseline holds `words`
-/// in the `key`'s field and flag fields.
+/// in the field and flag fields of `key`, the key of that origin, under a
+/// model with `spawn_sets` spawn sets.
 #[inline]
-pub(crate) fn pattern_set(key: Option<PatternKey>, origin: Origin, words: [u32; 3]) -> PatternSet {
-    match (origin, key) {
-        (Origin::Spawn, _) => 0,
-        (Origin::Held, None) => 1,
-        (Origin::Held, Some(key)) => 1 + key.class(words),
+pub(crate) fn pattern_set(
+    key: Option<PatternKey>,
+    spawn_sets: usize,
+    origin: Origin,
+    words: [u32; 3],
+) -> PatternSet {
+    let class = key.map_or(0, |key| key.class(words));
+    match origin {
+        Origin::Spawn => class,
+        Origin::Held => spawn_sets as PatternSet + class,
     }
 }
 
-/// Which set of change-pattern codes a delta uses: 0 for a delta from a
-/// spawn baseline, `1 + class` for one from a held state (class 0 without
-/// a [`PatternKey`]).
+/// Which set of change-pattern codes a delta uses: for a delta from a
+/// spawn baseline, the class of the baseline under the spawn key (0
+/// without one); for one from a held state, the number of spawn sets plus
+/// its class under the [`PatternKey`] (0 without one).
 pub type PatternSet = u8;
 
 /// What a changed value is coded in the context of: whether its delta is
@@ -282,7 +293,21 @@ pub struct ModelData {
     /// [`ModelTrainer::observe_entity_list`]; all zero for a struct never
     /// sent in entity lists).
     pub numbers: Vec<Vec<u32>>,
+    /// The field picking a spawn delta's pattern codes, if any (see
+    /// [`ModelData::spawn_sets`]).
+    #[serde(default)]
+    pub spawn_key: Option<PatternKey>,
+    /// Per field (or empty: none), the axis of the position it holds, 0 to
+    /// [`AXES`] − 1: in a player state, the viewer's position, which
+    /// [`crate::codec::anchor_of`] reads; in an entity, its position, which
+    /// a delta from a zero baseline codes against the viewer's (see
+    /// [`crate::codec::DeltaContext::anchor`]).
+    #[serde(default)]
+    pub axes: Vec<Option<u8>>,
 }
+
+/// Axes of a position ([`ModelData::axes`]).
+pub const AXES: usize = 3;
 
 /// A float grid: every value the field took was `k × step` for an integer
 /// `k`, with `step = odd × 2^exponent` (Quake 3's view angles are multiples
@@ -421,6 +446,8 @@ impl ModelData {
             predictors: vec![None; fields],
             magnitudes: vec![None; fields],
             numbers: vec![vec![0; NUMBER_SYMBOLS]; NUMBER_CONTEXTS],
+            spawn_key: None,
+            axes: Vec::new(),
         }
     }
 
@@ -453,16 +480,32 @@ impl ModelData {
         self.values.len() / VALUE_CONTEXTS
     }
 
-    /// Pattern sets: spawn, and one per key class.
+    /// Pattern sets: the spawn sets, then one per held key class.
     pub fn pattern_sets(&self) -> usize {
-        1 + self.pattern_key.map_or(1, |key| key.held_classes())
+        self.spawn_sets() + self.pattern_key.map_or(1, |key| key.held_classes())
+    }
+
+    /// Pattern sets of deltas from a spawn baseline: one per class of the
+    /// [`ModelData::spawn_key`] (one without it). The first
+    /// [`PatternSet`]s; the held ones follow.
+    pub fn spawn_sets(&self) -> usize {
+        self.spawn_key.map_or(1, |key| key.held_classes())
+    }
+
+    /// The key that picks the pattern set of a delta of `origin`.
+    pub fn key_of(&self, origin: Origin) -> Option<PatternKey> {
+        match origin {
+            Origin::Spawn => self.spawn_key,
+            Origin::Held => self.pattern_key,
+        }
     }
 
     /// The pattern set of a delta of `origin` whose baseline holds `words`
-    /// in the [`PatternKey`]'s field and flag fields (ignored without them).
+    /// in the field and flag fields of that origin's key
+    /// ([`ModelData::key_of`]; ignored without one).
     #[inline]
     pub fn pattern_set(&self, origin: Origin, words: [u32; 3]) -> PatternSet {
-        pattern_set(self.pattern_key, origin, words)
+        pattern_set(self.key_of(origin), self.spawn_sets(), origin, words)
     }
 
     fn count(&mut self, context: Context, symbol: u8) {
@@ -668,14 +711,17 @@ impl NativeModel {
         let groups = fields.div_ceil(GROUP_FIELDS);
         let shape_ok = fields <= crate::table::MAX_FIELDS
             && data.values.len() == fields * VALUE_CONTEXTS
-            && data.pattern_key.is_none_or(|key| {
-                usize::from(key.field) < fields
-                    && key.flag.is_none_or(|flag| usize::from(flag) < fields)
-                    && key
-                        .second_flag
-                        .is_none_or(|flag| usize::from(flag) < fields)
-                    && (1..=PatternKey::MAX_CLASSES).contains(&key.classes)
-            })
+            && [data.pattern_key, data.spawn_key]
+                .iter()
+                .flatten()
+                .all(|key| {
+                    usize::from(key.field) < fields
+                        && key.flag.is_none_or(|flag| usize::from(flag) < fields)
+                        && key
+                            .second_flag
+                            .is_none_or(|flag| usize::from(flag) < fields)
+                        && (1..=PatternKey::MAX_CLASSES).contains(&key.classes)
+                })
             && data.groups.len() == data.pattern_sets() * groups
             && data.last_group.len() == data.pattern_sets()
             && data.last_group.iter().all(|t| t.len() == groups + 1)
@@ -683,6 +729,12 @@ impl NativeModel {
             && data.values.iter().all(|v| v.len() == VALUE_SYMBOLS)
             && data.grids.len() == fields
             && data.predictors.len() == fields
+            && (data.axes.is_empty() || data.axes.len() == fields)
+            && data
+                .axes
+                .iter()
+                .flatten()
+                .all(|&axis| usize::from(axis) < AXES)
             && data.magnitudes.len() == fields
             && data.numbers.len() == NUMBER_CONTEXTS
             && data.numbers.iter().all(|t| t.len() == NUMBER_SYMBOLS)
@@ -719,6 +771,7 @@ impl NativeModel {
         };
         let inputs = predictor_inputs(&data.predictors);
         let float_rates = float_rates(&data.predictors, &data.magnitudes);
+        let spawn_sets = data.spawn_sets();
         let numbers: Vec<SymbolCode> = {
             let pooled = smooth::pooled(&data.numbers);
             data.numbers
@@ -732,31 +785,45 @@ impl NativeModel {
             float_rates,
             tiers: decode_tiers(&data.predictors),
             tier_sets: tier_sets(&decode_tiers(&data.predictors)),
-            codings: field_codings(&data.grids, &data.predictors),
+            codings: field_codings(&data.grids, &data.predictors, &data.axes),
             groups_per_set: groups,
             last_group: {
-                // Held sets back off to all held deltas; spawn to itself.
-                let pooled = smooth::pooled(&data.last_group[1..]);
+                // Spawn sets back off to all spawn deltas, held sets to all
+                // held deltas.
+                let spawn = smooth::pooled(&data.last_group[..spawn_sets]);
+                let held = smooth::pooled(&data.last_group[spawn_sets..]);
                 data.last_group
                     .iter()
                     .enumerate()
-                    .map(|(set, t)| code(smooth::last_group(t, if set == 0 { t } else { &pooled })))
+                    .map(|(set, t)| {
+                        let pooled = if set < spawn_sets { &spawn } else { &held };
+                        code(smooth::last_group(t, pooled))
+                    })
                     .collect::<Result<_, _>>()?
             },
             groups: {
-                let held: Vec<Vec<u32>> = (0..groups)
-                    .map(|g| {
-                        let tables: Vec<Vec<u32>> = (1..data.pattern_sets())
-                            .map(|set| data.groups[set * groups + g].clone())
-                            .collect();
-                        smooth::pooled(&tables)
-                    })
-                    .collect();
+                let pooled_over = |sets: std::ops::Range<usize>| -> Vec<Vec<u32>> {
+                    (0..groups)
+                        .map(|g| {
+                            let tables: Vec<Vec<u32>> = sets
+                                .clone()
+                                .map(|set| data.groups[set * groups + g].clone())
+                                .collect();
+                            smooth::pooled(&tables)
+                        })
+                        .collect()
+                };
+                let spawn = pooled_over(0..spawn_sets);
+                let held = pooled_over(spawn_sets..data.pattern_sets());
                 data.groups
                     .iter()
                     .enumerate()
                     .map(|(i, t)| {
-                        let prior = if i < groups { t } else { &held[i % groups] };
+                        let prior = if i < spawn_sets * groups {
+                            &spawn[i % groups]
+                        } else {
+                            &held[i % groups]
+                        };
                         code(smooth::pattern(t, prior))
                     })
                     .collect::<Result<_, _>>()?
@@ -1019,8 +1086,12 @@ impl ModelTrainer {
         if let Some(key) = model.pattern_key {
             trainer = trainer.with_pattern_key(key);
         }
+        if let Some(key) = model.spawn_key {
+            trainer = trainer.with_spawn_key(key);
+        }
         trainer.data.grids.clone_from(&model.grids);
         trainer.data.predictors.clone_from(&model.predictors);
+        trainer.data.axes.clone_from(&model.axes);
         trainer.data.magnitudes.clone_from(&model.magnitudes);
         trainer
     }
@@ -1028,12 +1099,40 @@ impl ModelTrainer {
     /// Declares the field whose baseline value picks a held delta's
     /// change-pattern codes (see [`PatternKey`]), before observing.
     pub fn with_pattern_key(mut self, key: PatternKey) -> Self {
-        let fields = self.data.fields();
-        let groups = fields.div_ceil(GROUP_FIELDS);
         self.data.pattern_key = Some(key);
+        self.reset_patterns();
+        self
+    }
+
+    /// Declares the field whose baseline value picks a spawn delta's
+    /// change-pattern codes (see [`ModelData::spawn_sets`]), before
+    /// observing: an entity entering the view from the zeroed dummy (a
+    /// temporary event, a player who joined after the map loaded) changes
+    /// other fields than one from a placed item's spawn baseline.
+    pub fn with_spawn_key(mut self, key: PatternKey) -> Self {
+        self.data.spawn_key = Some(key);
+        self.reset_patterns();
+        self
+    }
+
+    /// Sizes the pattern tables for the declared keys (all counts zero).
+    fn reset_patterns(&mut self) {
+        let groups = self.data.fields().div_ceil(GROUP_FIELDS);
         let sets = self.data.pattern_sets();
         self.data.last_group = vec![vec![0; groups + 1]; sets];
         self.data.groups = vec![vec![0; 256]; sets * groups];
+    }
+
+    /// Declares that field `field` holds the position on `axis` (below
+    /// [`AXES`]; see [`ModelData::axes`]), before observing: an entity's
+    /// position deltas from a zero baseline are then coded against the
+    /// context's anchor.
+    pub fn with_axis(mut self, field: usize, axis: u8) -> Self {
+        let fields = self.data.fields();
+        if field < fields && usize::from(axis) < AXES {
+            self.data.axes.resize(fields, None);
+            self.data.axes[field] = Some(axis);
+        }
         self
     }
 
@@ -1077,11 +1176,14 @@ impl ModelTrainer {
         let grids = data.grids.clone();
         let predictors = data.predictors.clone();
         let magnitudes = data.magnitudes.clone();
+        let axes = data.axes.clone();
         let learned = crate::codec::native::Learned {
             grids: &grids,
             predictors: &predictors,
             magnitudes: &magnitudes,
             pattern_key: data.pattern_key,
+            spawn_key: data.spawn_key,
+            axes: &axes,
         };
         crate::codec::native::visit_symbols(base, new, &learned, context, &mut |c, symbol| {
             data.count(c, symbol)
@@ -1334,6 +1436,36 @@ mod tests {
         });
         assert_eq!(data.pattern_sets(), 5);
         assert_eq!(data.pattern_set(Origin::Held, [1, 9, 1]), 4);
+    }
+
+    #[test]
+    fn spawn_sets_come_first_and_held_sets_follow() {
+        let mut data = ModelData::empty(0, 4);
+        data.pattern_key = Some(PatternKey {
+            field: 0,
+            classes: 2,
+            flag: None,
+            second_flag: None,
+        });
+        assert_eq!(data.spawn_sets(), 1);
+        assert_eq!(data.pattern_set(Origin::Spawn, [5, 5, 5]), 0);
+        assert_eq!(data.pattern_set(Origin::Held, [1, 0, 0]), 2);
+        data.spawn_key = Some(PatternKey {
+            field: 3,
+            classes: 3,
+            flag: None,
+            second_flag: None,
+        });
+        // Three spawn classes, then the two held ones.
+        assert_eq!(data.spawn_sets(), 3);
+        assert_eq!(data.pattern_sets(), 5);
+        assert_eq!(data.pattern_set(Origin::Spawn, [0, 0, 0]), 0);
+        assert_eq!(data.pattern_set(Origin::Spawn, [1, 0, 0]), 1);
+        assert_eq!(data.pattern_set(Origin::Spawn, [9, 0, 0]), 2);
+        assert_eq!(data.pattern_set(Origin::Held, [0, 0, 0]), 3);
+        assert_eq!(data.pattern_set(Origin::Held, [1, 0, 0]), 4);
+        assert_eq!(data.key_of(Origin::Spawn), data.spawn_key);
+        assert_eq!(data.key_of(Origin::Held), data.pattern_key);
     }
 
     #[test]
