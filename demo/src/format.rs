@@ -71,9 +71,14 @@ pub const FORMAT_NAME: &str = "native";
 /// before it, a whole rate beside a fractional one read in the fraction
 /// context, `fields::model::ValueContext::Fraction`, also changed how
 /// version 7 files written before it decode, without a version of its own.)
-/// 9: a model may key the change patterns of deltas from a spawn baseline
-/// (`fields::model::ModelData::spawn_key`), another field in the models a
-/// header carries, and other pattern sets for a model that has one.
+/// 9: models carry three more fields (another layout in a header): a key
+/// for the change patterns of deltas from a spawn baseline
+/// (`fields::model::ModelData::spawn_key`), position axes whose values
+/// entering from zero are coded against the viewer's
+/// (`fields::model::ModelData::axes`), and dictionaries of common integer
+/// changes coded as symbols of their own
+/// (`fields::model::ModelData::dictionaries`); a model with any of them
+/// codes other bits.
 pub const VERSION: u16 = 9;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;

@@ -125,14 +125,23 @@ pub fn modelled_base() -> &'static DynamicState {
             })
             // x entering from zero is coded against the spawn pass's anchor.
             .with_axis(usize::from(index("x")), 0);
-        let mut state = everything_base();
+        let mut states = vec![everything_base()];
         for i in 0..64u32 {
-            let mut next = state;
+            let mut next = states[states.len() - 1];
             next.time += 50;
             next.x += (i % 7) as f32 - 3.0;
             next.frame = ((i * 3) % 512) as u16;
             next.on ^= i % 5 == 0;
             next.stats[(i % 16) as usize] -= 1;
+            states.push(next);
+        }
+        // Dictionaries of common changes: the time's 50 and the frame's 3.
+        for pair in states.windows(2) {
+            trainer.learn_changes(&pair[0], &pair[1]);
+        }
+        trainer.freeze_grids();
+        for (i, pair) in (0u32..).zip(states.windows(2)) {
+            let (state, next) = (pair[0], pair[1]);
             trainer.observe(&state, &next, &crate::DeltaContext::default());
             // Now and then the same state enters the view from the zeroed
             // dummy, or from the previous state as its spawn baseline.
@@ -153,7 +162,6 @@ pub fn modelled_base() -> &'static DynamicState {
                 ],
                 &held,
             );
-            state = next;
         }
         let layout = DynamicLayout::with_model(schema, Some(trainer.finish()))
             .expect("a model trained on the schema fits it");

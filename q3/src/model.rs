@@ -257,10 +257,11 @@ pub fn train<'a>(demos: impl IntoIterator<Item = &'a [u8]>) -> Result<Q3Models, 
     let (mut entity, mut player) = trainers();
     for delta in &deltas {
         player.learn_grids(&delta.player.1);
-        delta
-            .entities
-            .iter()
-            .for_each(|(_, new, _)| entity.learn_grids(new));
+        player.learn_changes(&delta.player.0, &delta.player.1);
+        for (base, new, _) in &delta.entities {
+            entity.learn_grids(new);
+            entity.learn_changes(base, new);
+        }
     }
     entity.freeze_grids();
     player.freeze_grids();

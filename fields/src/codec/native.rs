@@ -41,8 +41,8 @@ use crate::error::BitError;
 use crate::kind::ScalarKind;
 use crate::model::{
     field_codings, number_context, number_symbol, Clock, Context, FieldCoding, Grid, NativeModel,
-    Origin, PatternKey, PatternSet, Predictor, ValueContext, GROUP_FIELDS, NUMBER_END,
-    VALUE_SYMBOLS, ZERO_SYMBOL,
+    Origin, PatternKey, PatternSet, Predictor, ValueContext, DICTIONARY_SYMBOLS, GROUP_FIELDS,
+    NUMBER_END, VALUE_SYMBOLS, ZERO_SYMBOL,
 };
 use crate::rounding;
 use crate::table::{field_in, FieldSet, Fields, MAX_FIELDS};
@@ -207,7 +207,7 @@ fn ordered(bits: u32) -> i32 {
 /// prediction, and the field's grid; for an integer, the baseline or an
 /// [`Predictor::Advance`] prediction.
 #[derive(Debug, Clone, Copy)]
-struct Reference {
+struct Reference<'a> {
     /// The predicted (or baseline) float value.
     value: f32,
     /// Whether `value` is the baseline itself; then a changed value cannot
@@ -217,9 +217,12 @@ struct Reference {
     grid_step: Option<f32>,
     /// An integer field's predicted word (`None`: coded from the baseline).
     advanced: Option<u32>,
+    /// An unpredicted integer field's dictionary of common changes (see
+    /// [`crate::model::ModelData::dictionaries`]; empty without one).
+    dictionary: &'a [u32],
 }
 
-impl Reference {
+impl Reference<'_> {
     fn steps(&self, step: f32) -> i32 {
         let k = rounding::round(self.value / step);
         if k.is_finite() {
@@ -239,7 +242,7 @@ fn value_code(
     kind: &ScalarKind,
     base: u32,
     new: u32,
-    reference: Reference,
+    reference: Reference<'_>,
     modelled: bool,
 ) -> Option<ValueCode> {
     if new == 0 && modelled && *kind != ScalarKind::Bool {
@@ -290,6 +293,14 @@ fn value_code(
         }
         other => {
             let width = other.wire_bits();
+            let change = new.wrapping_sub(base) & low_mask(width);
+            if let Some(place) = reference.dictionary.iter().position(|&c| c == change) {
+                return Some(ValueCode {
+                    symbol: DICTIONARY_SYMBOLS + place as u8,
+                    extra: 0,
+                    extra_bits: 0,
+                });
+            }
             // From a prediction the difference may be zero; from the
             // baseline it cannot, and the code starts at one.
             let (from, changed) = match reference.advanced {
@@ -311,17 +322,31 @@ fn value_from_code<S: BitSource + ?Sized>(
     source: &mut S,
     kind: &ScalarKind,
     base: u32,
-    reference: Reference,
+    reference: Reference<'_>,
     symbol: u8,
     position: usize,
 ) -> Result<u32, BitError> {
+    let float = matches!(kind, ScalarKind::Q3Float);
+    if !float && symbol >= DICTIONARY_SYMBOLS {
+        let place = usize::from(symbol - DICTIONARY_SYMBOLS);
+        if let Some(&change) = reference.dictionary.get(place) {
+            let word = base.wrapping_add(change) & low_mask(kind.wire_bits());
+            if !kind.word_in_range(word) {
+                return Err(BitError::invalid(
+                    "value",
+                    position,
+                    format!("word {word:#x} is not a wire value of {kind:?}"),
+                ));
+            }
+            return Ok(word);
+        }
+    }
     let (path, class) = match symbol {
         s if s >= GRID_SYMBOLS => (GRID_SYMBOLS, s - GRID_SYMBOLS),
         s if s >= FLOAT_BITS_SYMBOLS => (FLOAT_BITS_SYMBOLS, s - FLOAT_BITS_SYMBOLS),
         s => (0, s),
     };
     let class = u32::from(class);
-    let float = matches!(kind, ScalarKind::Q3Float);
     if class > 32
         || (path != 0 && !float)
         || (path == GRID_SYMBOLS && reference.grid_step.is_none())
@@ -427,14 +452,14 @@ fn predictor_of<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> Option
 /// What the value of `field` is coded against. `new` must already
 /// hold the new values of every field the prediction reads; `base_word`
 /// gives a field's baseline word (element 0).
-fn reference_of<T: Fields>(
-    model: &Model<'_>,
+fn reference_of<'a, T: Fields>(
+    model: &Model<'a>,
     base_word: impl Fn(usize) -> u32,
     new_word: impl Fn(usize) -> u32,
     new: &T,
     field: usize,
     context: &DeltaContext,
-) -> Reference {
+) -> Reference<'a> {
     // Only Quake 3 floats and advancing integers are coded against a
     // reference; skip the work (and the word reads) for everything else.
     if !matches!(new.field_kind(field).element(), ScalarKind::Q3Float) {
@@ -449,11 +474,17 @@ fn reference_of<T: Fields>(
             },
             _ => None,
         };
+        // An unpredicted integer may have a dictionary of common changes.
+        let dictionary = match model.coding(field).predictor {
+            None => model.dictionary(field),
+            Some(_) => &[],
+        };
         return Reference {
             value: 0.0,
             is_base: true,
             grid_step: None,
             advanced,
+            dictionary,
         };
     }
     let field_base = base_word(field);
@@ -472,6 +503,7 @@ fn reference_of<T: Fields>(
             is_base: false,
             grid_step,
             advanced: None,
+            dictionary: &[],
         };
     }
     let base_value = f32::from_bits(field_base);
@@ -501,6 +533,7 @@ fn reference_of<T: Fields>(
         is_base: predicted.is_none(),
         grid_step,
         advanced: None,
+        dictionary: &[],
     }
 }
 
@@ -594,6 +627,8 @@ struct Model<'a> {
     tier_sets: Option<&'a [FieldSet; 3]>,
     pattern_key: Option<PatternKey>,
     spawn_key: Option<PatternKey>,
+    /// Per field, its dictionary of common changes (may be empty).
+    dictionaries: &'a [Vec<u32>],
 }
 
 impl<'a> Model<'a> {
@@ -607,6 +642,7 @@ impl<'a> Model<'a> {
                 tier_sets: Some(m.tier_sets()),
                 pattern_key: m.data().pattern_key,
                 spawn_key: m.data().spawn_key,
+                dictionaries: &m.data().dictionaries,
             },
             None => Model {
                 codes: None,
@@ -616,8 +652,15 @@ impl<'a> Model<'a> {
                 tier_sets: None,
                 pattern_key: None,
                 spawn_key: None,
+                dictionaries: &[],
             },
         }
+    }
+
+    /// `field`'s dictionary of common changes (empty without one).
+    #[inline]
+    fn dictionary(&self, field: usize) -> &'a [u32] {
+        self.dictionaries.get(field).map_or(&[], Vec::as_slice)
     }
 
     /// How `field` is coded (no predictor, tier 0, no grid beyond the
@@ -876,6 +919,7 @@ pub(crate) struct Learned<'a> {
     pub(crate) pattern_key: Option<PatternKey>,
     pub(crate) spawn_key: Option<PatternKey>,
     pub(crate) axes: &'a [Option<u8>],
+    pub(crate) dictionaries: &'a [Vec<u32>],
 }
 
 /// Calls `visit` with every modelled symbol the delta from `base` to `new`
@@ -894,6 +938,7 @@ pub(crate) fn visit_symbols<T: Fields>(
         pattern_key,
         spawn_key,
         axes,
+        dictionaries,
     } = *learned;
     let codings = field_codings(grids, predictors, axes);
     let float_rates = crate::model::float_rates(predictors, magnitudes);
@@ -905,6 +950,7 @@ pub(crate) fn visit_symbols<T: Fields>(
         tier_sets: None,
         pattern_key,
         spawn_key,
+        dictionaries,
     };
     let mut changed = [0u16; MAX_FIELDS];
     let count = changed_fields(base, new, &mut changed);
@@ -1563,12 +1609,13 @@ pub(super) fn read_entity_body<T: Fields, S: BitSource + ?Sized>(
 mod zero_symbol_tests {
     use super::*;
 
-    fn from_base() -> Reference {
+    fn from_base() -> Reference<'static> {
         Reference {
             value: 0.0,
             is_base: true,
             grid_step: None,
             advanced: None,
+            dictionary: &[],
         }
     }
 
@@ -1616,17 +1663,18 @@ mod grid_path_tests {
     use crate::bits::{BitReader, BitWriter};
 
     /// A float reference at `value` with a grid of `step`.
-    fn on_grid(value: f32, step: f32) -> Reference {
+    fn on_grid(value: f32, step: f32) -> Reference<'static> {
         Reference {
             value,
             is_base: true,
             grid_step: Some(step),
             advanced: None,
+            dictionary: &[],
         }
     }
 
     /// Codes `new` against `reference` and decodes it again.
-    fn round_trip(reference: Reference, new: f32) -> (ValueCode, f32) {
+    fn round_trip(reference: Reference<'_>, new: f32) -> (ValueCode, f32) {
         let kind = ScalarKind::Q3Float;
         let base = reference.value.to_bits();
         let code = value_code(&kind, base, new.to_bits(), reference, true).unwrap();

@@ -1376,6 +1376,52 @@ mod predicted {
     }
 
     #[test]
+    fn an_integer_change_seen_often_in_training_is_one_symbol() {
+        // The time steps by 256 (an event counter's step), now and then by
+        // one; the positions move, but floats get no dictionary.
+        let mut trainer = planar_trainer();
+        let mut deltas = Vec::new();
+        let mut state = planar(300.0, 2.0);
+        for step in 0..64 {
+            let mut next = state;
+            next.time += if step % 8 == 0 { 1 } else { 256 };
+            next.x += 1.5;
+            deltas.push((state, next));
+            state = next;
+        }
+        for (base, new) in &deltas {
+            trainer.learn_changes(base, new);
+        }
+        trainer.freeze_grids();
+        let context = DeltaContext::default();
+        for (base, new) in &deltas {
+            trainer.observe(base, new, &context);
+        }
+        let data = trainer.finish();
+        // A step of one is left out (its class costs no extra bits), and so
+        // are the floats and the predicted positions.
+        assert_eq!(data.dictionaries[0], vec![256]);
+        assert!(data.dictionaries[1..].iter().all(Vec::is_empty));
+        // Seen 56 times: coded at the dictionary's first symbol.
+        let counted = &data.values[..VALUE_CONTEXTS];
+        assert!(counted
+            .iter()
+            .any(|t| t[usize::from(crate::model::DICTIONARY_SYMBOLS)] == 56));
+
+        let layout =
+            crate::dynamic::DynamicLayout::with_model(Planar::TABLE.schema(), Some(data)).unwrap();
+        let base = planar(300.0, 2.0);
+        let by = |step: i32| Planar {
+            time: base.time + step,
+            ..base
+        };
+        let common = anchored_bits(&layout, &context, &base, &by(256));
+        let rare = anchored_bits(&layout, &context, &base, &by(255));
+        // 255 takes its class's eight extra bits, and a rarer class symbol.
+        assert!(common + 8 <= rare, "{common} vs {rare}");
+    }
+
+    #[test]
     fn models_with_cyclic_predictions_are_refused() {
         let schema = Body::TABLE.schema();
         let trainer = ModelTrainer::new(schema.fingerprint(), 4)

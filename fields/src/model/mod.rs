@@ -20,6 +20,7 @@ use crate::bits::{BitSink, BitSource};
 use crate::codec::HeldNumbers;
 use crate::error::BitError;
 use crate::huffman::{CodeWord, DecodeTable, HuffmanCode};
+use crate::kind::ScalarKind;
 use crate::table::{FieldSet, FieldTable, Fields, NetFields, MAX_FIELDS};
 use std::sync::Arc;
 
@@ -304,7 +305,27 @@ pub struct ModelData {
     /// [`crate::codec::DeltaContext::anchor`]).
     #[serde(default)]
     pub axes: Vec<Option<u8>>,
+    /// Per field (or empty: none), the integer changes it makes most often
+    /// (the new word less the baseline word, in the field's width), at most
+    /// [`DICTIONARY_LEN`], most frequent first: a change found here is
+    /// coded as its own value symbol, [`DICTIONARY_SYMBOLS`] plus its
+    /// place, with no extra bits (Quake 3's event counter stepping by 256,
+    /// an animation's toggle bit, a bounding box's packed size). Learned
+    /// with [`ModelTrainer::learn_changes`]; only unpredicted integer
+    /// fields use one.
+    #[serde(default)]
+    pub dictionaries: Vec<Vec<u32>>,
 }
+
+/// Most changes a field's dictionary holds ([`ModelData::dictionaries`]).
+pub const DICTIONARY_LEN: usize = 16;
+
+/// The first value symbol of a dictionary entry: an integer field's value
+/// symbols from here on would be float classes, which integers never use.
+pub const DICTIONARY_SYMBOLS: u8 = 33;
+
+/// Fewest times a change must be seen in training to enter a dictionary.
+const DICTIONARY_MIN_COUNT: u32 = 4;
 
 /// Axes of a position ([`ModelData::axes`]).
 pub const AXES: usize = 3;
@@ -448,6 +469,7 @@ impl ModelData {
             numbers: vec![vec![0; NUMBER_SYMBOLS]; NUMBER_CONTEXTS],
             spawn_key: None,
             axes: Vec::new(),
+            dictionaries: Vec::new(),
         }
     }
 
@@ -471,6 +493,11 @@ impl ModelData {
         {
             eat(table.len() as u64);
             table.iter().for_each(|&count| eat(count as u64));
+        }
+        // Models without dictionaries keep the fingerprints they had.
+        for dictionary in self.dictionaries.iter().filter(|d| !d.is_empty()) {
+            eat(dictionary.len() as u64);
+            dictionary.iter().for_each(|&change| eat(u64::from(change)));
         }
         hash
     }
@@ -730,6 +757,12 @@ impl NativeModel {
             && data.grids.len() == fields
             && data.predictors.len() == fields
             && (data.axes.is_empty() || data.axes.len() == fields)
+            && (data.dictionaries.is_empty() || data.dictionaries.len() == fields)
+            && data.dictionaries.iter().all(|d| {
+                d.len() <= DICTIONARY_LEN
+                    && d.iter().all(|&change| change != 0)
+                    && d.iter().enumerate().all(|(i, c)| !d[..i].contains(c))
+            })
             && data
                 .axes
                 .iter()
@@ -955,6 +988,9 @@ impl NativeModel {
 pub struct ModelTrainer {
     data: ModelData,
     grid_evidence: Vec<GridEvidence>,
+    /// Per field, how often each integer change was seen (see
+    /// [`ModelTrainer::learn_changes`]).
+    change_counts: Vec<std::collections::HashMap<u32, u32>>,
 }
 
 /// Primes whose powers a learned grid's odd factor may contain.
@@ -1074,6 +1110,7 @@ impl ModelTrainer {
         ModelTrainer {
             data: ModelData::empty(schema_fingerprint, fields),
             grid_evidence: vec![GridEvidence::new(); fields],
+            change_counts: vec![std::collections::HashMap::new(); fields],
         }
     }
 
@@ -1092,6 +1129,7 @@ impl ModelTrainer {
         trainer.data.grids.clone_from(&model.grids);
         trainer.data.predictors.clone_from(&model.predictors);
         trainer.data.axes.clone_from(&model.axes);
+        trainer.data.dictionaries.clone_from(&model.dictionaries);
         trainer.data.magnitudes.clone_from(&model.magnitudes);
         trainer
     }
@@ -1160,8 +1198,51 @@ impl ModelTrainer {
         }
     }
 
-    /// Freezes the learned grids into the model data.
+    /// Gathers dictionary evidence from one delta (before
+    /// [`ModelTrainer::freeze_grids`], like [`ModelTrainer::learn_grids`]):
+    /// the changes of its unpredicted integer fields. A change to zero is
+    /// left out (the zero symbol codes it), and so are changes of one
+    /// (their class costs no extra bits).
+    pub fn learn_changes<T: Fields>(&mut self, base: &T, new: &T) {
+        for field in 0..new.field_count().min(self.change_counts.len()) {
+            let kind = new.field_kind(field);
+            let element = kind.element();
+            let predicted = self.data.predictors.get(field).copied().flatten().is_some();
+            if predicted || element.is_float_bits() || *element == ScalarKind::Bool {
+                continue;
+            }
+            let mask = crate::bits::low_mask(element.wire_bits());
+            for index in 0..kind.elements() {
+                let (b, n) = (base.word(field, index), new.word(field, index));
+                let change = n.wrapping_sub(b) & mask;
+                if b != n && n != 0 && change != 1 && change != mask {
+                    *self.change_counts[field].entry(change).or_default() += 1;
+                }
+            }
+        }
+    }
+
+    /// Freezes the learned grids (and dictionaries, if
+    /// [`ModelTrainer::learn_changes`] saw any) into the model data.
     pub fn freeze_grids(&mut self) {
+        if self.change_counts.iter().any(|counts| !counts.is_empty()) {
+            self.data.dictionaries = self
+                .change_counts
+                .iter()
+                .map(|counts| {
+                    let mut common: Vec<(u32, u32)> = counts
+                        .iter()
+                        .filter(|&(_, &count)| count >= DICTIONARY_MIN_COUNT)
+                        .map(|(&change, &count)| (change, count))
+                        .collect();
+                    // Most frequent first; ties by value, so training is
+                    // deterministic whatever the map's order.
+                    common.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                    common.truncate(DICTIONARY_LEN);
+                    common.into_iter().map(|(change, _)| change).collect()
+                })
+                .collect();
+        }
         for (slot, evidence) in self.data.grids.iter_mut().zip(&self.grid_evidence) {
             *slot = evidence.grid();
         }
@@ -1177,6 +1258,7 @@ impl ModelTrainer {
         let predictors = data.predictors.clone();
         let magnitudes = data.magnitudes.clone();
         let axes = data.axes.clone();
+        let dictionaries = data.dictionaries.clone();
         let learned = crate::codec::native::Learned {
             grids: &grids,
             predictors: &predictors,
@@ -1184,6 +1266,7 @@ impl ModelTrainer {
             pattern_key: data.pattern_key,
             spawn_key: data.spawn_key,
             axes: &axes,
+            dictionaries: &dictionaries,
         };
         crate::codec::native::visit_symbols(base, new, &learned, context, &mut |c, symbol| {
             data.count(c, symbol)
