@@ -11,12 +11,20 @@
 //! The first file is measured; the rest are the training set (the measured
 //! one is skipped for leave-one-out).
 
-use fields::model::{Context, ModelData, NativeModel, ValueContext, VALUE_CONTEXTS};
+use fields::model::{
+    Context, ModelData, NativeModel, ValueContext, DICTIONARY_SYMBOLS, VALUE_CONTEXTS,
+};
 use fields::NetFields;
 use q3::{EntityState, PlayerState};
 
-/// Bits of the raw part of value symbol `symbol` (its class minus one).
-fn extra_bits(symbol: usize) -> u64 {
+/// Bits of the raw part of value symbol `symbol` (its class minus one; none
+/// for an entry of the field's dictionary, which integer fields code from
+/// [`DICTIONARY_SYMBOLS`] on).
+fn extra_bits(symbol: usize, dictionary: &[u32]) -> u64 {
+    let entry = symbol.checked_sub(usize::from(DICTIONARY_SYMBOLS));
+    if entry.is_some_and(|entry| entry < dictionary.len()) {
+        return 0;
+    }
     let class = symbol % 33;
     class.saturating_sub(1) as u64
 }
@@ -43,11 +51,21 @@ fn value_tables(m: &ModelData, f: usize) -> Vec<(&[u32], Context)> {
 
 fn price(counts: &[u32], model: &NativeModel, context: Context, value: bool) -> u64 {
     let code = model.code(context).expect("a context of the model");
+    let dictionary = match context {
+        Context::Value(field, _) => model
+            .data()
+            .dictionaries
+            .get(field)
+            .map_or(&[][..], Vec::as_slice),
+        _ => &[],
+    };
     counts
         .iter()
         .enumerate()
         .map(|(s, &c)| {
-            c as u64 * (u64::from(code.bits(s as u8)) + if value { extra_bits(s) } else { 0 })
+            c as u64
+                * (u64::from(code.bits(s as u8))
+                    + if value { extra_bits(s, dictionary) } else { 0 })
         })
         .sum()
 }
