@@ -92,17 +92,11 @@ impl DeltaContext {
 /// rounded to whole units. `None` without a model, without all
 /// [`AXES`] axes, or for a position that is not a finite float.
 pub fn anchor_of<T: Fields>(viewer: &T) -> Option<[i32; AXES]> {
-    let held = native::held_model(viewer)?;
-    let mut fields = [None; AXES];
-    for (field, axis) in held.get().data().axes.iter().enumerate() {
-        if let Some(axis) = axis {
-            fields[usize::from(*axis)] = Some(field);
-        }
-    }
+    let fields = native::held_model(viewer)?.get().anchor_fields()?;
     let mut anchor = [0; AXES];
     for (slot, field) in anchor.iter_mut().zip(fields) {
-        let field = field.filter(|&f| f < viewer.field_count())?;
-        if !viewer.field_kind(field).element().is_float_bits() {
+        let field = usize::from(field);
+        if field >= viewer.field_count() || !viewer.field_kind(field).element().is_float_bits() {
             return None;
         }
         *slot = anchor_coordinate(f32::from_bits(viewer.word(field, 0)))?;

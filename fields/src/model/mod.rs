@@ -727,6 +727,8 @@ pub struct NativeModel {
     longest_number_code: u32,
     /// [`NativeModel::longest_number_end`], computed once.
     longest_number_end: u32,
+    /// [`NativeModel::anchor_fields`], found once.
+    anchor_fields: Option<[u16; AXES]>,
 }
 
 impl NativeModel {
@@ -814,6 +816,18 @@ impl NativeModel {
         };
         Ok(NativeModel {
             id: data.fingerprint(),
+            anchor_fields: {
+                let mut fields = [None; AXES];
+                for (field, axis) in data.axes.iter().enumerate() {
+                    if let Some(axis) = axis {
+                        fields[usize::from(*axis)] = Some(field as u16);
+                    }
+                }
+                match fields {
+                    [Some(x), Some(y), Some(z)] => Some([x, y, z]),
+                    _ => None,
+                }
+            },
             inputs,
             float_rates,
             tiers: decode_tiers(&data.predictors),
@@ -923,6 +937,12 @@ impl NativeModel {
     /// worked out once.
     pub fn field_codings(&self) -> &[FieldCoding] {
         &self.codings
+    }
+
+    /// The fields holding each axis of a position ([`ModelData::axes`]), if
+    /// the model declares all [`AXES`] of them.
+    pub fn anchor_fields(&self) -> Option<[u16; AXES]> {
+        self.anchor_fields
     }
 
     /// The fields of decode tier 0, 1 and 2 (see [`decode_tier`]), as sets:
