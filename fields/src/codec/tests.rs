@@ -1118,6 +1118,41 @@ mod predicted {
         assert_eq!(vx_context(planar(0.0, 2.5)), ValueContext::Zero);
     }
 
+    /// `p`'s words as a value of `layout` (a `Planar` schema with a model).
+    fn planar_in(
+        layout: &Arc<crate::dynamic::DynamicLayout>,
+        p: &Planar,
+    ) -> crate::dynamic::DynamicState {
+        let mut d = layout.zeroed();
+        for f in 0..5 {
+            d.set_word(f, 0, p.word(f, 0));
+        }
+        d
+    }
+
+    /// Bits of the delta from `base` to `new` in `context`, checking that it
+    /// reads back in the same context.
+    fn planar_bits(
+        layout: &Arc<crate::dynamic::DynamicLayout>,
+        context: &DeltaContext,
+        base: &Planar,
+        new: &Planar,
+    ) -> usize {
+        let (base, new) = (planar_in(layout, base), planar_in(layout, new));
+        let mut buf = [0u8; 64];
+        let mut writer = BitWriter::new(&mut buf);
+        Codec::Native
+            .write_delta_in(context, &mut writer, &base, &new)
+            .unwrap();
+        let bits = writer.bits_written();
+        let mut out = base.clone();
+        Codec::Native
+            .read_delta_in(context, &mut BitReader::with_bit_len(&buf, bits), &mut out)
+            .unwrap();
+        assert_eq!(out, new);
+        bits
+    }
+
     #[test]
     fn demoted_rates_round_trip_under_a_model_that_tells_the_contexts_apart() {
         // Train whole velocities to stay whole and fractional ones to stay
@@ -1131,35 +1166,17 @@ mod predicted {
             let loose = planar(300.25 + step as f32, 2.5);
             trainer.observe(&loose, &planar(310.75 + step as f32, 3.5), &context);
         }
-        let schema = crate::dynamic::DynamicLayout::with_model(
+        let layout = crate::dynamic::DynamicLayout::with_model(
             Planar::TABLE.schema(),
             Some(trainer.finish()),
         )
         .unwrap();
-        let to_dynamic = |p: &Planar| {
-            let mut d = schema.zeroed();
-            for f in 0..5 {
-                d.set_word(f, 0, p.word(f, 0));
-            }
-            d
-        };
         for (base, new) in [
             (planar(300.0, 2.5), planar(301.5, 2.75)),
             (planar(300.0, 2.0), planar(301.5, 3.0)),
             (planar(300.5, 2.0), planar(302.0, 2.0)),
         ] {
-            let (base, new) = (to_dynamic(&base), to_dynamic(&new));
-            let mut buf = [0u8; 64];
-            let mut writer = BitWriter::new(&mut buf);
-            Codec::Native
-                .write_delta_in(&context, &mut writer, &base, &new)
-                .unwrap();
-            let bits = writer.bits_written();
-            let mut out = base.clone();
-            Codec::Native
-                .read_delta_in(&context, &mut BitReader::with_bit_len(&buf, bits), &mut out)
-                .unwrap();
-            assert_eq!(out, new);
+            planar_bits(&layout, &context, &base, &new);
         }
     }
 
@@ -1206,38 +1223,18 @@ mod predicted {
 
         let layout =
             crate::dynamic::DynamicLayout::with_model(Planar::TABLE.schema(), Some(data)).unwrap();
-        let to_dynamic = |p: &Planar| {
-            let mut d = layout.zeroed();
-            for f in 0..5 {
-                d.set_word(f, 0, p.word(f, 0));
-            }
-            d
-        };
-        let mut bits_of = Vec::new();
-        for (base, new) in [
-            (Planar::default(), planar(300.0, 7.0)),
-            (
-                placed,
-                Planar {
+        let bits_of = [
+            planar_bits(&layout, &spawn, &Planar::default(), &planar(300.0, 7.0)),
+            planar_bits(
+                &layout,
+                &spawn,
+                &placed,
+                &Planar {
                     time: 1_050,
                     ..placed
                 },
             ),
-        ] {
-            let (base, new) = (to_dynamic(&base), to_dynamic(&new));
-            let mut buf = [0u8; 64];
-            let mut writer = BitWriter::new(&mut buf);
-            Codec::Native
-                .write_delta_in(&spawn, &mut writer, &base, &new)
-                .unwrap();
-            let bits = writer.bits_written();
-            let mut out = base.clone();
-            Codec::Native
-                .read_delta_in(&spawn, &mut BitReader::with_bit_len(&buf, bits), &mut out)
-                .unwrap();
-            assert_eq!(out, new);
-            bits_of.push(bits);
-        }
+        ];
         // The placed kind's only pattern in its own set: one bit for the
         // last group and one for the pattern, then the time's value.
         let time_only = bits_of[1];
@@ -1267,40 +1264,6 @@ mod predicted {
         }
         crate::dynamic::DynamicLayout::with_model(Planar::TABLE.schema(), Some(trainer.finish()))
             .unwrap()
-    }
-
-    fn planar_in(
-        layout: &Arc<crate::dynamic::DynamicLayout>,
-        p: &Planar,
-    ) -> crate::dynamic::DynamicState {
-        let mut d = layout.zeroed();
-        for f in 0..5 {
-            d.set_word(f, 0, p.word(f, 0));
-        }
-        d
-    }
-
-    /// Bits of the delta from `base` to `new` in `context`, checking that it
-    /// reads back in the same context.
-    fn anchored_bits(
-        layout: &Arc<crate::dynamic::DynamicLayout>,
-        context: &DeltaContext,
-        base: &Planar,
-        new: &Planar,
-    ) -> usize {
-        let (base, new) = (planar_in(layout, base), planar_in(layout, new));
-        let mut buf = [0u8; 64];
-        let mut writer = BitWriter::new(&mut buf);
-        Codec::Native
-            .write_delta_in(context, &mut writer, &base, &new)
-            .unwrap();
-        let bits = writer.bits_written();
-        let mut out = base.clone();
-        Codec::Native
-            .read_delta_in(context, &mut BitReader::with_bit_len(&buf, bits), &mut out)
-            .unwrap();
-        assert_eq!(out, new);
-        bits
     }
 
     #[test]
@@ -1335,8 +1298,8 @@ mod predicted {
             vy: 1.0,
         };
         let zero = Planar::default();
-        let near = anchored_bits(&layout, &anchored, &zero, &new);
-        let far = anchored_bits(&layout, &spawn, &zero, &new);
+        let near = planar_bits(&layout, &anchored, &zero, &new);
+        let far = planar_bits(&layout, &spawn, &zero, &new);
         // Three small differences against three large values: x alone
         // saves its ten bits of magnitude.
         assert!(near + 20 < far, "{near} vs {far}");
@@ -1361,17 +1324,17 @@ mod predicted {
         let held = DeltaContext::default();
         let from = planar(300.0, 1.0);
         assert_eq!(
-            anchored_bits(
+            planar_bits(
                 &layout,
                 &held.with_anchor(Some([1000, -2000, 300])),
                 &from,
                 &new
             ),
-            anchored_bits(&layout, &held, &from, &new)
+            planar_bits(&layout, &held, &from, &new)
         );
         assert_eq!(
-            anchored_bits(&layout, &anchored, &from, &new),
-            anchored_bits(&layout, &spawn, &from, &new)
+            planar_bits(&layout, &anchored, &from, &new),
+            planar_bits(&layout, &spawn, &from, &new)
         );
     }
 
@@ -1415,8 +1378,8 @@ mod predicted {
             time: base.time + step,
             ..base
         };
-        let common = anchored_bits(&layout, &context, &base, &by(256));
-        let rare = anchored_bits(&layout, &context, &base, &by(255));
+        let common = planar_bits(&layout, &context, &base, &by(256));
+        let rare = planar_bits(&layout, &context, &base, &by(255));
         // 255 takes its class's eight extra bits, and a rarer class symbol.
         assert!(common + 8 <= rare, "{common} vs {rare}");
     }
