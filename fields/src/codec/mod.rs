@@ -92,7 +92,7 @@ impl DeltaContext {
 /// rounded to whole units. `None` without a model, without all
 /// [`AXES`] axes, or for a position that is not a finite float.
 pub fn anchor_of<T: Fields>(viewer: &T) -> Option<[i32; AXES]> {
-    let fields = native::held_model(viewer)?.get().anchor_fields()?;
+    let fields = native::HeldModel::of(viewer)?.get().anchor_fields()?;
     let mut anchor = [0; AXES];
     for (slot, field) in anchor.iter_mut().zip(fields) {
         let field = usize::from(field);

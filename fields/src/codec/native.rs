@@ -591,13 +591,9 @@ pub(super) enum HeldModel {
     Counted(std::sync::Arc<NativeModel>),
 }
 
-/// The native model `value`'s type codes with, if any.
-pub(super) fn held_model<T: Fields>(value: &T) -> Option<HeldModel> {
-    HeldModel::of(value)
-}
-
 impl HeldModel {
-    fn of<T: Fields>(value: &T) -> Option<Self> {
+    /// The native model `value`'s type codes with, if any.
+    pub(super) fn of<T: Fields>(value: &T) -> Option<Self> {
         match value.static_model() {
             Some(model) => Some(HeldModel::Static(model)),
             None => value.native_model().map(HeldModel::Counted),
