@@ -253,10 +253,8 @@ fn codec_against<T: Fields + PartialEq + core::fmt::Debug>(
 /// sparse code whose 232 longest words are 32 bits, with unused 32-bit
 /// patterns (invalid deep in the tables).
 ///
-/// Built once, not from each input: building goes through
-/// `huffman-compress`, whose recursive allocations give AddressSanitizer a
-/// new stack trace per tree path, so per-input builds made memory grow
-/// without bound. Construction is covered by the property tests.
+/// Built once, not from each input: the target is the decoder, and
+/// construction is covered by the property tests.
 pub fn huffman_codes() -> [&'static HuffmanCode; 3] {
     static DEEP: OnceLock<HuffmanCode> = OnceLock::new();
     static SPARSE: OnceLock<HuffmanCode> = OnceLock::new();

@@ -6,7 +6,7 @@
 //! * [`HuffmanCode::quake3`] — the code every Quake 3 (protocol 68) client
 //!   and server uses for its messages, rebuilt exactly (see below);
 //! * [`HuffmanCode::from_frequencies`] — an optimal code for 256 byte counts,
-//!   built with the `huffman-compress` crate;
+//!   built as the `huffman-compress` crate builds it, bit for bit;
 //! * [`HuffmanCode::from_code_words`] — any prefix-free code given word by word.
 //!
 //! ## Bit order

@@ -1,6 +1,5 @@
-//! Static codes from byte frequencies, built with the `huffman-compress` crate.
-
-use huffman_compress::CodeBuilder;
+//! Static codes from byte frequencies: Huffman's construction, as the
+//! `huffman-compress` crate makes it (its tests hold this to that crate).
 
 use super::{CodeWord, HuffmanCode, HuffmanError};
 
@@ -73,25 +72,135 @@ fn max_len(words: &[CodeWord; 256]) -> u32 {
     words.iter().map(|w| u32::from(w.len)).max().unwrap_or(0)
 }
 
-/// Runs `huffman-compress` on the weights and converts its code book.
+/// An optimal prefix code for 256 weights, as `huffman-compress` 0.7 builds
+/// it, bit for bit (a property test checks it against that crate), in a
+/// few microseconds and without allocating: models that adapt to a stream
+/// rebuild hundreds of codes at a time, and the crate's per-node
+/// allocations made that take tens of milliseconds.
+///
+/// The tree is Huffman's: repeatedly merge the two lightest nodes, ties
+/// going to the node whose smallest symbol is larger; a merged node's
+/// smallest symbol is its children's smaller one (so live nodes never tie
+/// completely). The first node taken is the `1` branch, the second the
+/// `0`.
 ///
 /// Words longer than 32 bits are reported as length 33 with no bits: the
 /// caller only needs to know they are too long.
 fn code_words(weights: &[u64; 256]) -> Result<[CodeWord; 256], HuffmanError> {
-    let (book, _tree) = CodeBuilder::from_iter((0..=255u8).zip(weights.iter().copied())).finish();
-    let mut words = [CodeWord::default(); 256];
-    for (symbol, word) in words.iter_mut().enumerate() {
-        let symbol = symbol as u8;
-        // With 256 symbols of positive weight every byte is in the book; a
-        // missing one would be a bug in the builder, reported rather than
-        // unwrapped.
-        let bits = book
-            .get(&symbol)
-            .ok_or(HuffmanError::BadLength { symbol, len: 0 })?;
-        *word = CodeWord::from_bits_in_order(bits.iter()).unwrap_or(CodeWord {
-            bits: 0,
-            len: super::MAX_CODE_LEN as u8 + 1,
-        });
+    const LEAVES: usize = 256;
+    // Node ids: leaves are their symbols, merged nodes follow.
+    let mut children = [[0u16; 2]; LEAVES - 1];
+    let mut heap = std::collections::BinaryHeap::with_capacity(LEAVES);
+    // Live nodes by smallest symbol (unique among live nodes).
+    let mut node_of = [0u16; LEAVES];
+    for (symbol, &weight) in weights.iter().enumerate() {
+        // Lightest first; then the larger smallest symbol.
+        heap.push(std::cmp::Reverse((weight, LEAVES - 1 - symbol)));
+        node_of[symbol] = symbol as u16;
+    }
+    let mut next = LEAVES;
+    while heap.len() > 1 {
+        let (Some(std::cmp::Reverse((w1, k1))), Some(std::cmp::Reverse((w2, k2)))) =
+            (heap.pop(), heap.pop())
+        else {
+            break;
+        };
+        let (s1, s2) = (LEAVES - 1 - k1, LEAVES - 1 - k2);
+        children[next - LEAVES] = [node_of[s1], node_of[s2]];
+        let smallest = s1.min(s2);
+        node_of[smallest] = next as u16;
+        heap.push(std::cmp::Reverse((
+            w1.saturating_add(w2),
+            LEAVES - 1 - smallest,
+        )));
+        next += 1;
+    }
+    let too_long = CodeWord {
+        bits: 0,
+        len: super::MAX_CODE_LEN as u8 + 1,
+    };
+    let mut words = [too_long; LEAVES];
+    // Depth-first from the root with the path so far (transmission order:
+    // bit i of the word is the i-th branch taken).
+    let mut stack = [(0u16, 0u32, 0u32); LEAVES];
+    stack[0] = ((next - 1) as u16, 0, 0);
+    let mut depth = 1;
+    while depth > 0 {
+        depth -= 1;
+        let (node, bits, len) = stack[depth];
+        let node = usize::from(node);
+        if node < LEAVES {
+            if len <= super::MAX_CODE_LEN {
+                words[node] = CodeWord {
+                    bits,
+                    len: len as u8,
+                };
+            }
+            continue;
+        }
+        let [one, zero] = children[node - LEAVES];
+        let bit = |b: u32| if len < 32 { bits | (b << len) } else { bits };
+        // Push the `0` branch first so the `1` branch is walked first
+        // (the order does not change the words).
+        stack[depth] = (zero, bit(0), len + 1);
+        stack[depth + 1] = (one, bit(1), len + 1);
+        depth += 2;
+    }
+    if words.iter().any(|w| w.len == 0) {
+        return Err(HuffmanError::BadLength { symbol: 0, len: 0 });
     }
     Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What `huffman-compress` builds for the same weights.
+    fn reference_words(weights: &[u64; 256]) -> [CodeWord; 256] {
+        let (book, _) =
+            huffman_compress::CodeBuilder::from_iter((0..=255u8).zip(weights.iter().copied()))
+                .finish();
+        let mut words = [CodeWord::default(); 256];
+        for (symbol, word) in words.iter_mut().enumerate() {
+            let bits = book.get(&(symbol as u8)).expect("every byte has a word");
+            *word = CodeWord::from_bits_in_order(bits.iter()).unwrap_or(CodeWord {
+                bits: 0,
+                len: crate::huffman::MAX_CODE_LEN as u8 + 1,
+            });
+        }
+        words
+    }
+
+    #[test]
+    fn ties_and_deep_trees_match_huffman_compress() {
+        let flat = [7u64; 256];
+        assert_eq!(code_words(&flat).unwrap(), reference_words(&flat));
+        let mut fibonacci = [1u64; 256];
+        let (mut a, mut b) = (1u64, 1u64);
+        for w in fibonacci.iter_mut().take(60) {
+            *w = a;
+            (a, b) = (b, a + b);
+        }
+        let words = code_words(&fibonacci).unwrap();
+        assert_eq!(words, reference_words(&fibonacci));
+        assert!(words
+            .iter()
+            .any(|w| u32::from(w.len) > crate::huffman::MAX_CODE_LEN));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn any_weights_give_huffman_compress_words(
+            weights in proptest::collection::vec(
+                prop_oneof![Just(1u64), 1u64..8, 1u64..1_000_000, Just(256u64)],
+                256,
+            )
+        ) {
+            let weights: [u64; 256] = weights.try_into().unwrap();
+            prop_assert_eq!(code_words(&weights).unwrap(), reference_words(&weights));
+        }
+    }
 }
