@@ -948,12 +948,34 @@ pub(crate) fn visit_symbols<T: Fields>(
         spawn_key,
         dictionaries,
     };
+    visit_model_symbols(base, new, &model, context, visit);
+}
+
+/// As [`visit_symbols`], with a built model's field codings, worked out
+/// once: what [`crate::model::SymbolTally`] records, allocation-free.
+pub(crate) fn visit_native_symbols<T: Fields>(
+    base: &T,
+    new: &T,
+    model: &NativeModel,
+    context: &DeltaContext,
+    visit: &mut dyn FnMut(Context, u8),
+) {
+    visit_model_symbols(base, new, &Model::of(Some(model)), context, visit);
+}
+
+fn visit_model_symbols<T: Fields>(
+    base: &T,
+    new: &T,
+    model: &Model<'_>,
+    context: &DeltaContext,
+    visit: &mut dyn FnMut(Context, u8),
+) {
     let mut changed = [0u16; MAX_FIELDS];
     let count = changed_fields(base, new, &mut changed);
     let mut patterns = [0u8; MAX_FIELDS.div_ceil(GROUP_FIELDS)];
     let last_group = group_patterns(&changed[..count], &mut patterns);
     let origin = context.origin();
-    let scope = Scope::of(origin, &model, base, |f| base.word(f, 0), None);
+    let scope = Scope::of(origin, model, base, |f| base.word(f, 0), None);
     let set = model.pattern_set(origin, base);
     visit(Context::LastGroup(set), last_group as u8);
     for (group, &pattern) in patterns.iter().enumerate().take(last_group) {
@@ -963,7 +985,7 @@ pub(crate) fn visit_symbols<T: Fields>(
         let field = usize::from(field);
         let kind = new.field_kind(field);
         let reference = reference_of(
-            &model,
+            model,
             |f| base.word(f, 0),
             |f| new.word(f, 0),
             new,
@@ -974,7 +996,7 @@ pub(crate) fn visit_symbols<T: Fields>(
             let (b, n) = (base.word(field, element), new.word(field, element));
             if b != n {
                 if let Some(code) = value_code(kind.element(), b, n, reference, true) {
-                    let demoted = scope.demotes(&model, field);
+                    let demoted = scope.demotes(model, field);
                     let value_context = value_context(kind.element(), b, origin, demoted);
                     visit(Context::Value(field, value_context), code.symbol);
                 }

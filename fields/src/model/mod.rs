@@ -24,7 +24,10 @@ use crate::kind::ScalarKind;
 use crate::table::{FieldSet, FieldTable, Fields, NetFields, MAX_FIELDS};
 use std::sync::Arc;
 
+mod adapt;
 mod smooth;
+
+pub use adapt::{AdaptPolicy, Adaptation, SymbolTally};
 
 /// Fields per changed-set group: each group's change pattern is one byte symbol.
 pub const GROUP_FIELDS: usize = 8;
@@ -536,19 +539,53 @@ impl ModelData {
     }
 
     fn count(&mut self, context: Context, symbol: u8) {
-        let groups = self.groups.len() / self.pattern_sets();
-        let table = match context {
-            Context::LastGroup(set) => self.last_group.get_mut(usize::from(set)),
-            Context::Group(set, g) if g < groups => {
-                self.groups.get_mut(usize::from(set) * groups + g)
-            }
-            Context::Group(..) => None,
-            Context::Value(f, c) => self.values.get_mut(f * VALUE_CONTEXTS + c as usize),
-            Context::EntityNumber(c) => self.numbers.get_mut(usize::from(c)),
+        self.add(context, symbol, 1);
+    }
+
+    /// Adds `weight` to the count of `symbol` in `context` (saturating;
+    /// a context or symbol outside the model's shape is ignored).
+    pub(crate) fn add(&mut self, context: Context, symbol: u8, weight: u32) {
+        let Some((kind, index)) = self.table_of(context) else {
+            return;
         };
-        if let Some(slot) = table.and_then(|t| t.get_mut(symbol as usize)) {
-            *slot = slot.saturating_add(1);
+        let tables = match kind {
+            TableKind::LastGroup => &mut self.last_group,
+            TableKind::Groups => &mut self.groups,
+            TableKind::Values => &mut self.values,
+            TableKind::Numbers => &mut self.numbers,
+        };
+        if let Some(slot) = tables
+            .get_mut(index)
+            .and_then(|t| t.get_mut(usize::from(symbol)))
+        {
+            *slot = slot.saturating_add(weight);
         }
+    }
+
+    /// Where `context` counts: its kind of table and the table's index
+    /// (`None` outside the model's shape).
+    pub(crate) fn table_of(&self, context: Context) -> Option<(TableKind, usize)> {
+        let groups = self.groups.len() / self.pattern_sets().max(1);
+        let (kind, index, len) = match context {
+            Context::LastGroup(set) => (
+                TableKind::LastGroup,
+                usize::from(set),
+                self.last_group.len(),
+            ),
+            Context::Group(set, g) if g < groups => (
+                TableKind::Groups,
+                usize::from(set) * groups + g,
+                self.groups.len(),
+            ),
+            Context::Group(..) => return None,
+            Context::Value(f, c) => (
+                TableKind::Values,
+                f * VALUE_CONTEXTS + c as usize,
+                self.values.len(),
+            ),
+            Context::EntityNumber(c) => (TableKind::Numbers, usize::from(c), self.numbers.len()),
+        };
+        (index < len).then_some((kind, index))
     }
 }
 
@@ -797,24 +834,18 @@ impl NativeModel {
                 "counts do not have the shape of a model",
             ));
         }
-        let code = |weights: [u32; 256]| {
-            HuffmanCode::from_frequencies(&weights)
-                .map(SymbolCode::new)
-                .map_err(|e| {
-                    BitError::invalid("native model", 0, format!("cannot build a code: {e}"))
-                })
-        };
         let inputs = predictor_inputs(&data.predictors);
         let float_rates = float_rates(&data.predictors, &data.magnitudes);
-        let spawn_sets = data.spawn_sets();
-        let numbers: Vec<SymbolCode> = {
-            let pooled = smooth::pooled(&data.numbers);
-            data.numbers
-                .iter()
-                .map(|t| code(smooth::numbers(t, &pooled)))
-                .collect::<Result<_, _>>()?
+        let codes = |len: usize, build: fn(&ModelData, usize) -> Result<SymbolCode, BitError>| {
+            (0..len)
+                .map(|index| build(&data, index))
+                .collect::<Result<Vec<_>, _>>()
         };
-        Ok(NativeModel {
+        let last_group = codes(data.last_group.len(), last_group_code)?;
+        let groups_code = codes(data.groups.len(), group_code)?;
+        let values = codes(data.values.len(), value_code)?;
+        let numbers = codes(data.numbers.len(), number_code)?;
+        let mut model = NativeModel {
             id: data.fingerprint(),
             anchor_fields: {
                 let mut fields = [None; AXES];
@@ -834,75 +865,83 @@ impl NativeModel {
             tier_sets: tier_sets(&decode_tiers(&data.predictors)),
             codings: field_codings(&data.grids, &data.predictors, &data.axes),
             groups_per_set: groups,
-            last_group: {
-                // Spawn sets back off to all spawn deltas, held sets to all
-                // held deltas.
-                let spawn = smooth::pooled(&data.last_group[..spawn_sets]);
-                let held = smooth::pooled(&data.last_group[spawn_sets..]);
-                data.last_group
-                    .iter()
-                    .enumerate()
-                    .map(|(set, t)| {
-                        let pooled = if set < spawn_sets { &spawn } else { &held };
-                        code(smooth::last_group(t, pooled))
-                    })
-                    .collect::<Result<_, _>>()?
-            },
-            groups: {
-                let pooled_over = |sets: std::ops::Range<usize>| -> Vec<Vec<u32>> {
-                    (0..groups)
-                        .map(|g| {
-                            let tables: Vec<Vec<u32>> = sets
-                                .clone()
-                                .map(|set| data.groups[set * groups + g].clone())
-                                .collect();
-                            smooth::pooled(&tables)
-                        })
-                        .collect()
-                };
-                let spawn = pooled_over(0..spawn_sets);
-                let held = pooled_over(spawn_sets..data.pattern_sets());
-                data.groups
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| {
-                        let prior = if i < spawn_sets * groups {
-                            &spawn[i % groups]
-                        } else {
-                            &held[i % groups]
-                        };
-                        code(smooth::pattern(t, prior))
-                    })
-                    .collect::<Result<_, _>>()?
-            },
-            values: data
-                .values
-                .chunks(VALUE_CONTEXTS)
-                .zip(&data.magnitudes)
-                .flat_map(|(field, magnitude)| {
-                    let pooled = smooth::pooled(field);
-                    // One float step at the field's magnitude is 2^(e - 23):
-                    // a change of 2^i units spans about 2^(i + 23 - e) steps.
-                    let shift = magnitude.map(|e| (23 - i32::from(e)).clamp(0, 32) as usize);
-                    field.iter().map(move |v| smooth::value(v, &pooled, shift))
-                })
-                .map(code)
-                .collect::<Result<_, _>>()?,
-            longest_number_code: numbers
-                .iter()
-                .flat_map(|code| (0..NUMBER_SYMBOLS as u8).map(|s| code.bits(s)))
-                .max()
-                .unwrap_or(0),
-            // Context 0 holds no end: an empty list is a bit of its own.
-            longest_number_end: numbers
-                .iter()
-                .skip(1)
-                .map(|code| code.bits(NUMBER_END))
-                .max()
-                .unwrap_or(0),
+            last_group,
+            groups: groups_code,
+            values,
             numbers,
+            longest_number_code: 0,
+            longest_number_end: 0,
             data,
-        })
+        };
+        model.measure_numbers();
+        Ok(model)
+    }
+
+    /// Finds the longest number codes (see
+    /// [`NativeModel::longest_number_code`]) once the codes are built.
+    fn measure_numbers(&mut self) {
+        self.longest_number_code = self
+            .numbers
+            .iter()
+            .flat_map(|code| (0..NUMBER_SYMBOLS as u8).map(|s| code.bits(s)))
+            .max()
+            .unwrap_or(0);
+        // Context 0 holds no end: an empty list is a bit of its own.
+        self.longest_number_end = self
+            .numbers
+            .iter()
+            .skip(1)
+            .map(|code| code.bits(NUMBER_END))
+            .max()
+            .unwrap_or(0);
+    }
+
+    /// This model with counts `data` — its own with some added, as
+    /// [`Adaptation`] adds a stream's — rebuilding only the codes of the
+    /// tables `touched` marks (their smoothing reads the new counts of
+    /// every table they pool with); the others keep their codes. Much
+    /// cheaper than [`NativeModel::new`] when a few tables changed, and as
+    /// deterministic.
+    pub(crate) fn with_counts(
+        &self,
+        data: ModelData,
+        touched: &Touched,
+    ) -> Result<NativeModel, BitError> {
+        let same_shape = data.last_group.len() == self.last_group.len()
+            && data.groups.len() == self.groups.len()
+            && data.values.len() == self.values.len()
+            && data.numbers.len() == self.numbers.len();
+        if !same_shape {
+            return NativeModel::new(data);
+        }
+        let mut next = NativeModel {
+            id: data.fingerprint(),
+            data,
+            ..self.clone()
+        };
+        let rebuild =
+            |codes: &mut [SymbolCode],
+             touched: &[bool],
+             data: &ModelData,
+             build: fn(&ModelData, usize) -> Result<SymbolCode, BitError>| {
+                for (index, code) in codes.iter_mut().enumerate() {
+                    if touched.get(index).copied().unwrap_or(false) {
+                        *code = build(data, index)?;
+                    }
+                }
+                Ok::<(), BitError>(())
+            };
+        rebuild(
+            &mut next.last_group,
+            &touched.last_group,
+            &next.data,
+            last_group_code,
+        )?;
+        rebuild(&mut next.groups, &touched.groups, &next.data, group_code)?;
+        rebuild(&mut next.values, &touched.values, &next.data, value_code)?;
+        rebuild(&mut next.numbers, &touched.numbers, &next.data, number_code)?;
+        next.measure_numbers();
+        Ok(next)
     }
 
     /// Like [`NativeModel::new`], for a struct with table `table`: the counts
@@ -1000,6 +1039,136 @@ impl NativeModel {
     pub fn longest_number_end(&self) -> u32 {
         self.longest_number_end
     }
+}
+
+/// Which tables of a [`ModelData`] changed: what
+/// [`NativeModel::with_counts`] rebuilds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Touched {
+    pub(crate) last_group: Vec<bool>,
+    pub(crate) groups: Vec<bool>,
+    pub(crate) values: Vec<bool>,
+    pub(crate) numbers: Vec<bool>,
+}
+
+impl Touched {
+    /// Nothing touched, for counts shaped like `data`.
+    pub(crate) fn none(data: &ModelData) -> Self {
+        Touched {
+            last_group: vec![false; data.last_group.len()],
+            groups: vec![false; data.groups.len()],
+            values: vec![false; data.values.len()],
+            numbers: vec![false; data.numbers.len()],
+        }
+    }
+
+    /// Marks the table of `context` (in counts shaped like `data`), and
+    /// every table whose smoothing pools it: a table's code reads its
+    /// pool's counts too.
+    pub(crate) fn mark(&mut self, data: &ModelData, context: Context) {
+        if let Some((kind, index)) = data.table_of(context) {
+            self.mark_table(data, kind, index);
+        }
+    }
+
+    /// Marks table `index` of `kind` and every table pooling it (see
+    /// [`Touched::mark`]).
+    pub(crate) fn mark_table(&mut self, data: &ModelData, kind: TableKind, index: usize) {
+        let spawn_sets = data.spawn_sets();
+        let groups = data.groups.len() / data.pattern_sets().max(1);
+        let same_half = |a: usize, b: usize| (a < spawn_sets) == (b < spawn_sets);
+        match kind {
+            TableKind::LastGroup => {
+                for (set, t) in self.last_group.iter_mut().enumerate() {
+                    *t |= same_half(set, index);
+                }
+            }
+            TableKind::Groups => {
+                let (set, g) = (index / groups.max(1), index % groups.max(1));
+                for (i, t) in self.groups.iter_mut().enumerate() {
+                    *t |= i % groups.max(1) == g && same_half(i / groups.max(1), set);
+                }
+            }
+            TableKind::Values => {
+                let field = index / VALUE_CONTEXTS;
+                for t in self
+                    .values
+                    .iter_mut()
+                    .skip(field * VALUE_CONTEXTS)
+                    .take(VALUE_CONTEXTS)
+                {
+                    *t = true;
+                }
+            }
+            TableKind::Numbers => self.numbers.iter_mut().for_each(|t| *t = true),
+        }
+    }
+}
+
+/// Which kind of table of a [`ModelData`] a context counts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TableKind {
+    LastGroup,
+    Groups,
+    Values,
+    Numbers,
+}
+
+/// The code of counts `weights` (already smoothed).
+fn code_of(weights: [u32; 256]) -> Result<SymbolCode, BitError> {
+    HuffmanCode::from_frequencies(&weights)
+        .map(SymbolCode::new)
+        .map_err(|e| BitError::invalid("native model", 0, format!("cannot build a code: {e}")))
+}
+
+/// The sets of the same kind as `set` (spawn sets back off to all spawn
+/// deltas, held sets to all held deltas).
+fn half_of(data: &ModelData, set: usize) -> std::ops::Range<usize> {
+    let spawn_sets = data.spawn_sets();
+    if set < spawn_sets {
+        0..spawn_sets
+    } else {
+        spawn_sets..data.pattern_sets()
+    }
+}
+
+/// The code of [`Context::LastGroup`] in pattern set `set`.
+fn last_group_code(data: &ModelData, set: usize) -> Result<SymbolCode, BitError> {
+    let pooled = smooth::pooled(&data.last_group[half_of(data, set)]);
+    code_of(smooth::last_group(&data.last_group[set], &pooled))
+}
+
+/// The code of the group pattern table `index` (set-major).
+fn group_code(data: &ModelData, index: usize) -> Result<SymbolCode, BitError> {
+    let groups = data.fields().div_ceil(GROUP_FIELDS).max(1);
+    let (set, g) = (index / groups, index % groups);
+    let tables: Vec<Vec<u32>> = half_of(data, set)
+        .map(|set| data.groups[set * groups + g].clone())
+        .collect();
+    code_of(smooth::pattern(
+        &data.groups[index],
+        &smooth::pooled(&tables),
+    ))
+}
+
+/// The code of value table `index` (field-major, [`VALUE_CONTEXTS`] per
+/// field).
+fn value_code(data: &ModelData, index: usize) -> Result<SymbolCode, BitError> {
+    let field = index / VALUE_CONTEXTS;
+    let start = field * VALUE_CONTEXTS;
+    let pooled = smooth::pooled(&data.values[start..start + VALUE_CONTEXTS]);
+    // One float step at the field's magnitude is 2^(e - 23): a change of
+    // 2^i units spans about 2^(i + 23 - e) steps.
+    let shift = data.magnitudes[field].map(|e| (23 - i32::from(e)).clamp(0, 32) as usize);
+    code_of(smooth::value(&data.values[index], &pooled, shift))
+}
+
+/// The code of [`Context::EntityNumber`] context `index`.
+fn number_code(data: &ModelData, index: usize) -> Result<SymbolCode, BitError> {
+    code_of(smooth::numbers(
+        &data.numbers[index],
+        &smooth::pooled(&data.numbers),
+    ))
 }
 
 /// Counts the symbols the native codec would write for a stream of deltas,
@@ -1305,33 +1474,45 @@ impl ModelTrainer {
         entries: impl IntoIterator<Item = (u32, bool)>,
         held: &dyn HeldNumbers,
     ) {
-        let mut last = None;
-        for (number, removed) in entries {
-            let first_candidate = last.map_or(0, |l: u32| l.wrapping_add(1));
-            let gap = if !removed {
-                number.wrapping_sub(first_candidate)
-            } else if held.holds(number) {
-                held.count_in(first_candidate, number)
-            } else {
-                continue;
-            };
-            self.data.count(
-                Context::EntityNumber(number_context(last)),
-                number_symbol(gap, removed),
-            );
-            last = Some(number);
-        }
-        // An empty list is one bit of its own (see the native codec's
-        // `put_number`): no symbol to count.
-        if last.is_some() {
-            self.data
-                .count(Context::EntityNumber(number_context(last)), NUMBER_END);
-        }
+        let data = &mut self.data;
+        visit_entity_list(entries, held, &mut |context, symbol| {
+            data.add(context, symbol, 1)
+        });
     }
 
     /// The counts and grids so far.
     pub fn finish(self) -> ModelData {
         self.data
+    }
+}
+
+/// Calls `visit` with the number symbols of one entity list: what
+/// [`ModelTrainer::observe_entity_list`] counts.
+pub(crate) fn visit_entity_list(
+    entries: impl IntoIterator<Item = (u32, bool)>,
+    held: &dyn HeldNumbers,
+    visit: &mut dyn FnMut(Context, u8),
+) {
+    let mut last = None;
+    for (number, removed) in entries {
+        let first_candidate = last.map_or(0, |l: u32| l.wrapping_add(1));
+        let gap = if !removed {
+            number.wrapping_sub(first_candidate)
+        } else if held.holds(number) {
+            held.count_in(first_candidate, number)
+        } else {
+            continue;
+        };
+        visit(
+            Context::EntityNumber(number_context(last)),
+            number_symbol(gap, removed),
+        );
+        last = Some(number);
+    }
+    // An empty list is one bit of its own (see the native codec's
+    // `put_number`): no symbol to count.
+    if last.is_some() {
+        visit(Context::EntityNumber(number_context(last)), NUMBER_END);
     }
 }
 

@@ -1,0 +1,440 @@
+//! Models that adapt to the stream they code, without a byte on the wire.
+//!
+//! A model trained on other games codes a new game's symbols with the
+//! other games' habits: how often its client skips frames, which of its
+//! flags toggle, how far its players move between snapshots. Both ends
+//! see this game's symbols as they go, so both can count them; the
+//! difficulty is that a lossy link makes them see different sets of
+//! messages. Counting along the *delta chain* removes the difference:
+//!
+//! * Every state holds an [`Adaptation`]: the model a message from it is
+//!   coded with, and the symbols of the messages that led to it (each
+//!   message's base, that base's base, and so on, back to the last
+//!   rebuild).
+//! * A message from a base is coded with the base's model, and its state's
+//!   adaptation is the base's plus the message's own symbols
+//!   ([`Adaptation::after`]).
+//! * Once a chain is [`AdaptPolicy::chain_length`] messages long, the next
+//!   message from it is coded with a model rebuilt from the chain's model's
+//!   counts plus the chain's symbols, each worth [`AdaptPolicy::weight`]
+//!   training symbols ([`Adaptation::for_next`]), and starts a new chain.
+//!
+//! A client decodes a message only from a base it holds, and it holds
+//! that base's adaptation because it decoded every message of the chain;
+//! the server codes from a base the client acknowledged. So the two ends
+//! always rebuild from the same symbols, whatever the link lost, and
+//! nothing about the models is ever sent. A full snapshot (no base)
+//! starts again from the trained model.
+
+use std::sync::{Arc, OnceLock};
+
+use crate::codec::{DeltaContext, HeldNumbers};
+use crate::error::BitError;
+use crate::table::Fields;
+
+use super::{visit_entity_list, Context, ModelData, NativeModel, TableKind, Touched};
+
+/// How a model adapts (see the [module docs](self)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdaptPolicy {
+    /// Messages in a chain before the next one is coded with a rebuilt
+    /// model (1 to [`AdaptPolicy::MAX_CHAIN`]; larger values are taken as
+    /// that).
+    pub chain_length: u32,
+    /// What one symbol of the stream counts for against one symbol of the
+    /// training data. Trained counts come from many games, so a symbol of
+    /// the game being coded is worth far more than one of them.
+    pub weight: u32,
+}
+
+impl AdaptPolicy {
+    /// Longest chain: bounds the symbols a state keeps alive.
+    pub const MAX_CHAIN: u32 = 1024;
+
+    /// What the delta-size report uses on Quake 3's demos (see
+    /// `benches/README.md`): a rebuild every 128 messages of a chain, a
+    /// stream symbol worth 4096 training ones. A weight of 256 or 1024
+    /// saved less (duel leave-one-out 0.4404 and 0.4362 × Quake 3's bytes
+    /// with 64-message chains, against 0.4351 at 4096); chains of 16 or 32
+    /// saved a little more (0.4343) for twice to four times the rebuilds.
+    pub const DEFAULT: AdaptPolicy = AdaptPolicy {
+        chain_length: 128,
+        weight: 4096,
+    };
+
+    fn chain(&self) -> u32 {
+        self.chain_length.clamp(1, Self::MAX_CHAIN)
+    }
+}
+
+impl Default for AdaptPolicy {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// Largest total a table's counts keep after a rebuild: above it, every
+/// count of the table is halved (rounding up, so no seen symbol becomes
+/// unseen). Bounds the counts however long a stream runs, and lets old
+/// habits fade.
+const TABLE_TOTAL_LIMIT: u64 = 1 << 30;
+
+/// The symbols one message coded, in order: what [`Adaptation::after`]
+/// adds to a chain. Reuse one between messages.
+#[derive(Debug, Clone, Default)]
+pub struct SymbolTally {
+    symbols: Vec<(Context, u8)>,
+}
+
+impl SymbolTally {
+    /// An empty tally.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Empties the tally for the next message.
+    pub fn clear(&mut self) {
+        self.symbols.clear();
+    }
+
+    /// Symbols tallied.
+    pub fn len(&self) -> usize {
+        self.symbols.len()
+    }
+
+    /// Whether no symbol is tallied.
+    pub fn is_empty(&self) -> bool {
+        self.symbols.is_empty()
+    }
+
+    /// Tallies the symbols of the delta from `base` to `new` as `model`
+    /// codes it in `context` (what [`super::ModelTrainer::observe`] counts).
+    pub fn delta<T: Fields>(
+        &mut self,
+        model: &NativeModel,
+        base: &T,
+        new: &T,
+        context: &DeltaContext,
+    ) {
+        let symbols = &mut self.symbols;
+        crate::codec::native::visit_native_symbols(base, new, model, context, &mut |c, s| {
+            symbols.push((c, s))
+        });
+    }
+
+    /// Tallies the number symbols of one entity list (what
+    /// [`super::ModelTrainer::observe_entity_list`] counts).
+    pub fn entity_list(
+        &mut self,
+        entries: impl IntoIterator<Item = (u32, bool)>,
+        held: &dyn HeldNumbers,
+    ) {
+        let symbols = &mut self.symbols;
+        visit_entity_list(entries, held, &mut |c, s| symbols.push((c, s)));
+    }
+
+    /// The bits `model`'s codes spend on the tallied symbols (without the
+    /// raw bits below them): what a model change saves on them.
+    pub fn price(&self, model: &NativeModel) -> u64 {
+        self.symbols
+            .iter()
+            .filter_map(|&(context, symbol)| model.code(context).map(|c| c.bits(symbol)))
+            .map(u64::from)
+            .sum()
+    }
+}
+
+/// One message's symbols, linked to those of its base's chain.
+#[derive(Debug)]
+struct Link {
+    parent: Option<Arc<Link>>,
+    symbols: Box<[(Context, u8)]>,
+}
+
+/// What a state knows about its stream's model (see the
+/// [module docs](self)). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Adaptation {
+    /// The model the chain's messages were coded with.
+    model: Arc<NativeModel>,
+    /// The symbols of the chain's messages, newest first.
+    chain: Option<Arc<Link>>,
+    /// Messages in the chain.
+    length: u32,
+    /// The model rebuilt from this chain, once a message needed it: every
+    /// message sent from the same base shares it.
+    rebuilt: Arc<OnceLock<Arc<NativeModel>>>,
+}
+
+impl Adaptation {
+    /// The start of a stream (or a full snapshot): the trained model, no
+    /// symbols.
+    pub fn new(model: Arc<NativeModel>) -> Self {
+        Adaptation {
+            model,
+            chain: None,
+            length: 0,
+            rebuilt: Arc::default(),
+        }
+    }
+
+    /// The model a message coded with this adaptation uses.
+    pub fn model(&self) -> &Arc<NativeModel> {
+        &self.model
+    }
+
+    /// Messages in the chain so far.
+    pub fn length(&self) -> u32 {
+        self.length
+    }
+
+    /// The adaptation that codes a message from a base holding this one:
+    /// this one, or, once its chain is [`AdaptPolicy::chain_length`]
+    /// messages long, a new chain with the rebuilt model. Fails only if
+    /// the rebuilt counts make no model (they cannot, from a valid one).
+    pub fn for_next(&self, policy: &AdaptPolicy) -> Result<Adaptation, BitError> {
+        if self.length < policy.chain() {
+            return Ok(self.clone());
+        }
+        let model = match self.rebuilt.get() {
+            Some(model) => Arc::clone(model),
+            None => {
+                let model = Arc::new(self.rebuild(policy.weight)?);
+                Arc::clone(self.rebuilt.get_or_init(|| model))
+            }
+        };
+        Ok(Adaptation::new(model))
+    }
+
+    /// The adaptation of a state reached by a message coded with this one
+    /// (from [`Adaptation::for_next`]), whose symbols `tally` holds.
+    pub fn after(&self, tally: &SymbolTally) -> Adaptation {
+        Adaptation {
+            model: Arc::clone(&self.model),
+            chain: Some(Arc::new(Link {
+                parent: self.chain.clone(),
+                symbols: tally.symbols.clone().into_boxed_slice(),
+            })),
+            length: self.length.saturating_add(1),
+            rebuilt: Arc::default(),
+        }
+    }
+
+    /// The model's counts plus the chain's symbols, `weight` each; only
+    /// the codes of the tables they touch are rebuilt.
+    fn rebuild(&self, weight: u32) -> Result<NativeModel, BitError> {
+        let mut data = self.model.data().clone();
+        let mut touched = Touched::none(&data);
+        let mut link = self.chain.as_deref();
+        while let Some(l) = link {
+            for &(context, symbol) in l.symbols.iter() {
+                data.add(context, symbol, weight);
+                touched.mark(&data, context);
+            }
+            link = l.parent.as_deref();
+        }
+        for (kind, index) in halve_full_tables(&mut data) {
+            touched.mark_table(&data, kind, index);
+        }
+        self.model.with_counts(data, &touched)
+    }
+}
+
+/// Halves every table of `data` whose total is above
+/// [`TABLE_TOTAL_LIMIT`], until it is not, and returns which it halved.
+fn halve_full_tables(data: &mut ModelData) -> Vec<(TableKind, usize)> {
+    let mut halved = Vec::new();
+    let kinds = [
+        (TableKind::LastGroup, &mut data.last_group),
+        (TableKind::Groups, &mut data.groups),
+        (TableKind::Values, &mut data.values),
+        (TableKind::Numbers, &mut data.numbers),
+    ];
+    for (kind, tables) in kinds {
+        for (index, table) in tables.iter_mut().enumerate() {
+            while table.iter().map(|&c| u64::from(c)).sum::<u64>() > TABLE_TOTAL_LIMIT {
+                table.iter_mut().for_each(|c| *c = c.div_ceil(2));
+                if halved.last() != Some(&(kind, index)) {
+                    halved.push((kind, index));
+                }
+            }
+        }
+    }
+    halved
+}
+
+impl Drop for Link {
+    /// Unlinks the chain iteratively: a long chain dropped at once would
+    /// otherwise recurse once per message.
+    fn drop(&mut self) {
+        let mut parent = self.parent.take();
+        while let Some(link) = parent {
+            match Arc::try_unwrap(link) {
+                Ok(mut link) => parent = link.parent.take(),
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ModelTrainer, ValueContext};
+    use crate::table::NetFields;
+
+    crate::net_struct! {
+        struct Pair { a: u8 = crate::kind::unsigned(8), b: u8 = crate::kind::unsigned(8) }
+    }
+
+    /// A model trained on streams where only `b` changes, by one.
+    fn trained() -> Arc<NativeModel> {
+        let mut trainer = ModelTrainer::new(Pair::TABLE.schema().fingerprint(), 2);
+        for i in 0..200u8 {
+            let base = Pair { a: 0, b: i };
+            let new = Pair {
+                a: 0,
+                b: i.wrapping_add(1),
+            };
+            trainer.observe(&base, &new, &DeltaContext::default());
+        }
+        Arc::new(NativeModel::new(trainer.finish()).unwrap())
+    }
+
+    /// One message of a stream where only `a` changes, to 77: never seen
+    /// in training.
+    fn tally_of(model: &NativeModel) -> SymbolTally {
+        let mut tally = SymbolTally::new();
+        let base = Pair { a: 0, b: 9 };
+        let new = Pair { a: 77, b: 9 };
+        tally.delta(model, &base, &new, &DeltaContext::default());
+        tally
+    }
+
+    const POLICY: AdaptPolicy = AdaptPolicy {
+        chain_length: 4,
+        weight: 16,
+    };
+
+    #[test]
+    fn a_chain_is_rebuilt_after_its_length_with_its_symbols_weighted() {
+        let start = Adaptation::new(trained());
+        let mut state = start.clone();
+        for message in 0..4 {
+            let coding = state.for_next(&POLICY).unwrap();
+            assert!(
+                Arc::ptr_eq(coding.model(), start.model()),
+                "message {message}"
+            );
+            state = coding.after(&tally_of(coding.model()));
+        }
+        assert_eq!(state.length(), 4);
+        let next = state.for_next(&POLICY).unwrap();
+        assert!(!Arc::ptr_eq(next.model(), start.model()));
+        assert_eq!(next.length(), 0);
+        // `a`'s value class from a zero baseline: never counted in
+        // training, 4 messages × 16 now.
+        let tally = tally_of(start.model());
+        assert_eq!(tally.len(), 3, "last group, group pattern, a's value");
+        let (Context::Value(0, ValueContext::Zero), class) = tally.symbols[2] else {
+            panic!("a's value comes last: {:?}", tally.symbols);
+        };
+        let values =
+            |m: &NativeModel| m.data().values[ValueContext::Zero as usize][usize::from(class)];
+        assert_eq!(values(start.model()), 0);
+        assert_eq!(values(next.model()), 4 * 16);
+        // The stream's own symbols got cheaper: 21 bits before (a class
+        // training never saw), 4 after.
+        assert_eq!(tally.price(start.model()), 21);
+        assert_eq!(tally.price(next.model()), 4);
+    }
+
+    #[test]
+    fn every_message_from_one_base_shares_its_rebuilt_model() {
+        let mut state = Adaptation::new(trained());
+        for _ in 0..4 {
+            let coding = state.for_next(&POLICY).unwrap();
+            state = coding.after(&tally_of(coding.model()));
+        }
+        let first = state.for_next(&POLICY).unwrap();
+        let second = state.for_next(&POLICY).unwrap();
+        assert!(Arc::ptr_eq(first.model(), second.model()));
+        // A sibling chain with other symbols rebuilds another model.
+        let mut other = Adaptation::new(trained());
+        for _ in 0..4 {
+            let coding = other.for_next(&POLICY).unwrap();
+            other = coding.after(&SymbolTally::new());
+        }
+        let rebuilt = other.for_next(&POLICY).unwrap();
+        assert_eq!(rebuilt.model().data(), trained().data());
+        assert_ne!(rebuilt.model().data(), first.model().data());
+    }
+
+    #[test]
+    fn a_rebuilt_model_codes_as_one_built_from_its_counts() {
+        let mut state = Adaptation::new(trained());
+        for _ in 0..4 {
+            let coding = state.for_next(&POLICY).unwrap();
+            state = coding.after(&tally_of(coding.model()));
+        }
+        let rebuilt = state.for_next(&POLICY).unwrap();
+        let rebuilt = rebuilt.model();
+        let fresh = NativeModel::new(rebuilt.data().clone()).unwrap();
+        let data = rebuilt.data();
+        let groups = data.groups.len() / data.pattern_sets();
+        let contexts = (0..data.pattern_sets())
+            .flat_map(|set| {
+                let set = set as u8;
+                std::iter::once(Context::LastGroup(set))
+                    .chain((0..groups).map(move |g| Context::Group(set, g)))
+            })
+            .chain((0..2).flat_map(|f| {
+                [
+                    ValueContext::Spawn,
+                    ValueContext::Zero,
+                    ValueContext::Whole,
+                    ValueContext::Fraction,
+                ]
+                .map(|c| Context::Value(f, c))
+            }))
+            .chain((0..crate::model::NUMBER_CONTEXTS as u8).map(Context::EntityNumber));
+        let mut checked = 0;
+        for context in contexts {
+            let (a, b) = (rebuilt.code(context).unwrap(), fresh.code(context).unwrap());
+            assert!((0..=255u8).all(|s| a.word(s) == b.word(s)), "{context:?}");
+            checked += 1;
+        }
+        assert_eq!(checked, 2 + 2 + 8 + 12, "every table of a two-field model");
+        assert_eq!(rebuilt.id(), fresh.id());
+    }
+
+    #[test]
+    fn full_tables_are_halved_below_the_limit() {
+        let mut data = trained().data().clone();
+        data.values[0][3] = u32::MAX;
+        data.values[0][4] = 1;
+        assert_eq!(halve_full_tables(&mut data), [(TableKind::Values, 0)]);
+        let total: u64 = data.values[0].iter().map(|&c| u64::from(c)).sum();
+        assert!(total <= TABLE_TOTAL_LIMIT);
+        assert_eq!(data.values[0][3], u32::MAX.div_ceil(8));
+        assert_eq!(data.values[0][4], 1, "a seen symbol stays seen");
+    }
+
+    #[test]
+    fn a_long_chain_drops_without_recursing() {
+        let model = trained();
+        let mut state = Adaptation::new(model);
+        let policy = AdaptPolicy {
+            chain_length: u32::MAX,
+            weight: 1,
+        };
+        let tally = SymbolTally::new();
+        for _ in 0..200_000 {
+            // Past the longest chain, keep linking by hand.
+            state = state.after(&tally);
+        }
+        assert_eq!(state.length(), 200_000);
+        assert_eq!(policy.chain(), AdaptPolicy::MAX_CHAIN);
+        drop(state);
+    }
+}
