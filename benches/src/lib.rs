@@ -15,7 +15,8 @@
 //!   went ([`Breakdown`]);
 //! * [`encode`] — the encodings the report compares ([`Encoder`]): `q3`,
 //!   `native`, the `naive` postcard baseline, and through [`models`] the
-//!   native codec with other models: in [`loo`] trained without the demo
+//!   native codec with other models, fixed or adapting to the stream as
+//!   both ends code it ([`adapt`]): in [`loo`] trained without the demo
 //!   being measured, for the arena trained on another match;
 //! * [`workload`] — what is measured: real Quake 3 demos, arena matches
 //!   and the synthetic stress case;
@@ -26,6 +27,7 @@
 //!   criterion benchmarks and the memory binary.
 #![forbid(unsafe_code)]
 
+pub mod adapt;
 pub mod corpus;
 pub mod encode;
 pub mod frame;

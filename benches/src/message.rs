@@ -189,6 +189,53 @@ pub fn delta_context<E, P: Fields>(
     }
 }
 
+/// The context of a message's player-state delta: its
+/// [`delta_context`] without the anchor, which the receiver learns from
+/// this very state, not before it; from the zeroed dummy when `full`.
+pub fn player_context(context: &DeltaContext, full: bool) -> DeltaContext {
+    context.with_spawn(full).with_anchor(None)
+}
+
+/// Calls `player` with a message's player-state delta and `entity` with
+/// each entity delta it carries (changed from the client's copy, or new
+/// from its spawn baseline), each in the context the writer codes it in,
+/// and fills `list` with the entity list's entries (number, removed), in
+/// order: what a model trainer or an adaptation counts.
+pub fn visit_deltas<E: Fields, P: Fields>(
+    step: &Step<'_, E, P>,
+    zeros: &Zeros<E, P>,
+    player: &mut dyn FnMut(&P, &P, &DeltaContext),
+    entity: &mut dyn FnMut(&E, &E, &DeltaContext),
+    list: &mut Vec<(u32, bool)>,
+) {
+    let snapshot = &**step.snapshot;
+    let base = step.base.map(|b| &**b);
+    let context = delta_context(snapshot, base);
+    let base_player = base.map_or(&zeros.player, |b| &b.player);
+    player(
+        base_player,
+        &snapshot.player,
+        &player_context(&context, base.is_none()),
+    );
+    list.clear();
+    let old = base.map_or(&[][..], |b| &b.entities[..]);
+    for change in merge(old, &snapshot.entities) {
+        match change {
+            Change::Changed { old, new, number } => {
+                entity(old, new, &context);
+                list.push((number, false));
+            }
+            Change::Added { number, new } => {
+                let baseline = step.baselines.baseline(number).unwrap_or(&zeros.entity);
+                entity(baseline, new, &context.with_spawn(true));
+                list.push((number, false));
+            }
+            Change::Removed { number } => list.push((number, true)),
+            Change::Unchanged { .. } => {}
+        }
+    }
+}
+
 /// Writes a whole message through `sink`, filling `breakdown`.
 pub fn write_message<E: Fields, P: Fields, S: BitSink + ?Sized>(
     format: &MessageFormat,
@@ -211,9 +258,8 @@ pub fn write_message<E: Fields, P: Fields, S: BitSink + ?Sized>(
     let mark = sink.bits_written();
     breakdown.header_bits = mark - start;
     let base_player = base.map_or(&zeros.player, |b| &b.player);
-    // The receiver learns the anchor from this very state: not before it.
     format.codec.write_delta_in(
-        &context.with_spawn(base.is_none()).with_anchor(None),
+        &player_context(&context, base.is_none()),
         sink,
         base_player,
         &snapshot.player,

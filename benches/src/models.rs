@@ -10,12 +10,13 @@
 
 use std::sync::Arc;
 
-use fields::model::{ModelData, ModelTrainer, NativeModel};
+use fields::model::{AdaptPolicy, ModelData, ModelTrainer, NativeModel};
 use fields::{FieldKind, Fields, Schema};
 
+use crate::adapt::{MessageAdaptation, StreamAdaptation};
 use crate::encode::{Encoder, MAX_MESSAGE_BYTES};
-use crate::message::{delta_context, Breakdown, MessageFormat};
-use crate::state::{merge, Change, SpawnList, State, Step, Zeros};
+use crate::message::{visit_deltas, Breakdown, MessageFormat};
+use crate::state::{merge, Baselines, Change, SpawnList, State, Step, Zeros};
 use crate::workload::Workload;
 use crate::Error;
 
@@ -86,12 +87,14 @@ pub fn build_model(data: ModelData) -> Result<Arc<NativeModel>, Error> {
         .map_err(|e| Error::Model(e.to_string()))
 }
 
-/// The native format coding entities and player states with given models.
+/// The native format coding entities and player states with given models,
+/// fixed or adapting to the stream ([`ModelEncoder::adapting`]).
 #[derive(Debug)]
 pub struct ModelEncoder<E> {
     name: String,
     entity: Arc<NativeModel>,
     player: Arc<NativeModel>,
+    adaptation: Option<StreamAdaptation>,
     buf: Vec<u8>,
     added: Vec<(u32, Retrained<E>)>,
 }
@@ -111,27 +114,101 @@ impl<E> ModelEncoder<E> {
             name: name.to_owned(),
             entity,
             player,
+            adaptation: None,
             buf: vec![0; MAX_MESSAGE_BYTES],
             added: Vec::new(),
         })
     }
+
+    /// The same encoder with models that adapt to the stream under
+    /// `policy` (see [`crate::adapt`]); a [`ModelDecoder`] adapting under
+    /// the same policy reads its messages.
+    pub fn adapting(mut self, policy: AdaptPolicy) -> Self {
+        self.adaptation = Some(StreamAdaptation::new(
+            Arc::clone(&self.entity),
+            Arc::clone(&self.player),
+            policy,
+        ));
+        self
+    }
+
+    /// The stream's adaptation, if the encoder adapts.
+    pub fn adaptation(&self) -> Option<&StreamAdaptation> {
+        self.adaptation.as_ref()
+    }
+
+    /// The last message written (its first `bits.div_ceil(8)` bytes).
+    pub fn buffer(&self) -> &[u8] {
+        &self.buf
+    }
 }
 
-impl<E: Fields> ModelEncoder<E> {
-    fn wrap<P: Fields>(&self, state: &State<E, P>) -> State<Retrained<E>, Retrained<P>> {
-        State {
-            server_time: state.server_time,
-            flags: state.flags,
-            areamask: state.areamask.clone(),
-            player: Retrained::with(state.player.clone(), &self.player),
-            entities: state
-                .entities
-                .iter()
-                .map(|(n, e)| (*n, Retrained::with(e.clone(), &self.entity)))
-                .collect(),
-            delivery: state.delivery,
-        }
+/// `state` with its values coded by the given models.
+fn wrap<E: Fields, P: Fields>(
+    state: &State<E, P>,
+    entity: &Arc<NativeModel>,
+    player: &Arc<NativeModel>,
+) -> State<Retrained<E>, Retrained<P>> {
+    State {
+        server_time: state.server_time,
+        flags: state.flags,
+        areamask: state.areamask.clone(),
+        player: Retrained::with(state.player.clone(), player),
+        entities: state
+            .entities
+            .iter()
+            .map(|(n, e)| (*n, Retrained::with(e.clone(), entity)))
+            .collect(),
+        delivery: state.delivery,
     }
+}
+
+/// `state` as plain values.
+fn unwrap<E, P>(state: State<Retrained<E>, Retrained<P>>) -> State<E, P> {
+    State {
+        server_time: state.server_time,
+        flags: state.flags,
+        areamask: state.areamask,
+        player: state.player.value,
+        entities: state
+            .entities
+            .into_iter()
+            .map(|(n, e)| (n, e.value))
+            .collect(),
+        delivery: state.delivery,
+    }
+}
+
+/// The models one message is coded with (entity, player), and the
+/// adaptation they come from, if the stream adapts.
+struct Coding {
+    entity: Arc<NativeModel>,
+    player: Arc<NativeModel>,
+    adaptation: Option<MessageAdaptation>,
+}
+
+/// The models a message from `base` is coded with: fixed, or the
+/// adaptation's for that base.
+fn models_for<E, P>(
+    fixed: (&Arc<NativeModel>, &Arc<NativeModel>),
+    adaptation: Option<&mut StreamAdaptation>,
+    base: Option<&State<E, P>>,
+) -> Result<Coding, Error> {
+    Ok(match adaptation {
+        None => Coding {
+            entity: Arc::clone(fixed.0),
+            player: Arc::clone(fixed.1),
+            adaptation: None,
+        },
+        Some(adaptation) => {
+            let coding = adaptation.coding_for(base)?;
+            Coding {
+                entity: Arc::clone(coding.entity.model()),
+                player: Arc::clone(coding.player.model()),
+                adaptation: Some(coding),
+            }
+        }
+    })
 }
 
 impl<E: Fields, P: Fields> Encoder<E, P> for ModelEncoder<E> {
@@ -145,8 +222,17 @@ impl<E: Fields, P: Fields> Encoder<E, P> for ModelEncoder<E> {
         zeros: &Zeros<E, P>,
         breakdown: &mut Breakdown,
     ) -> Result<usize, Error> {
-        let snapshot = Arc::new(self.wrap(step.snapshot));
-        let base = step.base.map(|b| Arc::new(self.wrap(b)));
+        let Coding {
+            entity,
+            player,
+            adaptation: coding,
+        } = models_for(
+            (&self.entity, &self.player),
+            self.adaptation.as_mut(),
+            step.base.map(|b| &**b),
+        )?;
+        let snapshot = Arc::new(wrap(step.snapshot, &entity, &player));
+        let base = step.base.map(|b| Arc::new(wrap(b, &entity, &player)));
         // Only entities new to the client use a spawn baseline: wrap those.
         let mut added = std::mem::take(&mut self.added);
         added.clear();
@@ -154,7 +240,7 @@ impl<E: Fields, P: Fields> Encoder<E, P> for ModelEncoder<E> {
         for change in merge(old, &step.snapshot.entities) {
             if let Change::Added { number, .. } = change {
                 if let Some(baseline) = step.baselines.baseline(number) {
-                    added.push((number, Retrained::with(baseline.clone(), &self.entity)));
+                    added.push((number, Retrained::with(baseline.clone(), &entity)));
                 }
             }
         }
@@ -167,13 +253,124 @@ impl<E: Fields, P: Fields> Encoder<E, P> for ModelEncoder<E> {
             baselines: &spawn,
             reference: step.reference,
         };
-        let zeros = Zeros {
-            entity: Retrained::with(zeros.entity.clone(), &self.entity),
-            player: Retrained::with(zeros.player.clone(), &self.player),
+        let wrapped_zeros = Zeros {
+            entity: Retrained::with(zeros.entity.clone(), &entity),
+            player: Retrained::with(zeros.player.clone(), &player),
         };
-        let bits = MessageFormat::NATIVE.encode(&mut self.buf, &wrapped, &zeros, breakdown);
+        let bits = MessageFormat::NATIVE.encode(&mut self.buf, &wrapped, &wrapped_zeros, breakdown);
         self.added = spawn.0;
-        Ok(bits?)
+        let bits = bits?;
+        if let (Some(adaptation), Some(coding)) = (self.adaptation.as_mut(), coding) {
+            adaptation.record(step, zeros, &coding);
+        }
+        Ok(bits)
+    }
+}
+
+/// Reads what a [`ModelEncoder`] with the same models (and policy) wrote.
+#[derive(Debug)]
+pub struct ModelDecoder<E> {
+    entity: Arc<NativeModel>,
+    player: Arc<NativeModel>,
+    adaptation: Option<StreamAdaptation>,
+    /// The spawn baselines wrapped with a model, and what they were made
+    /// from (the baselines' address, the model): rewrapped when either
+    /// changes.
+    spawn: Option<(usize, Arc<NativeModel>, SpawnList<Retrained<E>>)>,
+}
+
+impl<E: Fields> ModelDecoder<E> {
+    /// A decoder with fixed models.
+    pub fn new(entity: Arc<NativeModel>, player: Arc<NativeModel>) -> Self {
+        ModelDecoder {
+            entity,
+            player,
+            adaptation: None,
+            spawn: None,
+        }
+    }
+
+    /// The same decoder with models adapting under `policy`.
+    pub fn adapting(mut self, policy: AdaptPolicy) -> Self {
+        self.adaptation = Some(StreamAdaptation::new(
+            Arc::clone(&self.entity),
+            Arc::clone(&self.player),
+            policy,
+        ));
+        self
+    }
+
+    /// The stream's adaptation, if the decoder adapts.
+    pub fn adaptation(&self) -> Option<&StreamAdaptation> {
+        self.adaptation.as_ref()
+    }
+
+    /// Decodes a message of `bits` bits sent from `base` (and records the
+    /// state it delivers, when adapting). `baselines` must answer for
+    /// entity numbers below the format's limit.
+    #[allow(clippy::too_many_arguments)]
+    pub fn decode<P: Fields>(
+        &mut self,
+        buf: &[u8],
+        bits: usize,
+        base: Option<&Arc<State<E, P>>>,
+        delta_num: u8,
+        frame_ms: u32,
+        baselines: &dyn Baselines<E>,
+        zeros: &Zeros<E, P>,
+    ) -> Result<State<E, P>, Error> {
+        let Coding {
+            entity,
+            player,
+            adaptation: coding,
+        } = models_for(
+            (&self.entity, &self.player),
+            self.adaptation.as_mut(),
+            base.map(|b| &**b),
+        )?;
+        let source = baselines as *const dyn Baselines<E> as *const () as usize;
+        let fresh =
+            matches!(&self.spawn, Some((s, m, _)) if *s == source && Arc::ptr_eq(m, &entity));
+        if !fresh {
+            let limit = MessageFormat::NATIVE.entity_limit();
+            let list = (0..limit)
+                .filter_map(|n| {
+                    baselines
+                        .baseline(n)
+                        .map(|b| (n, Retrained::with(b.clone(), &entity)))
+                })
+                .collect();
+            self.spawn = Some((source, Arc::clone(&entity), SpawnList(list)));
+        }
+        let Some((_, _, spawn)) = &self.spawn else {
+            return Err(Error::Model("no spawn baselines".into()));
+        };
+        let wrapped_base = base.map(|b| wrap(b, &entity, &player));
+        let wrapped_zeros = Zeros {
+            entity: Retrained::with(zeros.entity.clone(), &entity),
+            player: Retrained::with(zeros.player.clone(), &player),
+        };
+        let state = unwrap(MessageFormat::NATIVE.decode(
+            buf,
+            bits,
+            wrapped_base.as_ref(),
+            frame_ms,
+            spawn,
+            &wrapped_zeros,
+        )?);
+        if let (Some(adaptation), Some(coding)) = (self.adaptation.as_mut(), coding) {
+            let state = Arc::new(state.clone());
+            let step = Step {
+                snapshot: &state,
+                base,
+                delta_num,
+                frame_ms,
+                baselines,
+                reference: None,
+            };
+            adaptation.record(&step, zeros, &coding);
+        }
+        Ok(state)
     }
 }
 
@@ -200,30 +397,17 @@ pub fn train_on<W: Workload>(
     })?;
     entity.freeze_grids();
     player.freeze_grids();
+    let mut list = Vec::new();
     workload.run(&mut |step| {
-        let snapshot = &**step.snapshot;
-        let context = delta_context(snapshot, step.base.map(|b| &**b));
-        let base_player = step.base.map_or(&zeros.player, |b| &b.player);
-        let full = step.base.is_none();
-        player.observe(base_player, &snapshot.player, &context.with_spawn(full));
+        visit_deltas(
+            &step,
+            &zeros,
+            &mut |base, new, context| player.observe(base, new, context),
+            &mut |base, new, context| entity.observe(base, new, context),
+            &mut list,
+        );
         let old = step.base.map_or(&[][..], |b| &b.entities[..]);
-        let mut list = Vec::new();
-        for change in merge(old, &snapshot.entities) {
-            match change {
-                Change::Changed { old, new, number } => {
-                    entity.observe(old, new, &context);
-                    list.push((number, false));
-                }
-                Change::Added { number, new } => {
-                    let base = step.baselines.baseline(number).unwrap_or(&zeros.entity);
-                    entity.observe(base, new, &context.with_spawn(true));
-                    list.push((number, false));
-                }
-                Change::Removed { number } => list.push((number, true)),
-                Change::Unchanged { .. } => {}
-            }
-        }
-        entity.observe_entity_list(list, &old);
+        entity.observe_entity_list(list.iter().copied(), &old);
         Ok(())
     })?;
     Ok((entity.finish(), player.finish()))

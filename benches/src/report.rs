@@ -339,7 +339,14 @@ pub fn measure<W: Workload>(workload: &mut W) -> Result<WorkloadReport, Error> {
 }
 
 /// Order encodings are printed in.
-const PRINT_ORDER: [&str; 5] = ["q3", "native", "native_loo", "native_trained", "naive"];
+const PRINT_ORDER: [&str; 6] = [
+    "q3",
+    "native",
+    "native_loo",
+    "native_loo_static",
+    "native_trained",
+    "naive",
+];
 
 /// The report as text tables.
 pub fn render_text(report: &Report) -> String {
@@ -369,7 +376,7 @@ pub fn render_text(report: &Report) -> String {
         } else {
             let _ = writeln!(
                 out,
-                "   {:<14} {:>9} {:>6} {:>6} {:>6} {:>12} {:>9} {:>8} {:>7}",
+                "   {:<17} {:>9} {:>6} {:>6} {:>6} {:>12} {:>9} {:>8} {:>7}",
                 "encoding",
                 "mean B",
                 "p50",
@@ -391,7 +398,7 @@ pub fn render_text(report: &Report) -> String {
                 let e = &w.encodings[name];
                 let _ = writeln!(
                     out,
-                    "   {:<14} {:>9.1} {:>6} {:>6} {:>6} {:>12.1} {:>9} {:>8.1} {:>7.3}",
+                    "   {:<17} {:>9.1} {:>6} {:>6} {:>6} {:>12.1} {:>9} {:>8.1} {:>7.3}",
                     name,
                     e.mean_bytes,
                     e.p50_bytes,

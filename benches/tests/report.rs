@@ -9,6 +9,7 @@ use std::sync::Arc;
 use benches::encode::Encoder;
 use benches::loo::{q3_model_encoder, TrainedModels};
 use benches::message::{Breakdown, MessageFormat};
+use benches::models::ModelDecoder;
 use benches::report::{measure, Report};
 use benches::state::{Step, Zeros};
 use benches::workload::arena::Arena;
@@ -16,6 +17,7 @@ use benches::workload::q3demo::Q3Demo;
 use benches::workload::stress::Stress;
 use benches::workload::{RunEnd, Workload};
 use benches::FormatEncoder;
+use fields::model::AdaptPolicy;
 
 /// The smallest real demo: 72 records of CPMA.
 const SMALL_DEMO: &str = "dm_68_cpma_core_gameplay_dev.dm_68";
@@ -214,4 +216,56 @@ fn the_netchan_pair_delivers_one_state_per_tick() {
         assert_eq!((delivered, dropped), (39, 0));
         assert_eq!(datagrams, 80, "a state datagram and an ack per tick");
     }
+}
+
+#[test]
+fn adapting_models_decode_back_and_code_the_demo_smaller() {
+    if !demos_here("adapting_models_decode_back_and_code_the_demo_smaller") {
+        return;
+    }
+    let committed = TrainedModels {
+        entity: Arc::clone(q3::model::entity_model().unwrap()),
+        player: Arc::clone(q3::model::player_model().unwrap()),
+        trained_on: Vec::new(),
+    };
+    // Short chains, so the 71 snapshots see several rebuilds.
+    let policy = AdaptPolicy {
+        chain_length: 8,
+        weight: 4096,
+    };
+    let mut fixed = q3_model_encoder("fixed", &committed).unwrap();
+    let mut adapting = q3_model_encoder("adapting", &committed)
+        .unwrap()
+        .adapting(policy);
+    let mut decoder =
+        ModelDecoder::new(Arc::clone(&committed.entity), Arc::clone(&committed.player))
+            .adapting(policy);
+    let zeros = Zeros::default();
+    let mut breakdown = Breakdown::default();
+    let (mut fixed_bits, mut adapted_bits) = (0, 0);
+    let steps = small_demo().collect().unwrap();
+    for owned in &steps {
+        let step = owned.step();
+        fixed_bits += Encoder::encode(&mut fixed, &step, &zeros, &mut breakdown).unwrap();
+        let bits = Encoder::encode(&mut adapting, &step, &zeros, &mut breakdown).unwrap();
+        adapted_bits += bits;
+        let decoded = decoder
+            .decode(
+                adapting.buffer(),
+                bits,
+                step.base,
+                step.delta_num,
+                step.frame_ms,
+                step.baselines,
+                &zeros,
+            )
+            .unwrap();
+        assert_eq!(&decoded, &*owned.snapshot);
+    }
+    let rebuilds = adapting.adaptation().map(|a| a.rebuilds());
+    assert_eq!(rebuilds, Some(8), "71 snapshots, chains of 8");
+    assert_eq!(decoder.adaptation().map(|a| a.rebuilds()), rebuilds);
+    // The committed models were trained on this demo, so there is little
+    // left to learn in 71 snapshots: one bit.
+    assert_eq!((fixed_bits, adapted_bits), (1401, 1400));
 }

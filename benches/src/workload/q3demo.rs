@@ -14,6 +14,7 @@ use super::{ExtraEncoders, RunEnd, TargetSet, Visit, Workload};
 use crate::loo::{q3_model_encoder, train_without};
 use crate::state::{Delivery, Reference, State, Step, Zeros};
 use crate::Error;
+use fields::model::AdaptPolicy;
 
 /// A snapshot of a Quake 3 demo in the report's terms.
 pub type Q3State = State<EntityState, PlayerState>;
@@ -95,7 +96,9 @@ impl Q3Demo {
     }
 
     /// Also measures `native_loo`: models trained on the training demos in
-    /// `dir` other than this one.
+    /// `dir` other than this one, adapting to the stream
+    /// ([`AdaptPolicy::DEFAULT`]), and `native_loo_static`: the same
+    /// models, fixed.
     pub fn with_leave_one_out(mut self, dir: &Path) -> Self {
         self.loo_dir = Some(dir.to_path_buf());
         self
@@ -228,13 +231,21 @@ impl Workload for Q3Demo {
             return Ok(ExtraEncoders::default());
         };
         let models = train_without(dir, &self.path)?;
+        let policy = AdaptPolicy::DEFAULT;
         let note = format!(
-            "native_loo: models trained on {} other demos ({}), not on this one",
+            "native_loo: models trained on {} other demos ({}), not on this one, adapting to \
+             the stream as both ends code it (chains of {} messages, a stream symbol worth {} \
+             training ones); native_loo_static: the same models, fixed",
             models.trained_on.len(),
-            models.trained_on.join(", ")
+            models.trained_on.join(", "),
+            policy.chain_length,
+            policy.weight
         );
         Ok(ExtraEncoders {
-            encoders: vec![Box::new(q3_model_encoder("native_loo", &models)?)],
+            encoders: vec![
+                Box::new(q3_model_encoder("native_loo", &models)?.adapting(policy)),
+                Box::new(q3_model_encoder("native_loo_static", &models)?),
+            ],
             notes: vec![note],
         })
     }
