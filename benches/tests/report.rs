@@ -269,3 +269,80 @@ fn adapting_models_decode_back_and_code_the_demo_smaller() {
     // left to learn in 71 snapshots: one bit.
     assert_eq!((fixed_bits, adapted_bits), (1401, 1400));
 }
+
+#[test]
+fn adapting_models_stay_in_step_when_messages_are_lost() {
+    if !demos_here("adapting_models_stay_in_step_when_messages_are_lost") {
+        return;
+    }
+    let committed = TrainedModels {
+        entity: Arc::clone(q3::model::entity_model().unwrap()),
+        player: Arc::clone(q3::model::player_model().unwrap()),
+        trained_on: Vec::new(),
+    };
+    let policy = AdaptPolicy {
+        chain_length: 4,
+        weight: 4096,
+    };
+    let mut encoder = q3_model_encoder("adapting", &committed)
+        .unwrap()
+        .adapting(policy);
+    let mut decoder =
+        ModelDecoder::new(Arc::clone(&committed.entity), Arc::clone(&committed.player))
+            .adapting(policy);
+    let zeros = Zeros::default();
+    let mut breakdown = Breakdown::default();
+    // Every third message is lost, and the server codes each message from
+    // the newest one that arrived (as if acknowledged at once): the lost
+    // messages' symbols are in the encoder's adaptations, never in a
+    // chain the decoder is asked to follow.
+    let lost = |i: usize| i % 3 == 1;
+    let steps = small_demo().collect().unwrap();
+    let mut sent: Vec<Arc<benches::workload::q3demo::Q3State>> = Vec::new();
+    let mut delivered = None;
+    let mut decoded_count = 0;
+    for (i, owned) in steps.iter().enumerate() {
+        let base: Option<(usize, Arc<_>)> = delivered.map(|j: usize| (j, Arc::clone(&sent[j])));
+        let distance = base.as_ref().map_or(0, |(j, _)| (i - j) as u8);
+        let mut state = (*owned.snapshot).clone();
+        state.delivery = benches::Delivery::of(
+            state.server_time,
+            base.as_ref().map(|(_, b)| &**b),
+            distance,
+        );
+        let state = Arc::new(state);
+        sent.push(Arc::clone(&state));
+        let step = Step {
+            snapshot: &state,
+            base: base.as_ref().map(|(_, b)| b),
+            delta_num: distance,
+            frame_ms: owned.frame_ms,
+            baselines: &*owned.baselines,
+            reference: None,
+        };
+        let bits = Encoder::encode(&mut encoder, &step, &zeros, &mut breakdown).unwrap();
+        if lost(i) {
+            continue;
+        }
+        let decoded = decoder
+            .decode(
+                encoder.buffer(),
+                bits,
+                step.base,
+                distance,
+                step.frame_ms,
+                step.baselines,
+                &zeros,
+            )
+            .unwrap();
+        assert_eq!(&decoded, &*state, "message {i}");
+        decoded_count += 1;
+        delivered = Some(i);
+    }
+    assert_eq!(decoded_count, 47, "71 snapshots, a third lost");
+    // Both ends rebuilt at the same messages: every decoded message above
+    // was read with the models it was written with.
+    let decoder_rebuilds = decoder.adaptation().map(|a| a.rebuilds());
+    let encoder_rebuilds = encoder.adaptation().map(|a| a.rebuilds());
+    assert_eq!((encoder_rebuilds, decoder_rebuilds), (Some(11), Some(11)));
+}
