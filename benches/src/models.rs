@@ -92,9 +92,7 @@ pub fn build_model(data: ModelData) -> Result<Arc<NativeModel>, Error> {
 #[derive(Debug)]
 pub struct ModelEncoder<E> {
     name: String,
-    entity: Arc<NativeModel>,
-    player: Arc<NativeModel>,
-    adaptation: Option<StreamAdaptation>,
+    models: Models,
     buf: Vec<u8>,
     added: Vec<(u32, Retrained<E>)>,
 }
@@ -112,9 +110,7 @@ impl<E> ModelEncoder<E> {
         check_model(&player, player_schema)?;
         Ok(ModelEncoder {
             name: name.to_owned(),
-            entity,
-            player,
-            adaptation: None,
+            models: Models::new(entity, player),
             buf: vec![0; MAX_MESSAGE_BYTES],
             added: Vec::new(),
         })
@@ -124,17 +120,13 @@ impl<E> ModelEncoder<E> {
     /// `policy` (see [`crate::adapt`]); a [`ModelDecoder`] adapting under
     /// the same policy reads its messages.
     pub fn adapting(mut self, policy: AdaptPolicy) -> Self {
-        self.adaptation = Some(StreamAdaptation::new(
-            Arc::clone(&self.entity),
-            Arc::clone(&self.player),
-            policy,
-        ));
+        self.models.adapt(policy);
         self
     }
 
     /// The stream's adaptation, if the encoder adapts.
     pub fn adaptation(&self) -> Option<&StreamAdaptation> {
-        self.adaptation.as_ref()
+        self.models.adaptation.as_ref()
     }
 
     /// The last message written (its first `bits.div_ceil(8)` bytes).
@@ -187,28 +179,64 @@ struct Coding {
     adaptation: Option<MessageAdaptation>,
 }
 
-/// The models a message from `base` is coded with: fixed, or the
-/// adaptation's for that base.
-fn models_for<E, P>(
-    fixed: (&Arc<NativeModel>, &Arc<NativeModel>),
-    adaptation: Option<&mut StreamAdaptation>,
-    base: Option<&State<E, P>>,
-) -> Result<Coding, Error> {
-    Ok(match adaptation {
-        None => Coding {
-            entity: Arc::clone(fixed.0),
-            player: Arc::clone(fixed.1),
+/// The models one end of a stream codes with: fixed, or adapting from
+/// them.
+#[derive(Debug)]
+struct Models {
+    entity: Arc<NativeModel>,
+    player: Arc<NativeModel>,
+    adaptation: Option<StreamAdaptation>,
+}
+
+impl Models {
+    fn new(entity: Arc<NativeModel>, player: Arc<NativeModel>) -> Self {
+        Models {
+            entity,
+            player,
             adaptation: None,
-        },
-        Some(adaptation) => {
-            let coding = adaptation.coding_for(base)?;
-            Coding {
-                entity: Arc::clone(coding.entity.model()),
-                player: Arc::clone(coding.player.model()),
-                adaptation: Some(coding),
-            }
         }
-    })
+    }
+
+    /// Adapts from the fixed models under `policy`.
+    fn adapt(&mut self, policy: AdaptPolicy) {
+        self.adaptation = Some(StreamAdaptation::new(
+            Arc::clone(&self.entity),
+            Arc::clone(&self.player),
+            policy,
+        ));
+    }
+
+    /// The models a message from `base` is coded with: the fixed ones, or
+    /// the adaptation's for that base.
+    fn for_message<E, P>(&mut self, base: Option<&State<E, P>>) -> Result<Coding, Error> {
+        Ok(match self.adaptation.as_mut() {
+            None => Coding {
+                entity: Arc::clone(&self.entity),
+                player: Arc::clone(&self.player),
+                adaptation: None,
+            },
+            Some(adaptation) => {
+                let coding = adaptation.coding_for(base)?;
+                Coding {
+                    entity: Arc::clone(coding.entity.model()),
+                    player: Arc::clone(coding.player.model()),
+                    adaptation: Some(coding),
+                }
+            }
+        })
+    }
+
+    /// Records the state `step` delivers, if adapting.
+    fn record<E: Fields, P: Fields>(
+        &mut self,
+        step: &Step<'_, E, P>,
+        zeros: &Zeros<E, P>,
+        coding: Option<MessageAdaptation>,
+    ) {
+        if let (Some(adaptation), Some(coding)) = (self.adaptation.as_mut(), coding) {
+            adaptation.record(step, zeros, &coding);
+        }
+    }
 }
 
 impl<E: Fields, P: Fields> Encoder<E, P> for ModelEncoder<E> {
@@ -226,11 +254,7 @@ impl<E: Fields, P: Fields> Encoder<E, P> for ModelEncoder<E> {
             entity,
             player,
             adaptation: coding,
-        } = models_for(
-            (&self.entity, &self.player),
-            self.adaptation.as_mut(),
-            step.base.map(|b| &**b),
-        )?;
+        } = self.models.for_message(step.base.map(|b| &**b))?;
         let snapshot = Arc::new(wrap(step.snapshot, &entity, &player));
         let base = step.base.map(|b| Arc::new(wrap(b, &entity, &player)));
         // Only entities new to the client use a spawn baseline: wrap those.
@@ -260,9 +284,7 @@ impl<E: Fields, P: Fields> Encoder<E, P> for ModelEncoder<E> {
         let bits = MessageFormat::NATIVE.encode(&mut self.buf, &wrapped, &wrapped_zeros, breakdown);
         self.added = spawn.0;
         let bits = bits?;
-        if let (Some(adaptation), Some(coding)) = (self.adaptation.as_mut(), coding) {
-            adaptation.record(step, zeros, &coding);
-        }
+        self.models.record(step, zeros, coding);
         Ok(bits)
     }
 }
@@ -270,9 +292,7 @@ impl<E: Fields, P: Fields> Encoder<E, P> for ModelEncoder<E> {
 /// Reads what a [`ModelEncoder`] with the same models (and policy) wrote.
 #[derive(Debug)]
 pub struct ModelDecoder<E> {
-    entity: Arc<NativeModel>,
-    player: Arc<NativeModel>,
-    adaptation: Option<StreamAdaptation>,
+    models: Models,
     /// The spawn baselines wrapped with a model, and what they were made
     /// from (the baselines' address, the model): rewrapped when either
     /// changes.
@@ -283,26 +303,20 @@ impl<E: Fields> ModelDecoder<E> {
     /// A decoder with fixed models.
     pub fn new(entity: Arc<NativeModel>, player: Arc<NativeModel>) -> Self {
         ModelDecoder {
-            entity,
-            player,
-            adaptation: None,
+            models: Models::new(entity, player),
             spawn: None,
         }
     }
 
     /// The same decoder with models adapting under `policy`.
     pub fn adapting(mut self, policy: AdaptPolicy) -> Self {
-        self.adaptation = Some(StreamAdaptation::new(
-            Arc::clone(&self.entity),
-            Arc::clone(&self.player),
-            policy,
-        ));
+        self.models.adapt(policy);
         self
     }
 
     /// The stream's adaptation, if the decoder adapts.
     pub fn adaptation(&self) -> Option<&StreamAdaptation> {
-        self.adaptation.as_ref()
+        self.models.adaptation.as_ref()
     }
 
     /// Decodes a message of `bits` bits sent from `base` (and records the
@@ -323,11 +337,7 @@ impl<E: Fields> ModelDecoder<E> {
             entity,
             player,
             adaptation: coding,
-        } = models_for(
-            (&self.entity, &self.player),
-            self.adaptation.as_mut(),
-            base.map(|b| &**b),
-        )?;
+        } = self.models.for_message(base.map(|b| &**b))?;
         let source = baselines as *const dyn Baselines<E> as *const () as usize;
         let fresh =
             matches!(&self.spawn, Some((s, m, _)) if *s == source && Arc::ptr_eq(m, &entity));
@@ -358,7 +368,7 @@ impl<E: Fields> ModelDecoder<E> {
             spawn,
             &wrapped_zeros,
         )?);
-        if let (Some(adaptation), Some(coding)) = (self.adaptation.as_mut(), coding) {
+        if coding.is_some() {
             let state = Arc::new(state.clone());
             let step = Step {
                 snapshot: &state,
@@ -368,7 +378,7 @@ impl<E: Fields> ModelDecoder<E> {
                 baselines,
                 reference: None,
             };
-            adaptation.record(&step, zeros, &coding);
+            self.models.record(&step, zeros, coding);
         }
         Ok(state)
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use benches::encode::Encoder;
 use benches::loo::{q3_model_encoder, TrainedModels};
 use benches::message::{Breakdown, MessageFormat};
-use benches::models::ModelDecoder;
+use benches::models::{ModelDecoder, ModelEncoder};
 use benches::report::{measure, Report};
 use benches::state::{Step, Zeros};
 use benches::workload::arena::Arena;
@@ -131,11 +131,7 @@ fn the_retrained_wrapper_codes_like_the_type_with_the_same_model() {
     if !demos_here("the_retrained_wrapper_codes_like_the_type_with_the_same_model") {
         return;
     }
-    let committed = TrainedModels {
-        entity: Arc::clone(q3::model::entity_model().unwrap()),
-        player: Arc::clone(q3::model::player_model().unwrap()),
-        trained_on: Vec::new(),
-    };
+    let committed = committed_models();
     let mut wrapped = q3_model_encoder("committed", &committed).unwrap();
     let mut native = FormatEncoder::native();
     let zeros = Zeros::default();
@@ -218,28 +214,41 @@ fn the_netchan_pair_delivers_one_state_per_tick() {
     }
 }
 
+/// The committed Quake 3 models, as retrained ones.
+fn committed_models() -> TrainedModels {
+    TrainedModels {
+        entity: Arc::clone(q3::model::entity_model().unwrap()),
+        player: Arc::clone(q3::model::player_model().unwrap()),
+        trained_on: Vec::new(),
+    }
+}
+
+/// An encoder and a decoder adapting `models` in chains of `chain_length`.
+fn adapting_pair(
+    models: &TrainedModels,
+    chain_length: u32,
+) -> (ModelEncoder<q3::EntityState>, ModelDecoder<q3::EntityState>) {
+    let policy = AdaptPolicy {
+        chain_length,
+        weight: 4096,
+    };
+    let encoder = q3_model_encoder("adapting", models)
+        .unwrap()
+        .adapting(policy);
+    let decoder =
+        ModelDecoder::new(Arc::clone(&models.entity), Arc::clone(&models.player)).adapting(policy);
+    (encoder, decoder)
+}
+
 #[test]
 fn adapting_models_decode_back_and_code_the_demo_smaller() {
     if !demos_here("adapting_models_decode_back_and_code_the_demo_smaller") {
         return;
     }
-    let committed = TrainedModels {
-        entity: Arc::clone(q3::model::entity_model().unwrap()),
-        player: Arc::clone(q3::model::player_model().unwrap()),
-        trained_on: Vec::new(),
-    };
-    // Short chains, so the 71 snapshots see several rebuilds.
-    let policy = AdaptPolicy {
-        chain_length: 8,
-        weight: 4096,
-    };
+    let committed = committed_models();
     let mut fixed = q3_model_encoder("fixed", &committed).unwrap();
-    let mut adapting = q3_model_encoder("adapting", &committed)
-        .unwrap()
-        .adapting(policy);
-    let mut decoder =
-        ModelDecoder::new(Arc::clone(&committed.entity), Arc::clone(&committed.player))
-            .adapting(policy);
+    // Short chains, so the 71 snapshots see several rebuilds.
+    let (mut adapting, mut decoder) = adapting_pair(&committed, 8);
     let zeros = Zeros::default();
     let mut breakdown = Breakdown::default();
     let (mut fixed_bits, mut adapted_bits) = (0, 0);
@@ -275,21 +284,7 @@ fn adapting_models_stay_in_step_when_messages_are_lost() {
     if !demos_here("adapting_models_stay_in_step_when_messages_are_lost") {
         return;
     }
-    let committed = TrainedModels {
-        entity: Arc::clone(q3::model::entity_model().unwrap()),
-        player: Arc::clone(q3::model::player_model().unwrap()),
-        trained_on: Vec::new(),
-    };
-    let policy = AdaptPolicy {
-        chain_length: 4,
-        weight: 4096,
-    };
-    let mut encoder = q3_model_encoder("adapting", &committed)
-        .unwrap()
-        .adapting(policy);
-    let mut decoder =
-        ModelDecoder::new(Arc::clone(&committed.entity), Arc::clone(&committed.player))
-            .adapting(policy);
+    let (mut encoder, mut decoder) = adapting_pair(&committed_models(), 4);
     let zeros = Zeros::default();
     let mut breakdown = Breakdown::default();
     // Every third message is lost, and the server codes each message from
