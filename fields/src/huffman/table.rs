@@ -88,33 +88,53 @@ fn max_len(words: &[CodeWord; 256]) -> u32 {
 /// caller only needs to know they are too long.
 fn code_words(weights: &[u64; 256]) -> Result<[CodeWord; 256], HuffmanError> {
     const LEAVES: usize = 256;
+    // A node's order: lighter first, then the larger smallest symbol.
+    type Key = (u64, usize);
+    let key = |weight: u64, symbol: usize| -> Key { (weight, LEAVES - 1 - symbol) };
+    // Leaves in that order. Merged nodes come out of the merges already in
+    // it: a merged node outweighs every node taken before it, and two of
+    // equal weight are made of four equal-weight nodes taken in order, so
+    // the earlier one has the larger smallest symbol. Two queues then take
+    // the nodes in the order a single heap would (Huffman's linear method
+    // for sorted weights).
+    let mut leaves = [(0u64, 0usize); LEAVES];
+    for (symbol, &weight) in weights.iter().enumerate() {
+        leaves[symbol] = key(weight, symbol);
+    }
+    leaves.sort_unstable();
     // Node ids: leaves are their symbols, merged nodes follow.
     let mut children = [[0u16; 2]; LEAVES - 1];
-    let mut heap = std::collections::BinaryHeap::with_capacity(LEAVES);
-    // Live nodes by smallest symbol (unique among live nodes).
-    let mut node_of = [0u16; LEAVES];
-    for (symbol, &weight) in weights.iter().enumerate() {
-        // Lightest first; then the larger smallest symbol.
-        heap.push(std::cmp::Reverse((weight, LEAVES - 1 - symbol)));
-        node_of[symbol] = symbol as u16;
+    let mut merged: [(Key, u16); LEAVES - 1] = [((0, 0), 0); LEAVES - 1];
+    let (mut next_leaf, mut next_merged, mut made) = (0usize, 0usize, 0usize);
+    let mut take = |merged: &[(Key, u16); LEAVES - 1], made: usize| -> (Key, u16) {
+        let leaf = leaves.get(next_leaf).copied();
+        let node = (next_merged < made).then(|| merged[next_merged]);
+        match (leaf, node) {
+            (Some(l), Some((k, id))) if k < l => {
+                next_merged += 1;
+                (k, id)
+            }
+            (Some(l), _) => {
+                next_leaf += 1;
+                (l, (LEAVES - 1 - l.1) as u16)
+            }
+            (None, Some((k, id))) => {
+                next_merged += 1;
+                (k, id)
+            }
+            (None, None) => ((0, 0), 0),
+        }
+    };
+    while made < LEAVES - 1 {
+        let ((w1, k1), id1) = take(&merged, made);
+        let ((w2, k2), id2) = take(&merged, made);
+        children[made] = [id1, id2];
+        // The merged node's smallest symbol is the larger of the two
+        // order values.
+        merged[made] = ((w1.saturating_add(w2), k1.max(k2)), (LEAVES + made) as u16);
+        made += 1;
     }
-    let mut next = LEAVES;
-    while heap.len() > 1 {
-        let (Some(std::cmp::Reverse((w1, k1))), Some(std::cmp::Reverse((w2, k2)))) =
-            (heap.pop(), heap.pop())
-        else {
-            break;
-        };
-        let (s1, s2) = (LEAVES - 1 - k1, LEAVES - 1 - k2);
-        children[next - LEAVES] = [node_of[s1], node_of[s2]];
-        let smallest = s1.min(s2);
-        node_of[smallest] = next as u16;
-        heap.push(std::cmp::Reverse((
-            w1.saturating_add(w2),
-            LEAVES - 1 - smallest,
-        )));
-        next += 1;
-    }
+    let next = LEAVES + made;
     let too_long = CodeWord {
         bits: 0,
         len: super::MAX_CODE_LEN as u8 + 1,
@@ -195,7 +215,7 @@ mod tests {
         #[test]
         fn any_weights_give_huffman_compress_words(
             weights in proptest::collection::vec(
-                prop_oneof![Just(1u64), 1u64..8, 1u64..1_000_000, Just(256u64)],
+                prop_oneof![Just(1u64), 1u64..8, 1u64..1_000_000, Just(256u64), 1u64..(1 << 40)],
                 256,
             )
         ) {
