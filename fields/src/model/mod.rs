@@ -13,6 +13,11 @@
 //!
 //! Models are data ([`ModelData`], serializable), so a demo file can carry
 //! the model its snapshots were written with and be decoded without the game.
+//!
+//! A model trained on other games can also learn the one it codes, with
+//! nothing sent: both ends count the symbols along the delta chain and
+//! rebuild the codes every so many messages ([`Adaptation`], see the
+//! [`adapt`] module).
 
 use serde::{Deserialize, Serialize};
 
@@ -24,7 +29,7 @@ use crate::kind::ScalarKind;
 use crate::table::{FieldSet, FieldTable, Fields, NetFields, MAX_FIELDS};
 use std::sync::Arc;
 
-mod adapt;
+pub mod adapt;
 mod smooth;
 
 pub use adapt::{AdaptPolicy, Adaptation, SymbolTally};
