@@ -68,6 +68,9 @@ fn spread_classes(counts: &[u32]) -> Vec<f64> {
     let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();
     let (spread, decay, floor) = (VALUE_SPREAD, VALUE_DECAY, VALUE_FLOOR);
     const CLASSES: usize = 33;
+    // The decay at each distance, once (the same products as computing
+    // it per pair: the weights do not change).
+    let decays: [f64; CLASSES] = std::array::from_fn(|distance| decay.powi(distance as i32));
     (0..VALUE_SYMBOLS)
         .map(|symbol| {
             let floor = floor * total / VALUE_SYMBOLS as f64;
@@ -79,8 +82,7 @@ fn spread_classes(counts: &[u32]) -> Vec<f64> {
             let neighbours: f64 = (0..CLASSES)
                 .filter(|&other| other != class)
                 .map(|other| {
-                    let distance = other.abs_diff(class) as i32;
-                    f64::from(counts[path * CLASSES + other]) * decay.powi(distance)
+                    f64::from(counts[path * CLASSES + other]) * decays[other.abs_diff(class)]
                 })
                 .sum();
             f64::from(counts[symbol]) + spread * neighbours + floor
