@@ -4,7 +4,10 @@
 //! * per snapshot — a whole `svc_snapshot`-equivalent message (header,
 //!   player state, entity list) against the recorded base, cycling through
 //!   the sequence so the time is the sequence's mean;
-//! * per entity — each changed or added entity update on its own.
+//! * per entity — each changed or added entity update on its own;
+//! * adapting models (`fields::model::Adaptation`) — tallying one
+//!   message's symbols, and rebuilding both of Quake 3's models from a
+//!   chain of the duel's first 128 messages (`AdaptPolicy::DEFAULT`).
 //!
 //! q3 runs through Quake 3's Huffman code as Quake 3 does; native is raw
 //! bits (see `benches::message`).
@@ -14,8 +17,9 @@ use std::hint::black_box;
 use benches::corpus::{
     decode_entity, duel_steps, encode_all, encode_entity, entity_cases, q3_zeros, Encoded,
 };
-use benches::message::{Breakdown, MessageFormat};
-use criterion::{criterion_main, BenchmarkId, Criterion, Throughput};
+use benches::message::{visit_deltas, Breakdown, MessageFormat};
+use criterion::{criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use fields::model::{AdaptPolicy, Adaptation, SymbolTally};
 use fields::Codec;
 
 const FORMATS: [(&str, MessageFormat); 2] =
@@ -115,9 +119,85 @@ fn per_entity(c: &mut Criterion) {
     group.finish();
 }
 
+/// Tallies the symbols of `step`'s message under the committed models.
+fn tally_message(
+    step: &benches::workload::q3demo::OwnedStep,
+    zeros: &benches::Zeros<q3::EntityState, q3::PlayerState>,
+    tallies: &mut (SymbolTally, SymbolTally),
+    list: &mut Vec<(u32, bool)>,
+) {
+    let (entity, player) = (
+        q3::model::entity_model().expect("committed model"),
+        q3::model::player_model().expect("committed model"),
+    );
+    let (entity_tally, player_tally) = (&mut tallies.0, &mut tallies.1);
+    entity_tally.clear();
+    player_tally.clear();
+    let step = step.step();
+    visit_deltas(
+        &step,
+        zeros,
+        &mut |base, new, context| player_tally.delta(player, base, new, context),
+        &mut |base, new, context| entity_tally.delta(entity, base, new, context),
+        list,
+    );
+    let held = step.base.map_or(&[][..], |b| &b.entities[..]);
+    entity_tally.entity_list(list.iter().copied(), &held);
+}
+
+fn adaptation(c: &mut Criterion) {
+    let steps = duel_steps().expect("the duel demo decodes");
+    let zeros = q3_zeros();
+    let mut tallies = (SymbolTally::new(), SymbolTally::new());
+    let mut list = Vec::new();
+
+    let mut group = c.benchmark_group("adapt");
+    group.throughput(Throughput::Elements(1));
+    let mut i = 0;
+    group.bench_function(BenchmarkId::new("tally", "duel"), |b| {
+        b.iter(|| {
+            tally_message(black_box(&steps[i]), &zeros, &mut tallies, &mut list);
+            i = (i + 1) % steps.len();
+        })
+    });
+
+    // A chain one message short of a rebuild; each iteration adds the
+    // last message (a fresh state, so nothing is cached) and rebuilds.
+    let policy = AdaptPolicy::DEFAULT;
+    let start = (
+        Adaptation::new(q3::model::entity_model().expect("committed model").clone()),
+        Adaptation::new(q3::model::player_model().expect("committed model").clone()),
+    );
+    let mut chain = start;
+    for step in steps.iter().take(policy.chain_length as usize - 1) {
+        tally_message(step, &zeros, &mut tallies, &mut list);
+        chain = (chain.0.after(&tallies.0), chain.1.after(&tallies.1));
+    }
+    let last = &steps[policy.chain_length as usize - 1];
+    tally_message(last, &zeros, &mut tallies, &mut list);
+    group.sample_size(10);
+    group.bench_function(BenchmarkId::new("rebuild", "duel"), |b| {
+        b.iter_batched(
+            || (chain.0.after(&tallies.0), chain.1.after(&tallies.1)),
+            |(entity, player)| {
+                let entity = entity.for_next(&policy).expect("rebuilds");
+                let player = player.for_next(&policy).expect("rebuilds");
+                (entity, player)
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
 // criterion_group! makes an undocumented `pub fn`; a private module keeps it
 // out of the missing-docs lint.
 mod group {
-    criterion::criterion_group!(benches, super::per_snapshot, super::per_entity);
+    criterion::criterion_group!(
+        benches,
+        super::per_snapshot,
+        super::per_entity,
+        super::adaptation
+    );
 }
 criterion_main!(group::benches);
