@@ -13,13 +13,15 @@
 //! bits (see `benches::message`).
 
 use std::hint::black_box;
+use std::sync::Arc;
 
+use benches::adapt::MessageTally;
 use benches::corpus::{
     decode_entity, duel_steps, encode_all, encode_entity, entity_cases, q3_zeros, Encoded,
 };
-use benches::message::{visit_deltas, Breakdown, MessageFormat};
+use benches::message::{Breakdown, MessageFormat};
 use criterion::{criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use fields::model::{AdaptPolicy, Adaptation, SymbolTally};
+use fields::model::{AdaptPolicy, Adaptation};
 use fields::Codec;
 
 const FORMATS: [(&str, MessageFormat); 2] =
@@ -119,44 +121,19 @@ fn per_entity(c: &mut Criterion) {
     group.finish();
 }
 
-/// Tallies the symbols of `step`'s message under the committed models.
-fn tally_message(
-    step: &benches::workload::q3demo::OwnedStep,
-    zeros: &benches::Zeros<q3::EntityState, q3::PlayerState>,
-    tallies: &mut (SymbolTally, SymbolTally),
-    list: &mut Vec<(u32, bool)>,
-) {
-    let (entity, player) = (
-        q3::model::entity_model().expect("committed model"),
-        q3::model::player_model().expect("committed model"),
-    );
-    let (entity_tally, player_tally) = (&mut tallies.0, &mut tallies.1);
-    entity_tally.clear();
-    player_tally.clear();
-    let step = step.step();
-    visit_deltas(
-        &step,
-        zeros,
-        &mut |base, new, context| player_tally.delta(player, base, new, context),
-        &mut |base, new, context| entity_tally.delta(entity, base, new, context),
-        list,
-    );
-    let held = step.base.map_or(&[][..], |b| &b.entities[..]);
-    entity_tally.entity_list(list.iter().copied(), &held);
-}
-
 fn adaptation(c: &mut Criterion) {
     let steps = duel_steps().expect("the duel demo decodes");
     let zeros = q3_zeros();
-    let mut tallies = (SymbolTally::new(), SymbolTally::new());
-    let mut list = Vec::new();
+    let entity = q3::model::entity_model().expect("committed model");
+    let player = q3::model::player_model().expect("committed model");
+    let mut tally = MessageTally::new();
 
     let mut group = c.benchmark_group("adapt");
     group.throughput(Throughput::Elements(1));
     let mut i = 0;
     group.bench_function(BenchmarkId::new("tally", "duel"), |b| {
         b.iter(|| {
-            tally_message(black_box(&steps[i]), &zeros, &mut tallies, &mut list);
+            tally.message(&black_box(&steps[i]).step(), &zeros, entity, player);
             i = (i + 1) % steps.len();
         })
     });
@@ -164,21 +141,20 @@ fn adaptation(c: &mut Criterion) {
     // A chain one message short of a rebuild; each iteration adds the
     // last message (a fresh state, so nothing is cached) and rebuilds.
     let policy = AdaptPolicy::DEFAULT;
-    let start = (
-        Adaptation::new(q3::model::entity_model().expect("committed model").clone()),
-        Adaptation::new(q3::model::player_model().expect("committed model").clone()),
+    let mut chain = (
+        Adaptation::new(Arc::clone(entity)),
+        Adaptation::new(Arc::clone(player)),
     );
-    let mut chain = start;
-    for step in steps.iter().take(policy.chain_length as usize - 1) {
-        tally_message(step, &zeros, &mut tallies, &mut list);
-        chain = (chain.0.after(&tallies.0), chain.1.after(&tallies.1));
+    let chain_length = policy.chain_length as usize;
+    for step in steps.iter().take(chain_length - 1) {
+        tally.message(&step.step(), &zeros, entity, player);
+        chain = (chain.0.after(&tally.entity), chain.1.after(&tally.player));
     }
-    let last = &steps[policy.chain_length as usize - 1];
-    tally_message(last, &zeros, &mut tallies, &mut list);
+    tally.message(&steps[chain_length - 1].step(), &zeros, entity, player);
     group.sample_size(10);
     group.bench_function(BenchmarkId::new("rebuild", "duel"), |b| {
         b.iter_batched(
-            || (chain.0.after(&tallies.0), chain.1.after(&tallies.1)),
+            || (chain.0.after(&tally.entity), chain.1.after(&tally.player)),
             |(entity, player)| {
                 let entity = entity.for_next(&policy).expect("rebuilds");
                 let player = player.for_next(&policy).expect("rebuilds");

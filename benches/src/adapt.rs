@@ -31,6 +31,46 @@ pub struct MessageAdaptation {
     pub player: Adaptation,
 }
 
+/// The symbols one message codes, per model. Reuse one between messages.
+#[derive(Debug, Clone, Default)]
+pub struct MessageTally {
+    /// The entity model's: the entity deltas and the list's numbers.
+    pub entity: SymbolTally,
+    /// The player-state model's.
+    pub player: SymbolTally,
+    list: Vec<(u32, bool)>,
+}
+
+impl MessageTally {
+    /// An empty tally.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Tallies the symbols of `step`'s message as `entity` and `player`
+    /// code it (replacing the last message's).
+    pub fn message<E: Fields, P: Fields>(
+        &mut self,
+        step: &Step<'_, E, P>,
+        zeros: &Zeros<E, P>,
+        entity: &NativeModel,
+        player: &NativeModel,
+    ) {
+        let (entity_tally, player_tally) = (&mut self.entity, &mut self.player);
+        entity_tally.clear();
+        player_tally.clear();
+        visit_deltas(
+            step,
+            zeros,
+            &mut |base, new, context| player_tally.delta(player, base, new, context),
+            &mut |base, new, context| entity_tally.delta(entity, base, new, context),
+            &mut self.list,
+        );
+        let held = step.base.map_or(&[][..], |b| &b.entities[..]);
+        entity_tally.entity_list(self.list.iter().copied(), &held);
+    }
+}
+
 /// One end's adaptations of a stream.
 #[derive(Debug)]
 pub struct StreamAdaptation {
@@ -40,9 +80,7 @@ pub struct StreamAdaptation {
     /// The adaptation each recent state holds, by its server time, oldest
     /// first.
     recent: VecDeque<(i32, MessageAdaptation)>,
-    entity_tally: SymbolTally,
-    player_tally: SymbolTally,
-    list: Vec<(u32, bool)>,
+    tally: MessageTally,
     rebuilds: u64,
 }
 
@@ -56,9 +94,7 @@ impl StreamAdaptation {
                 player: Adaptation::new(player),
             },
             recent: VecDeque::with_capacity(REMEMBERED),
-            entity_tally: SymbolTally::new(),
-            player_tally: SymbolTally::new(),
-            list: Vec::new(),
+            tally: MessageTally::new(),
             rebuilds: 0,
         }
     }
@@ -116,22 +152,11 @@ impl StreamAdaptation {
         zeros: &Zeros<E, P>,
         coding: &MessageAdaptation,
     ) {
-        let (entity_tally, player_tally) = (&mut self.entity_tally, &mut self.player_tally);
-        entity_tally.clear();
-        player_tally.clear();
-        let (entity_model, player_model) = (coding.entity.model(), coding.player.model());
-        visit_deltas(
-            step,
-            zeros,
-            &mut |base, new, context| player_tally.delta(player_model, base, new, context),
-            &mut |base, new, context| entity_tally.delta(entity_model, base, new, context),
-            &mut self.list,
-        );
-        let held = step.base.map_or(&[][..], |b| &b.entities[..]);
-        entity_tally.entity_list(self.list.iter().copied(), &held);
+        self.tally
+            .message(step, zeros, coding.entity.model(), coding.player.model());
         let delivered = MessageAdaptation {
-            entity: coding.entity.after(entity_tally),
-            player: coding.player.after(player_tally),
+            entity: coding.entity.after(&self.tally.entity),
+            player: coding.player.after(&self.tally.player),
         };
         if self.recent.len() == REMEMBERED {
             self.recent.pop_front();
