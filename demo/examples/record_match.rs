@@ -2,7 +2,7 @@
 //! native demo, for trying the `demo` tool:
 //!
 //! ```text
-//! cargo run --release -p demo --example record_match -- /tmp/match.demo [native|q3] [frames]
+//! cargo run --release -p netq3-demo --example record_match -- /tmp/match.demo [native|q3] [frames]
 //! cargo run --release -p demo-cli -- info /tmp/match.demo
 //! ```
 

@@ -4,9 +4,9 @@
 //! demo --test fuzz_seeds` rewrites the seeds.
 
 use arbitrary::Unstructured;
-use demo::fuzzing::{self, build, demo_structured, small_demo, DemoParts};
-use demo::{DemoReader, RecordKind};
 use fields::fuzzing::{corpus_files, write_seeds};
+use netq3_demo::fuzzing::{self, build, demo_structured, small_demo, DemoParts};
+use netq3_demo::{DemoReader, RecordKind};
 use proptest::prelude::*;
 
 const CRATE: &str = env!("CARGO_MANIFEST_DIR");

@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use demo::lockstep::{
-    info, replay, LockstepHeader, LockstepReader, LockstepRecordKind, LockstepRecorder,
-};
-use demo::DemoError;
 use lockstep::session::{run, SessionConfig};
 use lockstep::{HostConfig, Simulation, UnitOrder, Units, UnitsSetup};
 use netchan::ConditionerConfig;
+use netq3_demo::lockstep::{
+    info, replay, LockstepHeader, LockstepReader, LockstepRecordKind, LockstepRecorder,
+};
+use netq3_demo::DemoError;
 use proptest::prelude::*;
 
 /// Plays a 4-participant session of 60 turns at 10% loss; participant 1
@@ -128,13 +128,13 @@ fn edit_record(file: &[u8], index: usize, edit: impl FnOnce(&mut Vec<u8>)) -> Ve
     edit(&mut payload);
     assert_eq!(payload.len(), record.payload.len());
     let mut out = file.to_vec();
-    let start = record.offset + demo::format::FRAME_LEN;
+    let start = record.offset + netq3_demo::format::FRAME_LEN;
     out[start..start + payload.len()].copy_from_slice(&payload);
-    let frame: [u8; demo::format::FRAME_LEN] = file
-        [record.offset..record.offset + demo::format::FRAME_LEN]
+    let frame: [u8; netq3_demo::format::FRAME_LEN] = file
+        [record.offset..record.offset + netq3_demo::format::FRAME_LEN]
         .try_into()
         .unwrap();
-    let crc = demo::format::crc32_update(demo::format::crc32(&frame), &payload);
+    let crc = netq3_demo::format::crc32_update(netq3_demo::format::crc32(&frame), &payload);
     out[start + payload.len()..start + payload.len() + 4].copy_from_slice(&crc.to_le_bytes());
     out
 }

@@ -6,9 +6,9 @@
 mod common;
 
 use common::arena::{held, record_match, Expected, Pilot, Ship};
-use demo::format::{KeyframeEntry, PREAMBLE_LEN};
-use demo::{ClientRecorder, DemoError, DemoHeader, DemoReader, Player, RecordKind, Recorder};
 use fields::Codec;
+use netq3_demo::format::{KeyframeEntry, PREAMBLE_LEN};
+use netq3_demo::{ClientRecorder, DemoError, DemoHeader, DemoReader, Player, RecordKind, Recorder};
 use snapshot::{AllInScope, BuildOutcome, Client, ClientSettings, Server, ServerConfig};
 
 /// Plays a whole demo with verification; returns every snapshot held.
@@ -100,7 +100,8 @@ fn seeking_works_without_the_index() {
 fn a_cut_is_a_standalone_demo_that_plays_and_verifies() {
     let recorded = record_match(Codec::Native, 300, 60);
     let reader = DemoReader::new(&recorded.demo).unwrap();
-    let (out, report) = demo::cut::cut(&reader, 4_025, 9_000, Vec::new(), &mut |_| {}).unwrap();
+    let (out, report) =
+        netq3_demo::cut::cut(&reader, 4_025, 9_000, Vec::new(), &mut |_| {}).unwrap();
     // The first snapshot at or after 4025 ms is frame 81 (4050 ms).
     assert_eq!(report.first_ms, 4_050);
     assert_eq!(report.last_ms, 9_000);
@@ -237,14 +238,14 @@ fn an_unknown_version_is_a_clear_error() {
     let recorded = record_match(Codec::Native, 5, 5);
     let mut data = recorded.demo;
     // The next version, which this reader cannot know.
-    let next = demo::format::VERSION + 1;
+    let next = netq3_demo::format::VERSION + 1;
     data[8..10].copy_from_slice(&next.to_le_bytes());
     let error = DemoReader::new(&data).unwrap_err();
     assert!(matches!(
         error,
         DemoError::UnknownVersion {
             found,
-            supported: demo::format::VERSION
+            supported: netq3_demo::format::VERSION
         } if found == next
     ));
     assert!(error.to_string().contains(&format!("version {next}")));

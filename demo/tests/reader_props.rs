@@ -8,8 +8,8 @@ mod common;
 use std::sync::OnceLock;
 
 use common::arena::{held, record_match, Expected};
-use demo::{DemoError, DemoReader, Player};
 use fields::Codec;
+use netq3_demo::{DemoError, DemoReader, Player};
 use proptest::prelude::*;
 
 fn original() -> &'static (Vec<u8>, Vec<Expected>) {
@@ -45,7 +45,7 @@ fn play(data: &[u8]) -> (Vec<Expected>, Result<(), DemoError>) {
     for time in [0, 1_234, u32::MAX] {
         let _ = player.seek(time);
     }
-    let _ = demo::cut::cut(&reader, 500, 2_000, Vec::new(), &mut |_| {});
+    let _ = netq3_demo::cut::cut(&reader, 500, 2_000, Vec::new(), &mut |_| {});
     (out, Ok(()))
 }
 

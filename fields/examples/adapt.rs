@@ -2,12 +2,12 @@
 //! symbols of each delta chain are counted on both ends, and every few
 //! messages the codes are rebuilt from them, with nothing sent.
 //!
-//! Run with `cargo run -p fields --example adapt`.
+//! Run with `cargo run -p netq3-fields --example adapt`.
 
 use std::sync::Arc;
 
-use fields::model::{AdaptPolicy, Adaptation, ModelTrainer, NativeModel, SymbolTally};
-use fields::{net_struct, signed, unsigned, DeltaContext, NetFields};
+use netq3_fields::model::{AdaptPolicy, Adaptation, ModelTrainer, NativeModel, SymbolTally};
+use netq3_fields::{net_struct, signed, unsigned, DeltaContext, NetFields};
 
 net_struct! {
     /// A unit in a small strategy game.
@@ -45,7 +45,7 @@ fn stream_delta(i: u16) -> (Unit, Unit) {
     (base, new)
 }
 
-fn main() -> Result<(), fields::BitError> {
+fn main() -> Result<(), netq3_fields::BitError> {
     let mut trainer = ModelTrainer::new(Unit::TABLE.schema().fingerprint(), 2);
     for i in 0..1000 {
         let (base, new) = training_delta(i);

@@ -1,9 +1,9 @@
 //! Declares a networked struct, prints its field table, and compares the
 //! size of the same deltas under the Quake 3 and native codecs.
 //!
-//! Run with `cargo run -p fields --example delta`.
+//! Run with `cargo run -p netq3-fields --example delta`.
 
-use fields::{
+use netq3_fields::{
     array, boolean, net_struct, q3_float, signed, unsigned, BitSink, BitWriter, Codec, NetFields,
 };
 

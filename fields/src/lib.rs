@@ -23,7 +23,7 @@
 //! ## Example: declare a struct and send a delta
 //!
 //! ```
-//! use fields::{net_struct, q3_float, signed, unsigned, BitReader, BitSink, BitWriter, Codec};
+//! use netq3_fields::{net_struct, q3_float, signed, unsigned, BitReader, BitSink, BitWriter, Codec};
 //!
 //! net_struct! {
 //!     /// What every client sees of a rocket.

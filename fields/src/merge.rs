@@ -13,7 +13,7 @@
 //!   that number, if any; [`BaseCursor::rest`] is what follows the last one.
 //!
 //! ```
-//! use fields::merge::{merge_by_number, BaseCursor, Merged};
+//! use netq3_fields::merge::{merge_by_number, BaseCursor, Merged};
 //!
 //! let base = [(1, 'a'), (3, 'b'), (4, 'c')];
 //! let new = [(2, 'x'), (3, 'y')];

@@ -372,7 +372,7 @@ pub mod __private {
 /// `PartialEq`; further attributes are passed through.
 ///
 /// ```
-/// use fields::{net_struct, q3_float, signed, unsigned, array, NetFields};
+/// use netq3_fields::{net_struct, q3_float, signed, unsigned, array, NetFields};
 ///
 /// net_struct! {
 ///     /// A player as the server sends it.

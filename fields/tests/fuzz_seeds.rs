@@ -1,11 +1,13 @@
 //! Replays the committed seeds (valid inputs) and past crashes of every
 //! `fields/fuzz` target through the functions the targets call, so they run
-//! in `cargo test` on stable. `FUZZ_SEEDS_WRITE=1 cargo test -p fields --test
+//! in `cargo test` on stable. `FUZZ_SEEDS_WRITE=1 cargo test -p netq3-fields --test
 //! fuzz_seeds` rewrites the seeds from the generators below.
 
-use fields::codec::Held;
-use fields::fuzzing::{self, corpus_files, everything_base, write_seeds, Everything, FUZZ_HELD};
-use fields::{BitSink, BitWriter, Codec, EntityUpdate, Fields, HuffmanCode};
+use netq3_fields::codec::Held;
+use netq3_fields::fuzzing::{
+    self, corpus_files, everything_base, write_seeds, Everything, FUZZ_HELD,
+};
+use netq3_fields::{BitSink, BitWriter, Codec, EntityUpdate, Fields, HuffmanCode};
 
 const CRATE: &str = env!("CARGO_MANIFEST_DIR");
 

@@ -3,13 +3,13 @@
 //! and 20% loss; prints the turn length speed control chose, the input
 //! latency, the traffic per participant and the final checksums.
 //!
-//! `cargo run --release -p lockstep --example units_session`
+//! `cargo run --release -p netq3-lockstep --example units_session`
 
 use std::time::Duration;
 
-use lockstep::session::{run, SessionConfig};
-use lockstep::{HostConfig, UnitOrder, Units, UnitsSetup};
 use netchan::ConditionerConfig;
+use netq3_lockstep::session::{run, SessionConfig};
+use netq3_lockstep::{HostConfig, UnitOrder, Units, UnitsSetup};
 
 fn main() -> Result<(), std::io::Error> {
     for loss in [0.0, 0.2] {

@@ -114,8 +114,8 @@
 //! ## Example
 //!
 //! ```
-//! use lockstep::session::{run, SessionConfig};
-//! use lockstep::{HostConfig, Units, UnitsSetup};
+//! use netq3_lockstep::session::{run, SessionConfig};
+//! use netq3_lockstep::{HostConfig, Units, UnitsSetup};
 //!
 //! let config = SessionConfig {
 //!     participants: 3,

@@ -4,12 +4,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use lockstep::session::{run, SessionConfig};
-use lockstep::{
+use netchan::ConditionerConfig;
+use netq3_lockstep::session::{run, SessionConfig};
+use netq3_lockstep::{
     DropReason, HostConfig, HostEvent, LockstepError, ParticipantId, SimError, Simulation, Turn,
     UnitOrder, Units, UnitsSetup,
 };
-use netchan::ConditionerConfig;
 
 /// [`Units`] that also logs every command it executes, with the turn.
 #[derive(Debug, Clone)]
@@ -214,7 +214,7 @@ fn a_slow_participant_lowers_the_turn_rate_instead_of_stalling() {
         assert_eq!(report.desyncs().len(), 0);
         assert!(report.participants.iter().all(|p| p.stats.turns == 60));
     }
-    let last = |r: &lockstep::session::SessionReport<Units>| {
+    let last = |r: &netq3_lockstep::session::SessionReport<Units>| {
         r.host_events
             .iter()
             .rev()

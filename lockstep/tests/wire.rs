@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
-use lockstep::fuzzing::exercise;
-use lockstep::wire::{
+use netq3_lockstep::fuzzing::exercise;
+use netq3_lockstep::wire::{
     decode_turn, encode_turn, CommandSet, Settings, SpeedReport, Start, SyncCheck, ToHost, ToPeer,
     Turn, WireError, MAX_COMMANDS_PER_SET, MAX_SET_BYTES,
 };

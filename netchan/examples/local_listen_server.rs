@@ -2,12 +2,12 @@
 //! showing every delivery class and the state notify on simulated time.
 //!
 //! ```sh
-//! cargo run -p netchan --example local_listen_server
+//! cargo run -p netq3-netchan --example local_listen_server
 //! ```
 
 use std::time::{Duration, Instant};
 
-use netchan::{ConnectOptions, Endpoint, EndpointConfig, Event, LocalDriver, LocalHub};
+use netq3_netchan::{ConnectOptions, Endpoint, EndpointConfig, Event, LocalDriver, LocalHub};
 
 fn main() -> std::io::Result<()> {
     let t0 = Instant::now();

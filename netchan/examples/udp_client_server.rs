@@ -2,14 +2,14 @@
 //! conditioner in front of both sockets.
 //!
 //! ```sh
-//! cargo run -p netchan --example udp_client_server -- --loss 0.1 --latency-ms 40 --jitter-ms 10 --seconds 3
+//! cargo run -p netq3-netchan --example udp_client_server -- --loss 0.1 --latency-ms 40 --jitter-ms 10 --seconds 3
 //! ```
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use netchan::conditioner::ConditionerConfig;
-use netchan::{ConnectOptions, Endpoint, EndpointConfig, Event, UdpDriver};
+use netq3_netchan::conditioner::ConditionerConfig;
+use netq3_netchan::{ConnectOptions, Endpoint, EndpointConfig, Event, UdpDriver};
 
 fn arg(args: &[String], name: &str) -> Option<f64> {
     let i = args.iter().position(|a| a == name)?;

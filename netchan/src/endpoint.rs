@@ -4,7 +4,7 @@
 //! A driver loop (see [`crate::udp`] and [`crate::local`] for real ones):
 //!
 //! ```no_run
-//! # use netchan::{Endpoint, EndpointConfig, MAX_DATAGRAM};
+//! # use netq3_netchan::{Endpoint, EndpointConfig, MAX_DATAGRAM};
 //! # use std::time::Instant;
 //! # fn recv() -> Option<(std::net::SocketAddr, Vec<u8>)> { None }
 //! # fn send(_: std::net::SocketAddr, _: &[u8]) {}

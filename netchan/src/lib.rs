@@ -83,7 +83,7 @@
 //! ```no_run
 //! use std::net::SocketAddr;
 //! use std::time::{Duration, Instant};
-//! use netchan::{ConnectOptions, Endpoint, EndpointConfig, Event, UdpDriver};
+//! use netq3_netchan::{ConnectOptions, Endpoint, EndpointConfig, Event, UdpDriver};
 //!
 //! let now = Instant::now();
 //! let any: SocketAddr = "127.0.0.1:0".parse().unwrap();

@@ -4,7 +4,7 @@
 //!
 //! ```
 //! use std::time::{Duration, Instant};
-//! use netchan::testing::Pair;
+//! use netq3_netchan::testing::Pair;
 //!
 //! let mut pair = Pair::connected(Instant::now(), Pair::options(7, false, true), None)
 //!     .expect("handshake");
@@ -12,7 +12,7 @@
 //! pair.step(Duration::from_millis(10));
 //! assert!(matches!(
 //!     pair.server.poll_event(),
-//!     Some(netchan::Event::Message { data, .. }) if data == b"hi"
+//!     Some(netq3_netchan::Event::Message { data, .. }) if data == b"hi"
 //! ));
 //! ```
 

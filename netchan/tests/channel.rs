@@ -7,9 +7,9 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use common::*;
-use netchan::conditioner::ConditionerConfig;
-use netchan::packet::{packet_type, DataHeader};
-use netchan::{
+use netq3_netchan::conditioner::ConditionerConfig;
+use netq3_netchan::packet::{packet_type, DataHeader};
+use netq3_netchan::{
     codes, ConnectOptions, ConnectionConfig, DisconnectReason, Event, PresharedKey, RateAnnounce,
     SendError,
 };
@@ -631,7 +631,7 @@ fn nat_port_change_keeps_the_connection() {
 }
 
 /// Sends `message` guaranteed-ordered from `from` and checks it reaches `to` within 300 ms.
-fn deliver(sim: &mut Sim, from: (usize, netchan::ConnectionId), to: usize, message: &[u8]) {
+fn deliver(sim: &mut Sim, from: (usize, netq3_netchan::ConnectionId), to: usize, message: &[u8]) {
     sim.nodes[from.0]
         .endpoint
         .connection_mut(from.1)

@@ -5,9 +5,9 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use netchan::crypto::{Direction, SessionCipher};
-use netchan::testing::{Pair, Side};
-use netchan::{Event, HandleOutcome, PresharedKey};
+use netq3_netchan::crypto::{Direction, SessionCipher};
+use netq3_netchan::testing::{Pair, Side};
+use netq3_netchan::{Event, HandleOutcome, PresharedKey};
 use proptest::prelude::*;
 
 /// A connected pair with some traffic behind it, and every datagram the client sent.

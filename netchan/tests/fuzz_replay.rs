@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use netchan::{fuzzing, DropReason, HandleOutcome, RejectReason};
+use netq3_netchan::{fuzzing, DropReason, HandleOutcome, RejectReason};
 use proptest::prelude::*;
 
 /// The targets and their bodies (`netchan/fuzz/fuzz_targets/<name>.rs` calls the same function).

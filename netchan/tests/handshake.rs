@@ -6,9 +6,11 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::*;
-use netchan::conditioner::ConditionerConfig;
-use netchan::handshake::{ConnectRequest, Cookie, Handshake, CHALLENGE_REQUEST_LEN, OPT_ENCRYPT};
-use netchan::{
+use netq3_netchan::conditioner::ConditionerConfig;
+use netq3_netchan::handshake::{
+    ConnectRequest, Cookie, Handshake, CHALLENGE_REQUEST_LEN, OPT_ENCRYPT,
+};
+use netq3_netchan::{
     DisconnectReason, DropReason, Endpoint, Event, HandleOutcome, RateAnnounce, RejectReason,
     MAX_DATAGRAM,
 };
@@ -431,9 +433,9 @@ fn lost_accepts_fall_back_to_a_fresh_cookie() {
             .connections()
             .next()
             .and_then(|id| sim.nodes[client].endpoint.connection(id))
-            .is_some_and(|c| c.phase() == netchan::Phase::Connecting)
+            .is_some_and(|c| c.phase() == netq3_netchan::Phase::Connecting)
     });
-    sim.nodes[server].link = netchan::LinkConditioner::new(
+    sim.nodes[server].link = netq3_netchan::LinkConditioner::new(
         ConditionerConfig {
             loss: 1.0,
             ..ConditionerConfig::default()
@@ -446,7 +448,7 @@ fn lost_accepts_fall_back_to_a_fresh_cookie() {
         0,
         "pending slot expired"
     );
-    sim.nodes[server].link = netchan::LinkConditioner::new(slow, 0);
+    sim.nodes[server].link = netq3_netchan::LinkConditioner::new(slow, 0);
     let ok = sim.run_until(Duration::from_secs(15), |sim| {
         sim.nodes[server]
             .events

@@ -9,12 +9,14 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::*;
-use netchan::conditioner::ConditionerConfig;
-use netchan::handshake::{
+use netq3_netchan::conditioner::ConditionerConfig;
+use netq3_netchan::handshake::{
     Handshake, ACCEPT_LEN, CHALLENGE_REQUEST_LEN, CHALLENGE_RESPONSE_LEN, CONNECT_LEN, MAGIC,
     REJECT_LEN,
 };
-use netchan::{DropReason, Endpoint, Event, HandleOutcome, SeededRng, TableSizes, MAX_DATAGRAM};
+use netq3_netchan::{
+    DropReason, Endpoint, Event, HandleOutcome, SeededRng, TableSizes, MAX_DATAGRAM,
+};
 
 /// Each handshake packet type with its exact length.
 const HANDSHAKE_LENS: [(u8, usize); 5] = [

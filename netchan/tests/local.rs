@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use netchan::conditioner::ConditionerConfig;
-use netchan::{ConnectOptions, Endpoint, EndpointConfig, Event, LocalDriver, LocalHub};
+use netq3_netchan::conditioner::ConditionerConfig;
+use netq3_netchan::{ConnectOptions, Endpoint, EndpointConfig, Event, LocalDriver, LocalHub};
 
 #[test]
 fn listen_server_with_local_clients() {

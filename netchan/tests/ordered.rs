@@ -5,8 +5,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use netchan::conditioner::ConditionerConfig;
-use netchan::{ConnectionConfig, Event};
+use netq3_netchan::conditioner::ConditionerConfig;
+use netq3_netchan::{ConnectionConfig, Event};
 
 fn lossy(loss: f64) -> ConditionerConfig {
     ConditionerConfig {
@@ -132,7 +132,7 @@ fn stream(loss: f64, seed: u64, count: u32, back: u32) -> (u64, u64, u64) {
         .metrics()
         .clone();
     assert_eq!(server_m.ordered_delivered, count as u64);
-    assert!(sim.largest <= netchan::MAX_DATAGRAM);
+    assert!(sim.largest <= netq3_netchan::MAX_DATAGRAM);
     (
         m.resends,
         m.datagrams_dropped,
@@ -213,7 +213,7 @@ fn sequence_numbers_and_message_ids_wrap_around() {
     // 70,000 datagrams each way: both the 16-bit datagram sequence and the
     // 16-bit message id wrap, with encryption on (its nonce uses the
     // extended 64-bit sequence, so a wrong extension would fail to decrypt).
-    let key = netchan::PresharedKey([8; 32]);
+    let key = netq3_netchan::PresharedKey([8; 32]);
     let mut sim = Sim::new();
     let mut sc = server_config();
     sc.psk = Some(key.clone());
@@ -226,7 +226,7 @@ fn sequence_numbers_and_message_ids_wrap_around() {
     };
     let server = sim.add(1, sc, link.clone(), 60);
     let client = sim.add(2, cc, link, 61);
-    let options = netchan::ConnectOptions {
+    let options = netq3_netchan::ConnectOptions {
         client_id: 3,
         encrypt: true,
         compress: false,

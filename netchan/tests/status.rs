@@ -4,9 +4,9 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use netchan::outcome::{DropReason, HandleOutcome};
-use netchan::status::{StatusLimits, StatusReply, StatusRequest, STATUS_REPLY_HEADER_LEN};
-use netchan::{Endpoint, EndpointConfig, ServerConfig, MAX_DATAGRAM};
+use netq3_netchan::outcome::{DropReason, HandleOutcome};
+use netq3_netchan::status::{StatusLimits, StatusReply, StatusRequest, STATUS_REPLY_HEADER_LEN};
+use netq3_netchan::{Endpoint, EndpointConfig, ServerConfig, MAX_DATAGRAM};
 
 fn server(limits: StatusLimits, now: Instant) -> Endpoint {
     let config = EndpointConfig {

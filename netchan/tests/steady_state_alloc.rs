@@ -7,8 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use netchan::testing::Pair;
-use netchan::{Event, PresharedKey};
+use netq3_netchan::testing::Pair;
+use netq3_netchan::{Event, PresharedKey};
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;

@@ -4,8 +4,8 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use netchan::conditioner::ConditionerConfig;
-use netchan::{ConnectOptions, Endpoint, EndpointConfig, Event, UdpDriver};
+use netq3_netchan::conditioner::ConditionerConfig;
+use netq3_netchan::{ConnectOptions, Endpoint, EndpointConfig, Event, UdpDriver};
 
 fn pump_until(
     drivers: &mut [&mut UdpDriver],
@@ -96,7 +96,7 @@ fn round_trip(conditioner: ConditionerConfig, messages: u32) {
     assert!(ok, "round trip incomplete: {pings} pings, {pongs} pongs");
     let m = client.endpoint().connection(cid).unwrap().metrics();
     assert!(m.datagrams_sent > 0 && m.datagrams_received > 0);
-    assert!(m.largest_datagram_sent <= netchan::MAX_DATAGRAM);
+    assert!(m.largest_datagram_sent <= netq3_netchan::MAX_DATAGRAM);
     assert!(server.stats().received > 0 && client.stats().received > 0);
 }
 
@@ -122,8 +122,8 @@ fn udp_round_trip_through_the_conditioner() {
 #[test]
 fn many_endpoints_on_one_thread_share_one_poll() {
     use mio::{Events, Poll, Token};
-    use netchan::udp::UdpTransport;
-    use netchan::Driver;
+    use netq3_netchan::udp::UdpTransport;
+    use netq3_netchan::Driver;
 
     let mut poll = Poll::new().unwrap();
     let mut events = Events::with_capacity(64);

@@ -5,7 +5,7 @@
 //! training demo, and on the others only (leave-one-out).
 //!
 //! ```sh
-//! cargo run --release -p q3 --example field_bits -- DIR/dm_68_osp_duel_2.dm_68 DIR/*.dm_68
+//! cargo run --release -p netq3-q3 --example field_bits -- DIR/dm_68_osp_duel_2.dm_68 DIR/*.dm_68
 //! ```
 //!
 //! The first file is measured; the rest are the training set (the measured
@@ -15,7 +15,7 @@ use fields::model::{
     Context, ModelData, NativeModel, ValueContext, DICTIONARY_SYMBOLS, VALUE_CONTEXTS,
 };
 use fields::NetFields;
-use q3::{EntityState, PlayerState};
+use netq3_q3::{EntityState, PlayerState};
 
 /// Bits of the raw part of value symbol `symbol` (its class minus one; none
 /// for an entry of the field's dictionary, which integer fields code from
@@ -152,11 +152,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(read)
         .collect::<Result<_, _>>()?;
     let all: Vec<Vec<u8>> = paths[1..].iter().map(read).collect::<Result<_, _>>()?;
-    let own = q3::model::train([own_bytes.as_slice()])?;
-    let loo = q3::model::train(others.iter().map(Vec::as_slice))?;
-    let full = q3::model::train(all.iter().map(Vec::as_slice))?;
+    let own = netq3_q3::model::train([own_bytes.as_slice()])?;
+    let loo = netq3_q3::model::train(others.iter().map(Vec::as_slice))?;
+    let full = netq3_q3::model::train(all.iter().map(Vec::as_slice))?;
     let measured_under =
-        |models: &q3::model::Q3Models| q3::model::count([own_bytes.as_slice()], models);
+        |models: &netq3_q3::model::Q3Models| netq3_q3::model::count([own_bytes.as_slice()], models);
     let counts = [
         measured_under(&own)?,
         measured_under(&full)?,
@@ -164,7 +164,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     ];
     let entity_names: Vec<&str> = EntityState::TABLE.fields.iter().map(|f| f.name).collect();
     let player_names: Vec<&str> = PlayerState::TABLE.fields.iter().map(|f| f.name).collect();
-    let columns = |pick: fn(&q3::model::Q3Models) -> &ModelData| {
+    let columns = |pick: fn(&netq3_q3::model::Q3Models) -> &ModelData| {
         let models = [("own", &own), ("all", &full), ("loo", &loo)];
         let mut columns = Vec::new();
         for ((name, model), counts) in models.into_iter().zip(&counts) {

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use q3::live::{udp, End, LiveConfig, LiveError, Movement, Protocol, Session};
+use netq3_q3::live::{udp, End, LiveConfig, LiveError, Movement, Protocol, Session};
 
 #[derive(Parser)]
 #[command(

@@ -6,7 +6,7 @@
 //! for [`EntityState`] and [`PlayerState`] were taken by [`train`] on the
 //! demos in `shared/q3demos` and on this crate's own recordings of bot
 //! games ([`RECORDED_DEMOS`]), and are committed as `q3_models.postcard`;
-//! regenerate them with `cargo run --release -p q3 --example train_q3_models`
+//! regenerate them with `cargo run --release -p netq3-q3 --example train_q3_models`
 //! (a test checks the committed file is what training produces).
 //!
 //! Predictors: a player's `origin` moves at `velocity` over the change of

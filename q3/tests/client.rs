@@ -3,8 +3,8 @@
 //! marked and not kept, and a gamestate resets everything.
 
 use fields::{BitSink, BitWriter, HuffmanCode, HuffmanWriter};
-use q3::reencode::write_snapshot;
-use q3::{
+use netq3_q3::reencode::write_snapshot;
+use netq3_q3::{
     svc, Baselines, Command, EntityState, PlayerState, Q3Client, Snapshot, Validity, MAX_MSGLEN,
     MAX_PARSE_ENTITIES, MAX_SNAPSHOT_ENTITIES,
 };

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use fields::{BitSink, BitWriter, HuffmanCode, HuffmanWriter};
 
-use q3::{
+use netq3_q3::{
     check_dm68, looks_like_dm68, Command, Dm68Decoder, Dm68Reader, MessageError, Q3Error, Snapshot,
 };
 

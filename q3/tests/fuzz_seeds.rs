@@ -5,8 +5,8 @@
 
 use arbitrary::Unstructured;
 use fields::fuzzing::{corpus_files, write_seeds};
+use netq3_q3::fuzzing::{build_dm68, dm68_structured, q3_message};
 use proptest::prelude::*;
-use q3::fuzzing::{build_dm68, dm68_structured, q3_message};
 
 const CRATE: &str = env!("CARGO_MANIFEST_DIR");
 

@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use q3::live::udp::{self, query_status};
-use q3::live::{End, Event, LiveClient, LiveConfig, Protocol, Session, Summary};
-use q3::{Dm68Decoder, Snapshot};
+use netq3_q3::live::udp::{self, query_status};
+use netq3_q3::live::{End, Event, LiveClient, LiveConfig, Protocol, Session, Summary};
+use netq3_q3::{Dm68Decoder, Snapshot};
 
 const IOQ3DED: &str = "/usr/lib/ioquake3/ioq3ded";
 const OPENARENA: &str = "/usr/lib/openarena-server";
@@ -130,7 +130,7 @@ impl Server {
     /// Runs a console command through rcon.
     fn rcon(&self, command: &str) {
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let packet = q3::live::oob::text_packet(&format!("rcon {RCON_PASSWORD} {command}"));
+        let packet = netq3_q3::live::oob::text_packet(&format!("rcon {RCON_PASSWORD} {command}"));
         socket.send_to(&packet, self.address).unwrap();
     }
 }

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use fields::huffman::adaptive_decompress;
 use fields::{BitSink, BitWriter, HuffmanCode, HuffmanWriter};
-use q3::live::netchan::challenge_word;
-use q3::live::oob::{info_value, text_packet};
-use q3::live::{End, Event, LiveClient, LiveConfig, LiveError, Protocol, Stage};
+use netq3_q3::live::netchan::challenge_word;
+use netq3_q3::live::oob::{info_value, text_packet};
+use netq3_q3::live::{End, Event, LiveClient, LiveConfig, LiveError, Protocol, Stage};
 
 const CHALLENGE: i32 = 0x5151_2323;
 
@@ -32,11 +32,11 @@ fn server_message(acknowledge: i32, commands: &[(i32, &str)]) -> Vec<u8> {
     let mut sink = HuffmanWriter::new(&mut writer, HuffmanCode::quake3());
     sink.put_bits(acknowledge as u32, 32).unwrap();
     for (sequence, text) in commands {
-        sink.put_u8(q3::svc::SERVER_COMMAND).unwrap();
+        sink.put_u8(netq3_q3::svc::SERVER_COMMAND).unwrap();
         sink.put_bits(*sequence as u32, 32).unwrap();
         sink.put_str(text, 1000).unwrap();
     }
-    sink.put_u8(q3::svc::EOF).unwrap();
+    sink.put_u8(netq3_q3::svc::EOF).unwrap();
     let len = sink.bits_written() / 8 + 1;
     buf.truncate(len);
     buf

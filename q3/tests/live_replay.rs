@@ -6,10 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-use q3::live::harness::{feed_server_datagrams, harness_input};
-use q3::live::udp::Capture;
-use q3::live::{Event, LiveClient, LiveConfig, Protocol, Session, Stage};
-use q3::Dm68Decoder;
+use netq3_q3::live::harness::{feed_server_datagrams, harness_input};
+use netq3_q3::live::udp::Capture;
+use netq3_q3::live::{Event, LiveClient, LiveConfig, Protocol, Session, Stage};
+use netq3_q3::Dm68Decoder;
 
 fn load(name: &str) -> Capture {
     let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -154,8 +154,10 @@ fn a_corrupted_message_is_a_decode_error_not_a_panic() {
         .datagrams
         .iter()
         .filter(|d| d.from_server)
-        .find_map(|d| match q3::live::oob::parse_server_oob(&d.bytes) {
-            Some(q3::live::oob::ServerOob::ChallengeResponse { challenge, .. }) => Some(challenge),
+        .find_map(|d| match netq3_q3::live::oob::parse_server_oob(&d.bytes) {
+            Some(netq3_q3::live::oob::ServerOob::ChallengeResponse { challenge, .. }) => {
+                Some(challenge)
+            }
             _ => None,
         })
         .unwrap();
@@ -222,7 +224,7 @@ fn fuzz_seeds_replay() {
 }
 
 /// Regenerates the fuzz seeds from the fixtures:
-/// `cargo test -p q3 --test live_replay -- --ignored write_fuzz_seeds`.
+/// `cargo test -p netq3-q3 --test live_replay -- --ignored write_fuzz_seeds`.
 #[test]
 #[ignore]
 fn write_fuzz_seeds() {
@@ -237,8 +239,8 @@ fn write_fuzz_seeds() {
             .datagrams
             .iter()
             .filter(|d| d.from_server)
-            .find_map(|d| match q3::live::oob::parse_server_oob(&d.bytes) {
-                Some(q3::live::oob::ServerOob::ChallengeResponse { challenge, .. }) => {
+            .find_map(|d| match netq3_q3::live::oob::parse_server_oob(&d.bytes) {
+                Some(netq3_q3::live::oob::ServerOob::ChallengeResponse { challenge, .. }) => {
                     Some(challenge)
                 }
                 _ => None,

@@ -7,12 +7,12 @@ mod common;
 use std::sync::OnceLock;
 
 use fields::{BitError, BitSink, BitWriter, HuffmanCode, HuffmanWriter};
-use proptest::prelude::*;
-use q3::reencode::{write_packet_entities, write_snapshot};
-use q3::{
+use netq3_q3::reencode::{write_packet_entities, write_snapshot};
+use netq3_q3::{
     svc, Baselines, Command, Dm68Decoder, Dm68Reader, EntityState, MessageError, PlayerState,
     Q3Client, Q3Error, Snapshot, Validity, MAX_MSGLEN,
 };
+use proptest::prelude::*;
 
 /// A message built with Quake 3's Huffman bitstream: a reliable acknowledge,
 /// then whatever `body` writes.
@@ -42,11 +42,14 @@ fn empty_player_state(sink: &mut HuffmanWriter<'_, '_>) {
     sink.put_bit(false).unwrap();
 }
 
-fn parse(bytes: &[u8]) -> Result<q3::ParsedMessage, MessageError> {
+fn parse(bytes: &[u8]) -> Result<netq3_q3::ParsedMessage, MessageError> {
     Q3Client::new().parse_message(10, bytes)
 }
 
-fn expect_bits_error(result: Result<q3::ParsedMessage, MessageError>, context: &str) -> BitError {
+fn expect_bits_error(
+    result: Result<netq3_q3::ParsedMessage, MessageError>,
+    context: &str,
+) -> BitError {
     match result {
         Err(MessageError::Bits { context: c, source }) if c.contains(context) => source,
         other => panic!("expected a bit error in {context}, got {other:?}"),
@@ -363,9 +366,9 @@ fn primed() -> &'static (Vec<u8>, Vec<PrimedRecord>) {
     })
 }
 
-/// The fuzz targets' check of a parsed message (`q3::fuzzing`).
-fn check_parsed(parsed: &q3::ParsedMessage, len: usize) {
-    q3::fuzzing::check_message(parsed, len);
+/// The fuzz targets' check of a parsed message (`netq3_q3::fuzzing`).
+fn check_parsed(parsed: &netq3_q3::ParsedMessage, len: usize) {
+    netq3_q3::fuzzing::check_message(parsed, len);
 }
 
 proptest! {

@@ -6,36 +6,36 @@ mod common;
 
 use fields::merge::{read_entity_list, write_entity_list};
 use fields::{BitReader, BitSink, BitWriter, Codec, Fields};
-use q3::model::{
+use netq3_q3::model::{
     delta_context, train, training_paths, MODELS_FILE, RECORDED_DEMOS, TRAINING_DEMOS,
 };
-use q3::{Command, Dm68Decoder, EntityState, PlayerState};
+use netq3_q3::{Command, Dm68Decoder, EntityState, PlayerState};
 
 #[test]
 fn committed_models_are_what_training_produces() {
     if !common::here("committed_models_are_what_training_produces") {
         return;
     }
-    let files: Vec<Vec<u8>> = training_paths(&q3::corpus::dir())
+    let files: Vec<Vec<u8>> = training_paths(&netq3_q3::corpus::dir())
         .iter()
         .map(|path| std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
         .collect();
     assert_eq!(files.len(), TRAINING_DEMOS.len() + RECORDED_DEMOS.len());
     let trained = train(files.iter().map(Vec::as_slice)).expect("training");
-    let committed: q3::model::Q3Models =
+    let committed: netq3_q3::model::Q3Models =
         postcard::from_bytes(MODELS_FILE).expect("committed models decode");
     assert!(
         trained == committed,
-        "src/q3_models.postcard is stale: run `cargo run --release -p q3 --example train_q3_models`"
+        "src/q3_models.postcard is stale: run `cargo run --release -p netq3-q3 --example train_q3_models`"
     );
 }
 
 /// Encodes a snapshot's player state and entity list natively against its
 /// base, decodes it again and checks every field.
 fn round_trip(
-    snapshot: &q3::Snapshot,
-    base: Option<&q3::Snapshot>,
-    baselines: &q3::Baselines,
+    snapshot: &netq3_q3::Snapshot,
+    base: Option<&netq3_q3::Snapshot>,
+    baselines: &netq3_q3::Baselines,
     buf: &mut [u8],
 ) -> usize {
     let context = delta_context(snapshot, base);

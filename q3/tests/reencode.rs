@@ -4,8 +4,8 @@
 
 mod common;
 
-use q3::reencode::{verify_demo, CauseKind, ReencodeStats, Verifier};
-use q3::Dm68Decoder;
+use netq3_q3::reencode::{verify_demo, CauseKind, ReencodeStats, Verifier};
+use netq3_q3::Dm68Decoder;
 
 /// Snapshots per valid demo, and the records whose snapshot does not get
 /// Quake 3's bit count (all in `door_lift_grenade_100_130.dm_68`).

@@ -5,7 +5,7 @@
 //! the game only moves its ball and reads what arrives.
 //!
 //! ```sh
-//! cargo run -p session --example embed
+//! cargo run -p netq3-session --example embed
 //! ```
 
 // README:begin
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use fields::{net_struct, q3_float, signed, unsigned};
 use netchan::{ConditionerConfig, Endpoint, LocalDriver, LocalHub};
-use session::{AllInScope, Client, ClientConfig, Server, ServerConfig, ServerEvent};
+use netq3_session::{AllInScope, Client, ClientConfig, Server, ServerConfig, ServerEvent};
 
 // The game's three types: the entity, the player state, the command.
 net_struct! { struct Ball { x: f32 = q3_float(), } }

@@ -57,7 +57,7 @@
 //! the in-process link with the link conditioner:
 //!
 //! ```sh
-//! cargo run -p session --example embed
+//! cargo run -p netq3-session --example embed
 //! ```
 //!
 //! Per frame the server pumps its driver, calls [`Server::update`] and

@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use fields::Codec;
-use session::fuzzing::{client_input, server_input, FuzzCommand};
-use session::wire::{
+use netq3_session::fuzzing::{client_input, server_input, FuzzCommand};
+use netq3_session::wire::{
     ClientMessage, CommandPacket, ServerMessage, SnapshotPayload, MAX_COMMAND_PACKET,
 };
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use demo::{DemoHeader, DemoReader, Player, Recorder};
 use fields::Codec;
-use session::{ClientKey, RecordView};
+use netq3_session::{ClientKey, RecordView};
 use support::{link, Mark, Me, Sim};
 
 /// A writer whose bytes the test can read after the session dropped it.

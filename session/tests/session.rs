@@ -5,8 +5,8 @@ mod support;
 
 use std::time::Duration;
 
+use netq3_session::{ClientConfig, ClientEvent, ClientState, DisconnectReason, ServerEvent};
 use proptest::prelude::*;
-use session::{ClientConfig, ClientEvent, ClientState, DisconnectReason, ServerEvent};
 use support::{link, Sim};
 
 /// Every invariant of a finished run: no divergence, no command lost or

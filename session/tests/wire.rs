@@ -2,12 +2,12 @@
 //! packets, exact sizes, and mutated valid packets (never a panic).
 
 use fields::Codec;
-use proptest::prelude::*;
-use session::fuzzing::FuzzCommand;
-use session::wire::{
+use netq3_session::fuzzing::FuzzCommand;
+use netq3_session::wire::{
     ClientMessage, CommandPacket, ServerMessage, SnapshotPayload, WireError,
     MAX_COMMANDS_PER_PACKET, MAX_COMMAND_PACKET,
 };
+use proptest::prelude::*;
 
 fn command() -> impl Strategy<Value = FuzzCommand> {
     (
@@ -125,7 +125,7 @@ proptest! {
         let mut input = vec![if codec == Codec::Native { 1 } else { 2 }];
         input.extend_from_slice(&bytes);
         // Decodes or errs; what decodes re-encodes to the same commands.
-        session::fuzzing::client_input(&input);
+        netq3_session::fuzzing::client_input(&input);
     }
 
     #[test]
@@ -145,7 +145,7 @@ proptest! {
             message.encode(&mut out);
             prop_assert_eq!(ServerMessage::decode(&out), Ok(message));
         }
-        let clipped = session::wire::clip(&name, session::wire::MAX_NAME);
+        let clipped = netq3_session::wire::clip(&name, netq3_session::wire::MAX_NAME);
         for message in [
             ClientMessage::Hello { snaps, rate, name: clipped },
             ClientMessage::Begin { epoch },
@@ -163,8 +163,8 @@ proptest! {
     fn any_bytes_decode_or_err(bytes in prop::collection::vec(any::<u8>(), 0..200), which in 0u8..6) {
         let mut input = vec![which];
         input.extend_from_slice(&bytes);
-        session::fuzzing::client_input(&input);
-        session::fuzzing::server_input(&input);
+        netq3_session::fuzzing::client_input(&input);
+        netq3_session::fuzzing::server_input(&input);
     }
 }
 

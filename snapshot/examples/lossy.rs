@@ -4,11 +4,11 @@
 //! acknowledged, so it carries whatever the client missed.
 //!
 //! ```sh
-//! cargo run -p snapshot --example lossy
+//! cargo run -p netq3-snapshot --example lossy
 //! ```
 
 use fields::{net_struct, q3_float, signed, unsigned, Codec};
-use snapshot::{
+use netq3_snapshot::{
     BuildOutcome, Client, ClientId, ClientSettings, Received, Server, ServerConfig, SyncCheck,
 };
 

@@ -26,7 +26,7 @@
 //!
 //! ```
 //! use fields::{net_struct, q3_float, unsigned, Codec};
-//! use snapshot::{AllInScope, BuildOutcome, Client, ClientSettings, Received, Server, ServerConfig};
+//! use netq3_snapshot::{AllInScope, BuildOutcome, Client, ClientSettings, Received, Server, ServerConfig};
 //!
 //! net_struct! {
 //!     /// An entity.

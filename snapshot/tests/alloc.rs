@@ -13,7 +13,7 @@
 mod common;
 
 use common::*;
-use snapshot::{AllInScope, BuildOutcome, Client, ClientSettings, Server, ServerConfig};
+use netq3_snapshot::{AllInScope, BuildOutcome, Client, ClientSettings, Server, ServerConfig};
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;

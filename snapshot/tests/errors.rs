@@ -6,9 +6,9 @@ mod common;
 use common::*;
 use fields::codec::Held;
 use fields::{BitSink, BitWriter, Codec, EntityUpdate};
-use snapshot::checksum::layout_fingerprint;
-use snapshot::message::{MessageKind, SnapshotHeader};
-use snapshot::{Client, ClientError, ClientSettings, Received, Server, ServerConfig};
+use netq3_snapshot::checksum::layout_fingerprint;
+use netq3_snapshot::message::{MessageKind, SnapshotHeader};
+use netq3_snapshot::{Client, ClientError, ClientSettings, Received, Server, ServerConfig};
 
 fn server_with_world(config: ServerConfig) -> Server<Ent, Player> {
     let mut server: Server<Ent, Player> = Server::new(config).unwrap();
@@ -411,7 +411,7 @@ fn a_configstring_change_applies_in_order() {
     // Baselines are sealed once a gamestate went out.
     assert_eq!(
         server.set_baseline(4, None),
-        Err(snapshot::ServerError::GamestateSealed)
+        Err(netq3_snapshot::ServerError::GamestateSealed)
     );
 }
 

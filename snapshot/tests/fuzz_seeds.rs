@@ -1,11 +1,11 @@
 //! Replays the committed seeds (valid message sequences) and past crashes of
 //! the `snapshot/fuzz` target through the function it calls.
-//! `FUZZ_SEEDS_WRITE=1 cargo test -p snapshot --test fuzz_seeds` rewrites the seeds.
+//! `FUZZ_SEEDS_WRITE=1 cargo test -p netq3-snapshot --test fuzz_seeds` rewrites the seeds.
 
 use fields::fuzzing::{corpus_files, write_seeds};
 use fields::Codec;
-use snapshot::fuzzing::{client_parse, fixture};
-use snapshot::{AllInScope, BuildOutcome, ClientSettings};
+use netq3_snapshot::fuzzing::{client_parse, fixture};
+use netq3_snapshot::{AllInScope, BuildOutcome, ClientSettings};
 
 const CRATE: &str = env!("CARGO_MANIFEST_DIR");
 

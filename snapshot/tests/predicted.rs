@@ -7,7 +7,9 @@ use std::sync::{Arc, OnceLock};
 
 use fields::model::{Clock, ModelTrainer, NativeModel, Predictor};
 use fields::{net_struct, q3_float, unsigned, Codec, DeltaContext, NetFields};
-use snapshot::{AllInScope, BuildOutcome, Client, ClientSettings, Received, Server, ServerConfig};
+use netq3_snapshot::{
+    AllInScope, BuildOutcome, Client, ClientSettings, Received, Server, ServerConfig,
+};
 
 net_struct! {
     /// A projectile: a position that moves at its velocity.

@@ -10,10 +10,10 @@ use std::collections::VecDeque;
 use common::*;
 use fields::dynamic::DynamicLayout;
 use fields::{Codec, Fields, NetFields};
-use proptest::prelude::{any, proptest, ProptestConfig};
-use snapshot::{
+use netq3_snapshot::{
     BuildOutcome, Client, ClientId, ClientSettings, Received, Server, ServerConfig, SyncCheck,
 };
+use proptest::prelude::{any, proptest, ProptestConfig};
 
 const ENTITY_LIMIT: u32 = 48;
 const FRAMES: u32 = 10_000;

@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use snapshot::{
+use netq3_snapshot::{
     config::RING_SIZE, Client, ClientError, ClientSettings, Received, Server, ServerConfig,
 };
 
@@ -160,7 +160,7 @@ fn a_recorder_streams_a_clients_view_with_keyframes_for_seeking() {
         server.write_configstring(2, &mut change).unwrap();
 
         // The client sees only entities left of its player.
-        let mut scope = |_: snapshot::ClientId, player: &Player, _: u32, e: &Ent| {
+        let mut scope = |_: netq3_snapshot::ClientId, player: &Player, _: u32, e: &Ent| {
             (e.x < player.origin[0]).then_some(1.0)
         };
         let mut recording = vec![gamestate.clone(), change];
@@ -172,7 +172,7 @@ fn a_recorder_streams_a_clients_view_with_keyframes_for_seeking() {
             if frame % 10 == 0 {
                 server.request_full_update(recorder).unwrap();
             }
-            let snapshot::BuildOutcome::Built(info) = server
+            let netq3_snapshot::BuildOutcome::Built(info) = server
                 .build_snapshot(recorder, &mut scope, &mut bytes)
                 .unwrap()
             else {
@@ -226,7 +226,7 @@ fn a_recorder_streams_a_clients_view_with_keyframes_for_seeking() {
         server.remove_client(id).unwrap();
         assert!(matches!(
             server.build_snapshot(recorder, &mut scope, &mut bytes),
-            Err(snapshot::ServerError::ViewerGone { .. })
+            Err(netq3_snapshot::ServerError::ViewerGone { .. })
         ));
     }
 }
@@ -258,7 +258,7 @@ fn history_is_released_as_rings_move_on_and_clients_leave() {
     assert_eq!(memory.stored_states, 20);
     assert!(matches!(
         server.acknowledge(ids[0], 1),
-        Err(snapshot::ServerError::UnknownClient(_))
+        Err(netq3_snapshot::ServerError::UnknownClient(_))
     ));
     // A new client in a reused slot gets a new id.
     let id = server.add_client(ClientSettings::unlimited()).unwrap();

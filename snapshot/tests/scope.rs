@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use fields::Codec;
-use snapshot::{
+use netq3_snapshot::{
     BuildOutcome, Client, ClientId, ClientSettings, Received, Server, ServerConfig, UpdateKind,
 };
 
@@ -233,7 +233,7 @@ fn snapshot_rate_spaces_snapshots_over_server_frames() {
     for frame in 0..60u32 {
         server.commit_frame(frame * 1000 / 60).unwrap();
         match server
-            .build_snapshot(id, &mut snapshot::AllInScope, &mut bytes)
+            .build_snapshot(id, &mut netq3_snapshot::AllInScope, &mut bytes)
             .unwrap()
         {
             BuildOutcome::Built(_) => built += 1,
@@ -267,7 +267,7 @@ fn a_client_over_its_byte_rate_is_delayed_and_told_so() {
             server.entity_mut(frame % 30).unwrap().x += 1.0;
             server.commit_frame(frame * 50).unwrap();
             let outcome = server
-                .build_snapshot(id, &mut snapshot::AllInScope, &mut bytes)
+                .build_snapshot(id, &mut netq3_snapshot::AllInScope, &mut bytes)
                 .unwrap();
             if let BuildOutcome::Built(info) = outcome {
                 let Received::Snapshot(_) = client.read_message(&bytes).unwrap() else {
@@ -345,7 +345,7 @@ fn a_uniform_answer_builds_the_snapshots_per_entity_answers_build() {
             }
             for &id in &ids {
                 let uniform = servers[0]
-                    .build_snapshot(id, &mut snapshot::AllInScope, &mut uniform_bytes)
+                    .build_snapshot(id, &mut netq3_snapshot::AllInScope, &mut uniform_bytes)
                     .unwrap();
                 let mut per_entity = |_: ClientId, _: &Player, _: u32, _: &Ent| Some(1.0);
                 let asked = servers[1]

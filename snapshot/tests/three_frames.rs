@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use fields::Codec;
-use snapshot::{
+use netq3_snapshot::{
     Client, ClientSettings, FieldMask, Received, Server, ServerConfig, SyncCheck, UpdateKind,
 };
 
@@ -98,7 +98,7 @@ fn three_frames_carry_exactly_the_fields_the_client_is_missing() {
 
         if codec == Codec::Q3 {
             // Quake 3's layout, bit for bit, after our 51-bit header (one
-            // frame and 50 ms after its base: see `snapshot::message`); an
+            // frame and 50 ms after its base: see `netq3_snapshot::message`); an
             // unchanged player state is `lc` = 0 (8 bits) and "no array changed" (1);
             // the entity is its number (10), not-removed (1), has-delta (1),
             // `lc` (8), then per field up to `lc` a changed bit, a non-zero

@@ -1,6 +1,9 @@
 //! The `demo` binary on native demos and on the shared Quake 3 demos:
 //! output keys and counts, exit codes 0 / 3 / 2, and files it writes.
 
+// The demo crate's shared test helper names that crate by its library name.
+extern crate demo as netq3_demo;
+
 #[path = "../../tests/common/arena.rs"]
 mod arena;
 

@@ -5,8 +5,8 @@
 
 #![allow(dead_code)]
 
-use demo::{DemoHeader, Recorder};
 use fields::{net_struct, q3_float, quantized, signed, unsigned, Codec, Fields};
+use netq3_demo::{DemoHeader, Recorder};
 use snapshot::{BuildOutcome, ClientSettings, Server, ServerConfig};
 
 net_struct! {

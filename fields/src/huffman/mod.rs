@@ -47,8 +47,8 @@
 //! ## Example
 //!
 //! ```
-//! use fields::{BitReader, BitSink, BitSource, BitWriter};
-//! use fields::{HuffmanCode, HuffmanReader, HuffmanWriter};
+//! use netq3_fields::{BitReader, BitSink, BitSource, BitWriter};
+//! use netq3_fields::{HuffmanCode, HuffmanReader, HuffmanWriter};
 //!
 //! let code = HuffmanCode::quake3();
 //! let mut buf = [0u8; 64];
@@ -62,7 +62,7 @@
 //! assert_eq!(source.get_bits(13)?, 0x1234);
 //! assert_eq!(source.get_string(64)?, "hello");
 //! assert_eq!(source.bits_read(), bits);
-//! # Ok::<(), fields::BitError>(())
+//! # Ok::<(), netq3_fields::BitError>(())
 //! ```
 
 mod decode;

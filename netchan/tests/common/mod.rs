@@ -5,8 +5,8 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use netchan::conditioner::{ConditionerConfig, LinkConditioner};
-use netchan::{Endpoint, EndpointConfig, Event, MAX_DATAGRAM};
+use netq3_netchan::conditioner::{ConditionerConfig, LinkConditioner};
+use netq3_netchan::{Endpoint, EndpointConfig, Event, MAX_DATAGRAM};
 
 /// One datagram that left an endpoint.
 #[derive(Debug, Clone)]
@@ -206,8 +206,8 @@ pub fn connect(
     sim: &mut Sim,
     client: usize,
     server: usize,
-    options: netchan::ConnectOptions,
-) -> (netchan::ConnectionId, netchan::ConnectionId) {
+    options: netq3_netchan::ConnectOptions,
+) -> (netq3_netchan::ConnectionId, netq3_netchan::ConnectionId) {
     let server_addr = sim.nodes[server].addr;
     let now = sim.now;
     let cid = sim.nodes[client]
@@ -234,8 +234,8 @@ pub fn connect(
     (cid, sid.unwrap())
 }
 
-pub fn opts(client_id: u32) -> netchan::ConnectOptions {
-    netchan::ConnectOptions {
+pub fn opts(client_id: u32) -> netq3_netchan::ConnectOptions {
+    netq3_netchan::ConnectOptions {
         client_id,
         encrypt: false,
         compress: false,

@@ -13,7 +13,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use q3::live::{udp, LiveConfig, Session};
+//! use netq3_q3::live::{udp, LiveConfig, Session};
 //!
 //! let server = "127.0.0.1:27960".parse()?;
 //! let config = LiveConfig::default();

@@ -1,7 +1,7 @@
 //! What a server decodes from a client: reliable session messages and
 //! command packets in both codecs. Nothing may panic; decoded command
 //! packets round-trip. Seeds: `seeds/client_input/` (replayed by
-//! `cargo test -p session`).
+//! `cargo test -p netq3-session`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

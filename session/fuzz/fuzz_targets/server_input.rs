@@ -1,6 +1,6 @@
 //! What a client decodes from a server: reliable session messages and
 //! snapshot payloads. Nothing may panic; decoded messages round-trip.
-//! Seeds: `seeds/server_input/` (replayed by `cargo test -p session`).
+//! Seeds: `seeds/server_input/` (replayed by `cargo test -p netq3-session`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

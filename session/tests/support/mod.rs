@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use fields::{net_struct, signed, unsigned, Codec};
 use netchan::{ConditionerConfig, ConnectionConfig, Endpoint, LocalDriver, LocalHub};
-use session::{
+use netq3_session::{
     AllInScope, Client, ClientConfig, ClientEvent, ClientKey, ClientState, DisconnectReason,
     Server, ServerConfig, ServerEvent,
 };

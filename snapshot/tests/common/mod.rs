@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use fields::{array, boolean, net_struct, q3_float, quantized, signed, unsigned, Codec};
-use snapshot::{AllInScope, BuildOutcome, Client, ClientId, Received, Server, SnapshotInfo};
+use netq3_snapshot::{AllInScope, BuildOutcome, Client, ClientId, Received, Server, SnapshotInfo};
 
 net_struct! {
     /// A game entity: position, a few integers, a quantized angle, a flag.

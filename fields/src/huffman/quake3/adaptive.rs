@@ -107,13 +107,13 @@ impl AdaptiveTree {
 /// module docs for the format and the one input it refuses).
 ///
 /// ```
-/// use fields::huffman::{adaptive_compress, adaptive_decompress};
+/// use netq3_fields::huffman::{adaptive_compress, adaptive_decompress};
 ///
 /// let text = b"\\name\\player\\rate\\25000\\snaps\\20\\model\\sarge\\headmodel\\sarge";
 /// let packed = adaptive_compress(text)?;
 /// assert!(packed.len() < text.len());
 /// assert_eq!(adaptive_decompress(&packed, 1024)?, text);
-/// # Ok::<(), fields::huffman::AdaptiveError>(())
+/// # Ok::<(), netq3_fields::huffman::AdaptiveError>(())
 /// ```
 pub fn adaptive_compress(input: &[u8]) -> Result<Vec<u8>, AdaptiveError> {
     if input.len() > ADAPTIVE_MAX_LEN {
