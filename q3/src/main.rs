@@ -1,9 +1,10 @@
 //! `q3`: talk to a live Quake 3 server.
 //!
 //! * `q3 connect ADDR [--seconds N] [--record FILE] [--name NAME]
-//!   [--protocol 68|71] [--summary-json FILE] [--capture FILE]` joins the
-//!   game, plays for N seconds and leaves; it exits non-zero if the server
-//!   dropped it or a message did not decode.
+//!   [--protocol 68|71] [--framing auto|ioq3|legacy] [--summary-json FILE]
+//!   [--capture FILE]` joins the game, plays for N seconds and leaves; it
+//!   exits non-zero if the server dropped it, a message did not decode, or
+//!   it never received a gamestate.
 //! * `q3 status ADDR` prints the `getinfo` and `getstatus` answers.
 
 use std::fs::File;
@@ -13,6 +14,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use netq3_q3::live::netchan::Framing;
 use netq3_q3::live::{udp, End, LiveConfig, LiveError, Movement, Protocol, Session};
 
 #[derive(Parser)]
@@ -40,9 +42,15 @@ enum CommandLine {
         /// Player name.
         #[arg(long, default_value = "netq3")]
         name: String,
-        /// Protocol: 71 (ioquake3) or 68 (id's).
+        /// Protocol: 71 (ioquake3 and OpenArena; the framing is told apart
+        /// by itself) or 68 (id's).
         #[arg(long, default_value_t = 71)]
         protocol: u32,
+        /// The framing of protocol 71: `auto` tells ioquake3's from
+        /// OpenArena's legacy one by the server's first packet; `ioq3` or
+        /// `legacy` force one (68 is always legacy).
+        #[arg(long, default_value = "auto", value_parser = ["auto", "ioq3", "legacy"])]
+        framing: String,
         /// Write the summary as JSON.
         #[arg(long)]
         summary_json: Option<String>,
@@ -107,6 +115,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             record,
             name,
             protocol,
+            framing,
             summary_json,
             capture,
             idle,
@@ -121,8 +130,14 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.subsec_nanos());
+            let framing = match framing.as_str() {
+                "ioq3" => Some(Framing::Ioq3),
+                "legacy" => Some(Framing::Legacy),
+                _ => None,
+            };
             let config = LiveConfig {
                 protocol: protocol_kind,
+                framing,
                 name,
                 qport: (nanos & 0xffff) as u16,
                 client_challenge: (nanos >> 1) as i32 & 0x7fff_ffff,
@@ -170,6 +185,14 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 chan.out_of_order, chan.lost, stats.delta_moves, stats.full_moves, stats.server_command_gaps
             );
             match client.end() {
+                Some(End::Quit) | None if session.gamestates() == 0 => {
+                    eprintln!(
+                        "q3: the session never entered the game: no gamestate from {server} in {seconds} s \
+                         ({} datagrams received: {} unreadable, {} with a wrong challenge word)",
+                        stats.datagrams_received, stats.bad_datagrams, chan.bad_challenge_word
+                    );
+                    Ok(ExitCode::from(1))
+                }
                 Some(End::Quit) | None => Ok(ExitCode::SUCCESS),
                 Some(End::Error(e)) => {
                     eprintln!("q3: {e}");

@@ -6,7 +6,7 @@
 //! Without the server the tests print why they skip and pass, unless
 //! `NETQ3_REQUIRE_IOQ3=1`, which makes a missing server a failure (CI).
 //!
-//! All sessions run at once (two servers, three clients) so the whole file
+//! All sessions run at once (three servers, five clients) so the whole file
 //! takes about 25 seconds.
 
 use std::net::{SocketAddr, UdpSocket};
@@ -42,8 +42,24 @@ struct Server {
     home: PathBuf,
 }
 
+/// How a test server is started.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flavour {
+    /// ioquake3's defaults (protocol 71 with its challenge word, 68 legacy),
+    /// `sv_pure 0`.
+    Ioq3,
+    /// As Debian's `/usr/games/openarena-server` wrapper starts it:
+    /// `com_legacyprotocol 71` and `com_protocol 71`, OpenArena's "71" (the
+    /// legacy framing under the number 71); `sv_pure 0`.
+    OpenArena71,
+}
+
 impl Server {
     fn start(tag: &str) -> Server {
+        Server::start_as(tag, Flavour::Ioq3)
+    }
+
+    fn start_as(tag: &str, flavour: Flavour) -> Server {
         let port = {
             let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
             probe.local_addr().unwrap().port()
@@ -98,6 +114,16 @@ impl Server {
             "bot_minplayers",
             "4",
         ];
+        if flavour == Flavour::OpenArena71 {
+            args.extend([
+                "+set",
+                "com_legacyprotocol",
+                "71",
+                "+set",
+                "com_protocol",
+                "71",
+            ]);
+        }
         args.extend(["+map", "oa_dm1"]);
         let child = Command::new(IOQ3DED)
             .args(&args)
@@ -281,7 +307,18 @@ fn live_sessions_against_ioquake3() {
     }
     let steady = Server::start("steady");
     let changing = Server::start("changing");
-    let (a, b, c) = std::thread::scope(|scope| {
+    let openarena = Server::start_as("openarena71", Flavour::OpenArena71);
+    let (a, b, c, oa, refused) = std::thread::scope(|scope| {
+        let oa = scope.spawn(|| run_session(openarena.address, Protocol::V71, "netq3_oa", |_| {}));
+        // Forced into ioquake3's framing, a client never reads the
+        // OpenArena server's gamestate: the CLI must say so and fail.
+        let refused = scope.spawn(|| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_q3"))
+                .args(["connect", &openarena.address.to_string(), "--seconds", "4"])
+                .args(["--framing", "ioq3", "--name", "netq3_wrong"])
+                .output()
+                .expect("q3 runs")
+        });
         let p71 = scope.spawn(|| run_session(steady.address, Protocol::V71, "netq3_71", |_| {}));
         let p68 = scope.spawn(|| run_session(steady.address, Protocol::V68, "netq3_68", |_| {}));
         let changed = scope.spawn(|| {
@@ -300,11 +337,28 @@ fn live_sessions_against_ioquake3() {
             p71.join().unwrap(),
             p68.join().unwrap(),
             changed.join().unwrap(),
+            oa.join().unwrap(),
+            refused.join().unwrap(),
         )
     });
-    drop((steady, changing));
+    drop((steady, changing, openarena));
     check_healthy("protocol 71", &a);
+    assert_eq!(a.summary.framing, Some("ioq3"));
     check_healthy("protocol 68", &b);
+    assert_eq!(b.summary.framing, Some("legacy"));
+    // OpenArena's 71: the client told the legacy framing by itself.
+    check_healthy("OpenArena 71", &oa);
+    assert_eq!(oa.summary.framing, Some("legacy"));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    eprintln!(
+        "forced ioq3 framing on OpenArena 71: {:?}; {stderr}",
+        refused.status
+    );
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("never entered the game") || stderr.contains("no gamestate"),
+        "{stderr}"
+    );
 
     // The console's map_restart and map change were followed: a restart
     // command, then a second gamestate for the new map, and the session

@@ -29,6 +29,10 @@ fn replay(capture: &Capture) -> Replayed {
     let protocol = Protocol::from_number(capture.protocol).expect("68 or 71");
     let config = LiveConfig {
         protocol,
+        // The captures were made by a client that assumed ioquake3's
+        // framing for 71 (before it told OpenArena's apart, which defers the
+        // first packet): replay with that framing, so its datagrams match.
+        framing: Some(protocol.default_framing()),
         qport: capture.qport,
         client_challenge: capture.client_challenge,
         ..LiveConfig::default()

@@ -18,8 +18,8 @@ use fields::{BitReader, BitSink, BitSource, BitWriter, HuffmanCode, HuffmanReade
 
 use super::error::LiveError;
 use super::netchan::{
-    scramble, Dropped, Netchan, NetchanStats, Protocol, CLIENT_SCRAMBLE_START,
-    SERVER_SCRAMBLE_START,
+    detect_framing, scramble, Dropped, Framing, Netchan, NetchanStats, Protocol, Side,
+    CLIENT_SCRAMBLE_START, SERVER_SCRAMBLE_START,
 };
 use super::oob::{self, info_value, parse_server_oob, ServerOob, Userinfo};
 use super::usercmd::{hash_key, Usercmd};
@@ -61,8 +61,13 @@ pub enum Movement {
 /// How the client connects and plays.
 #[derive(Debug, Clone)]
 pub struct LiveConfig {
-    /// Protocol 71 (ioquake3) or 68 (id's, scrambled).
+    /// Protocol 71 (ioquake3 and OpenArena) or 68 (id's).
     pub protocol: Protocol,
+    /// The framing, when known in advance. `None` (the default): protocol
+    /// 68 is always [`Framing::Legacy`]; under 71 the client tells ioquake3's
+    /// framing from OpenArena's legacy one by the server's first sequenced
+    /// datagram (see [`detect_framing`]).
+    pub framing: Option<Framing>,
     /// Player name.
     pub name: String,
     /// The qport sent in every packet (lets a NAT remap the port).
@@ -75,7 +80,8 @@ pub struct LiveConfig {
     pub retransmit: Duration,
     /// Handshake packets sent per stage before giving up.
     pub connect_attempts: u32,
-    /// Silence after which the connection counts as lost.
+    /// Silence after which the connection counts as lost; also the longest
+    /// wait for the gamestate once connected.
     pub timeout: Duration,
     /// Snapshots per second asked for (`snaps`).
     pub snaps: u32,
@@ -92,6 +98,7 @@ impl Default for LiveConfig {
     fn default() -> Self {
         LiveConfig {
             protocol: Protocol::V71,
+            framing: None,
             name: "netq3".into(),
             qport: 27_015,
             client_challenge: 0x1d2c_3b4a,
@@ -249,6 +256,10 @@ pub struct LiveClient {
     attempts: u32,
     next_handshake: Instant,
     netchan: Netchan,
+    /// The framing, once known (68: from the start; 71: from the server's
+    /// first sequenced datagram).
+    framing: Option<Framing>,
+    connected_at: Option<Instant>,
     parser: Q3Client,
     server_id: i32,
     checksum_feed: i32,
@@ -278,8 +289,18 @@ fn ring_index(sequence: i32) -> usize {
 impl LiveClient {
     /// A client that will start its handshake at the first [`LiveClient::poll`].
     pub fn new(config: LiveConfig, now: Instant) -> Self {
+        // Build Quake 3's Huffman code now (a replay of its adaptive code,
+        // slow in unoptimised builds) rather than in the middle of the
+        // handshake, where the stall would hold back the first packet.
+        let _ = HuffmanCode::quake3();
         let netchan = Netchan::new(config.protocol, config.qport, 0);
+        let framing = match config.protocol {
+            Protocol::V68 => Some(Framing::Legacy),
+            Protocol::V71 => config.framing,
+        };
         LiveClient {
+            framing,
+            connected_at: None,
             config,
             stage: Stage::Challenging,
             end: None,
@@ -334,6 +355,11 @@ impl LiveClient {
         self.stats
     }
 
+    /// The framing of the connection, once known.
+    pub fn framing(&self) -> Option<Framing> {
+        self.framing
+    }
+
     /// The netchan's counters.
     pub fn netchan_stats(&self) -> NetchanStats {
         self.netchan.stats()
@@ -384,7 +410,11 @@ impl LiveClient {
                 let send = self
                     .last_sent
                     .map_or(silence, |sent| sent + self.send_interval());
-                Some(send.min(silence))
+                let gamestate = match (self.stage, self.connected_at) {
+                    (Stage::Connected, Some(at)) => at + self.config.timeout,
+                    _ => silence,
+                };
+                Some(send.min(silence).min(gamestate))
             }
         }
     }
@@ -477,6 +507,15 @@ impl LiveClient {
                         seconds: silent.as_secs_f64(),
                     });
                 }
+                if let (Stage::Connected, Some(at)) = (self.stage, self.connected_at) {
+                    let waited = now.saturating_duration_since(at);
+                    if waited >= self.config.timeout {
+                        return Err(LiveError::NoGamestate {
+                            seconds: waited.as_secs_f64(),
+                            datagrams: self.stats.datagrams_received,
+                        });
+                    }
+                }
                 let due = self
                     .last_sent
                     .is_none_or(|sent| now >= sent + self.send_interval());
@@ -538,11 +577,22 @@ impl LiveClient {
                 if self.config.protocol == Protocol::V71 && challenge != Some(self.challenge) {
                     return Ok(()); // a stale or forged answer
                 }
-                self.netchan =
-                    Netchan::new(self.config.protocol, self.config.qport, self.challenge);
+                let framing = self
+                    .framing
+                    .unwrap_or(self.config.protocol.default_framing());
+                self.netchan = Netchan::client(framing, self.config.qport, self.challenge);
                 self.stage = Stage::Connected;
+                self.connected_at = Some(now);
                 self.last_received = now;
-                self.last_sent = None;
+                // While the framing is unknown, wait (at most the one second
+                // Quake 3 waits between packets in this stage) for the
+                // server's first datagram to tell it: ioquake3 servers send
+                // connected clients packets at once.
+                self.last_sent = if self.framing.is_none() {
+                    Some(now)
+                } else {
+                    None
+                };
                 self.events.push_back(Event::Connected);
                 self.poll_inner(now)
             }
@@ -566,6 +616,14 @@ impl LiveClient {
         if matches!(self.stage, Stage::Challenging | Stage::Connecting) || datagram.len() < 4 {
             return Ok(());
         }
+        if self.framing.is_none() {
+            if let Some(framing) = detect_framing(datagram, Side::Server, self.challenge) {
+                self.framing = Some(framing);
+                self.netchan.set_framing(framing);
+                // Answer at once now that our packets will be read right.
+                self.last_sent = None;
+            }
+        }
         let incoming = match self.netchan.process(datagram) {
             Ok(Ok(incoming)) => incoming,
             Ok(Err(Dropped::Fragment)) => {
@@ -580,7 +638,7 @@ impl LiveClient {
         };
         self.last_received = now;
         let mut payload = incoming.payload;
-        if self.config.protocol == Protocol::V68 {
+        if self.netchan.framing().scrambles() {
             // The key text is our reliable command the message acknowledges;
             // the acknowledge is read before unscrambling, as Quake 3 does.
             let acknowledge = read_long(&payload).unwrap_or(0);
@@ -783,7 +841,7 @@ impl LiveClient {
         // Quake 3's message size: the byte holding the next bit to write.
         let len = sink.bits_written() / 8 + 1;
         buf.truncate(len);
-        if self.config.protocol == Protocol::V68 {
+        if self.netchan.framing().scrambles() {
             let seed = self.challenge ^ self.server_id ^ self.server_message_sequence;
             let text = &self.server_commands[ring_index(self.server_command_sequence)];
             scramble(buf, CLIENT_SCRAMBLE_START, seed, text.as_bytes());

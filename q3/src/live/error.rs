@@ -55,6 +55,14 @@ pub enum LiveError {
         /// How long it was silent.
         seconds: f64,
     },
+    /// Connected, but the server never sent the gamestate.
+    #[error("no gamestate from the server after {seconds:.1} s connected ({datagrams} datagrams received): the session never entered the game")]
+    NoGamestate {
+        /// How long the client waited.
+        seconds: f64,
+        /// Datagrams received in all.
+        datagrams: u64,
+    },
     /// The server dropped the client.
     #[error("the server disconnected the client: {0}")]
     Disconnected(String),

@@ -1,10 +1,18 @@
-//! Quake 3's netchan framing, client side: sequence numbers, the qport,
-//! protocol 71's challenge word, fragments and protocol 68's XOR scrambling.
+//! Quake 3's netchan framing, both ends: sequence numbers, the qport,
+//! ioquake3's challenge word, fragments and the legacy XOR scrambling.
 //!
 //! A sequenced datagram starts with a little-endian 32-bit sequence number
-//! (its high bit marks a fragment); a client adds its 16-bit qport; protocol
-//! 71 then adds `challenge ^ (sequence * challenge)` so spoofed packets are
-//! dropped; a fragment adds its start offset and length (16 bits each).
+//! (its high bit marks a fragment); a client adds its 16-bit qport; the
+//! [`Framing::Ioq3`] framing then adds `challenge ^ (sequence * challenge)`
+//! so spoofed packets are dropped; a fragment adds its start offset and
+//! length (16 bits each). The [`Framing::Legacy`] framing (Quake 3 1.32's:
+//! protocol 68, and OpenArena's "71") has no challenge word and scrambles
+//! the payloads instead ([`scramble`]).
+//!
+//! The protocol *number* does not tell the framing: ioquake3 speaks 71 with
+//! the challenge word and 68 without, while OpenArena's servers and clients
+//! (`com_legacyprotocol 71`) speak 71 without. [`detect_framing`] tells
+//! them apart from the first sequenced datagram of the other end.
 //! Messages of 1300 bytes or more travel as 1300-byte fragments; the last
 //! one is shorter (possibly empty). Packets at or below the last sequence
 //! received are dropped, as is a fragment that does not continue the
@@ -47,10 +55,77 @@ impl Protocol {
         }
     }
 
-    /// Whether headers carry the challenge word (protocol 71).
-    pub fn has_challenge_word(self) -> bool {
-        self == Protocol::V71
+    /// The framing a plain ioquake3 speaks with this number: the challenge
+    /// word for 71, the legacy framing for 68.
+    pub fn default_framing(self) -> Framing {
+        match self {
+            Protocol::V68 => Framing::Legacy,
+            Protocol::V71 => Framing::Ioq3,
+        }
     }
+}
+
+/// How sequenced packets are framed, whatever the protocol number says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Framing {
+    /// Quake 3 1.32's: no challenge word, payloads XOR-scrambled (protocol
+    /// 68, and OpenArena's 71).
+    Legacy,
+    /// ioquake3's: a challenge word in every header, no scrambling.
+    Ioq3,
+}
+
+impl Framing {
+    /// Whether headers carry the challenge word.
+    pub fn has_challenge_word(self) -> bool {
+        self == Framing::Ioq3
+    }
+
+    /// Whether payloads are scrambled.
+    pub fn scrambles(self) -> bool {
+        self == Framing::Legacy
+    }
+
+    /// Its name in summaries: `legacy` or `ioq3`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Framing::Legacy => "legacy",
+            Framing::Ioq3 => "ioq3",
+        }
+    }
+}
+
+/// Which end of the channel this is: a client sends its qport, a server
+/// reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// The client's end (sends the qport).
+    Client,
+    /// The server's end (reads the qport).
+    Server,
+}
+
+/// The framing of the first sequenced datagram received from the other end
+/// of a connection made with `challenge`: [`Framing::Ioq3`] when the word
+/// after the sequence (and, from a client, the qport) is that sequence's
+/// challenge word, else [`Framing::Legacy`]. A legacy datagram passes for
+/// ioquake3's only when its first four payload bytes happen to equal that
+/// word (one chance in 2^32); `None` when the datagram is too short to tell.
+pub fn detect_framing(datagram: &[u8], from: Side, challenge: i32) -> Option<Framing> {
+    let word_at = match from {
+        Side::Server => 4,
+        Side::Client => 6,
+    };
+    let raw = u32::from_le_bytes(datagram.get(..4)?.try_into().ok()?);
+    let sequence = (raw & !FRAGMENT_BIT) as i32;
+    let word = datagram.get(word_at..word_at + 4)?;
+    let word = i32::from_le_bytes(word.try_into().ok()?);
+    Some(if word == challenge_word(challenge, sequence) {
+        Framing::Ioq3
+    } else {
+        Framing::Legacy
+    })
 }
 
 /// The challenge word of protocol 71 headers (`NETCHAN_GENCHECKSUM`).
@@ -102,10 +177,11 @@ pub struct NetchanStats {
     pub missed_fragments: u64,
 }
 
-/// The client's end of a netchan.
+/// One end of a netchan.
 #[derive(Debug, Clone)]
 pub struct Netchan {
-    protocol: Protocol,
+    framing: Framing,
+    side: Side,
     qport: u16,
     challenge: i32,
     outgoing_sequence: i32,
@@ -116,10 +192,27 @@ pub struct Netchan {
 }
 
 impl Netchan {
-    /// A channel as `Netchan_Setup` opens it: next outgoing sequence 1.
+    /// A client's channel in the framing ioquake3 uses for `protocol`, as
+    /// `Netchan_Setup` opens it: next outgoing sequence 1.
     pub fn new(protocol: Protocol, qport: u16, challenge: i32) -> Self {
+        Netchan::client(protocol.default_framing(), qport, challenge)
+    }
+
+    /// A client's channel in `framing`.
+    pub fn client(framing: Framing, qport: u16, challenge: i32) -> Self {
+        Netchan::open(framing, Side::Client, qport, challenge)
+    }
+
+    /// A server's channel to a client in `framing` (the qport is the one
+    /// the client announced; the server does not send it).
+    pub fn server(framing: Framing, qport: u16, challenge: i32) -> Self {
+        Netchan::open(framing, Side::Server, qport, challenge)
+    }
+
+    fn open(framing: Framing, side: Side, qport: u16, challenge: i32) -> Self {
         Netchan {
-            protocol,
+            framing,
+            side,
             qport,
             challenge,
             outgoing_sequence: 1,
@@ -140,6 +233,22 @@ impl Netchan {
         self.incoming_sequence
     }
 
+    /// The framing.
+    pub fn framing(&self) -> Framing {
+        self.framing
+    }
+
+    /// Changes the framing (once the other end's is known).
+    pub fn set_framing(&mut self, framing: Framing) {
+        self.framing = framing;
+    }
+
+    /// The qport: ours on a client, the client's on a server (updated from
+    /// each datagram it sends).
+    pub fn qport(&self) -> u16 {
+        self.qport
+    }
+
     /// What was received so far.
     pub fn stats(&self) -> NetchanStats {
         self.stats
@@ -147,8 +256,10 @@ impl Netchan {
 
     fn header(&self, sequence: u32, out: &mut Vec<u8>) {
         out.extend_from_slice(&sequence.to_le_bytes());
-        out.extend_from_slice(&self.qport.to_le_bytes());
-        if self.protocol.has_challenge_word() {
+        if self.side == Side::Client {
+            out.extend_from_slice(&self.qport.to_le_bytes());
+        }
+        if self.framing.has_challenge_word() {
             let word = challenge_word(self.challenge, self.outgoing_sequence);
             out.extend_from_slice(&word.to_le_bytes());
         }
@@ -190,8 +301,8 @@ impl Netchan {
         Ok(())
     }
 
-    /// Reads a sequenced datagram from the server: the message it completes,
-    /// or why it completes none.
+    /// Reads a sequenced datagram from the other end: the message it
+    /// completes, or why it completes none.
     pub fn process(&mut self, datagram: &[u8]) -> Result<Result<Incoming, Dropped>, NetchanError> {
         let mut at = 0usize;
         let mut take = |n: usize| -> Result<&[u8], NetchanError> {
@@ -204,7 +315,11 @@ impl Netchan {
         let raw = u32::from_le_bytes(take(4)?.try_into().unwrap_or_default());
         let fragmented = raw & FRAGMENT_BIT != 0;
         let sequence = (raw & !FRAGMENT_BIT) as i32;
-        if self.protocol.has_challenge_word() {
+        if self.side == Side::Server {
+            let qport = u16::from_le_bytes(take(2)?.try_into().unwrap_or_default());
+            self.qport = qport;
+        }
+        if self.framing.has_challenge_word() {
             let word = i32::from_le_bytes(take(4)?.try_into().unwrap_or_default());
             if word != challenge_word(self.challenge, sequence) {
                 self.stats.bad_challenge_word += 1;
@@ -312,7 +427,7 @@ mod tests {
     ) -> Vec<Vec<u8>> {
         // The server's framing: no qport.
         let word = |out: &mut Vec<u8>| {
-            if protocol.has_challenge_word() {
+            if protocol.default_framing().has_challenge_word() {
                 out.extend_from_slice(&challenge_word(challenge, sequence).to_le_bytes());
             }
         };

@@ -10,6 +10,7 @@ use snapshot::{EncodeOptions, Server, ServerConfig, SnapshotState};
 
 use super::client::{End, Event, LiveClient};
 use super::error::LiveError;
+use super::netchan::Framing;
 use crate::file::Dm68Writer;
 use crate::message::{Command, Gamestate};
 use crate::snapshot::Snapshot;
@@ -22,6 +23,11 @@ pub struct Summary {
     pub server: String,
     /// 68 or 71.
     pub protocol: u32,
+    /// The framing the server spoke: `legacy` (protocol 68, or OpenArena's
+    /// 71) or `ioq3` (ioquake3's 71); `null` if no sequenced packet came.
+    pub framing: Option<&'static str>,
+    /// Gamestates received (0: the session never entered the game).
+    pub gamestates: u64,
     /// Seconds from the `connectResponse` to the end.
     pub seconds_connected: f64,
     /// Snapshots received and decoded after the first gamestate (the
@@ -274,6 +280,8 @@ impl Session {
         Summary {
             server: self.server.clone(),
             protocol: self.protocol,
+            framing: client.framing().map(Framing::name),
+            gamestates: self.gamestates,
             seconds_connected: seconds,
             snapshots: self.snapshots,
             delta_snapshots: self.delta_snapshots,
