@@ -32,8 +32,11 @@
 //! [`QUAKE3_FREQUENCIES`] through an adaptive (FGK-style) Huffman coder one
 //! reference at a time and then freezes the resulting tree. That tree is not
 //! canonical and not the one a static Huffman builder would pick for the same
-//! counts, so [`HuffmanCode::quake3`] replays the adaptive construction step
-//! by step. The tree also holds a weight-0 "not yet transmitted" leaf; its
+//! counts, so this module replays the adaptive construction step by step
+//! ([`HuffmanCode::from_adaptive_replay`]). That replay costs a program tens
+//! of milliseconds, so its result for Quake 3's table is compiled in as
+//! [`QUAKE3_CODE_WORDS`] (generated source, held equal to a fresh replay by
+//! a test) and [`HuffmanCode::quake3`] starts from those words. The tree also holds a weight-0 "not yet transmitted" leaf; its
 //! code word is valid on the wire but decodes to no byte, so decoding it is a
 //! [`BitError::InvalidCode`].
 //!
@@ -85,7 +88,9 @@ pub use decode::TreeDecoder;
 pub use quake3::adaptive::{
     adaptive_compress, adaptive_decompress, AdaptiveError, ADAPTIVE_MAX_LEN,
 };
-pub use quake3::{MAX_REPLAY_TOTAL, QUAKE3_FREQUENCIES, QUAKE3_MAX_CODE_LEN};
+pub use quake3::{
+    MAX_REPLAY_TOTAL, QUAKE3_CODE_WORDS, QUAKE3_FREQUENCIES, QUAKE3_MAX_CODE_LEN, QUAKE3_NYT_WORD,
+};
 pub use stream::{HuffmanReader, HuffmanWriter};
 pub use table::MAX_FREQUENCY_CODE_LEN;
 

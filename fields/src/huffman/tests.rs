@@ -68,6 +68,51 @@ fn quake3_code_length_histogram_matches_quake3() {
     assert_eq!(code.code_word(0).len, 2, "byte 0 is by far the most common");
 }
 
+/// The generated source of `quake3/words.rs` for a replay's words.
+fn quake3_words_source(replayed: &quake3::Replayed) -> String {
+    let word = |w: &CodeWord| format!("CodeWord {{ bits: {:#06x}, len: {} }}", w.bits, w.len);
+    let mut source = String::from(
+        "//! Generated: Quake 3's code words, as the adaptive replay of\n\
+         //! `QUAKE3_FREQUENCIES` produces them. Regenerate with\n\
+         //! `NETQ3_REGENERATE_QUAKE3_WORDS=1 cargo test -p netq3-fields quake3_code_words`.\n\n\
+         use crate::huffman::CodeWord;\n\n\
+         /// Quake 3's code word for each byte value (see [`crate::HuffmanCode::quake3`]).\n\
+         #[rustfmt::skip]\n\
+         pub const QUAKE3_CODE_WORDS: [CodeWord; 256] = [\n",
+    );
+    for (byte, w) in replayed.words.iter().enumerate() {
+        source += &format!("    {}, // {byte:#04x}\n", word(w));
+    }
+    source +=
+        "];\n\n/// The code word of the \"not yet transmitted\" leaf, which decodes to no byte.\n";
+    source += &format!(
+        "#[rustfmt::skip]\npub const QUAKE3_NYT_WORD: CodeWord = {};\n",
+        word(&replayed.nyt)
+    );
+    source
+}
+
+#[test]
+fn quake3_code_words_equal_the_replayed_tree() {
+    let replayed = quake3::replay(&QUAKE3_FREQUENCIES).unwrap();
+    if std::env::var_os("NETQ3_REGENERATE_QUAKE3_WORDS").is_some() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/huffman/quake3/words.rs");
+        std::fs::write(path, quake3_words_source(&replayed)).unwrap();
+        return;
+    }
+    for (byte, (compiled, replay)) in QUAKE3_CODE_WORDS.iter().zip(&replayed.words).enumerate() {
+        assert_eq!(compiled, replay, "code word of byte {byte:#04x}");
+    }
+    assert_eq!(QUAKE3_NYT_WORD, replayed.nyt, "the NYT leaf's code word");
+    // The shared code is built from the compiled words, and equals the
+    // code the replay gives.
+    let rebuilt = HuffmanCode::quake3_replayed().unwrap();
+    assert_eq!(rebuilt.code_words(), HuffmanCode::quake3().code_words());
+    for window in 0..1u32 << QUAKE3_MAX_CODE_LEN {
+        assert_eq!(rebuilt.lookup(window), HuffmanCode::quake3().lookup(window));
+    }
+}
+
 #[test]
 fn quake3_nyt_leaf_completes_the_tree() {
     let replayed = quake3::replay(&QUAKE3_FREQUENCIES).unwrap();
