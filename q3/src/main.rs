@@ -1,8 +1,10 @@
 //! `q3`: talk to a live Quake 3 server.
 //!
 //! * `q3 connect ADDR [--seconds N] [--record FILE] [--name NAME]
-//!   [--protocol 68|71] [--framing auto|ioq3|legacy] [--summary-json FILE]
-//!   [--capture FILE]` joins the game, plays for N seconds and leaves; it
+//!   [--protocol 68|71] [--framing auto|ioq3|legacy] [--basepath DIR]
+//!   [--summary-json FILE] [--capture FILE]` joins the game (answering a
+//!   pure server with the checksums of the paks under DIR), plays for N
+//!   seconds and leaves; it
 //!   exits non-zero if the server dropped it, a message did not decode, or
 //!   it never received a gamestate.
 //! * `q3 status ADDR` prints the `getinfo` and `getstatus` answers.
@@ -10,11 +12,14 @@
 use std::fs::File;
 use std::io::BufWriter;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use netq3_q3::live::netchan::Framing;
+use netq3_q3::live::pak::{default_basepaths, PakIndex};
 use netq3_q3::live::{udp, End, LiveConfig, LiveError, Movement, Protocol, Session};
 
 #[derive(Parser)]
@@ -51,6 +56,12 @@ enum CommandLine {
         /// `legacy` force one (68 is always legacy).
         #[arg(long, default_value = "auto", value_parser = ["auto", "ioq3", "legacy"])]
         framing: String,
+        /// A folder holding game folders (e.g. `baseoa/`) with the `.pk3`
+        /// files a pure server lists, as ioquake3's `fs_basepath`;
+        /// repeatable. Default: Debian's Quake 3 and OpenArena folders, then
+        /// ~/.openarena and ~/.q3a.
+        #[arg(long = "basepath", value_name = "DIR")]
+        basepaths: Vec<String>,
         /// Write the summary as JSON.
         #[arg(long)]
         summary_json: Option<String>,
@@ -116,6 +127,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             name,
             protocol,
             framing,
+            basepaths,
             summary_json,
             capture,
             idle,
@@ -135,9 +147,27 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 "legacy" => Some(Framing::Legacy),
                 _ => None,
             };
+            let paks = if basepaths.is_empty() {
+                // A broken pak somewhere in the default folders should not
+                // keep the client off servers that are not pure.
+                match PakIndex::scan(&default_basepaths()) {
+                    Ok(index) => Some(index),
+                    Err(e) => {
+                        eprintln!("q3: warning: {e}; pure servers cannot be answered");
+                        None
+                    }
+                }
+            } else {
+                let dirs: Vec<PathBuf> = basepaths.iter().map(PathBuf::from).collect();
+                if let Some(missing) = dirs.iter().find(|d| !d.is_dir()) {
+                    return Err(format!("--basepath {}: not a folder", missing.display()));
+                }
+                Some(PakIndex::scan(&dirs).map_err(|e| e.to_string())?)
+            };
             let config = LiveConfig {
                 protocol: protocol_kind,
                 framing,
+                paks: paks.map(Arc::new),
                 name,
                 qport: (nanos & 0xffff) as u16,
                 client_challenge: (nanos >> 1) as i32 & 0x7fff_ffff,
@@ -179,9 +209,9 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let chan = client.netchan_stats();
             let (sent, acked) = client.reliable_sequences();
             eprintln!(
-                "datagrams {} sent / {} received; gamestates {}; map_restarts {}; fragments {}; out-of-order {}; lost {}; \
+                "datagrams {} sent / {} received; gamestates {}; pure answers {}; map_restarts {}; fragments {}; out-of-order {}; lost {}; \
                  moves {} delta / {} full; reliable commands {sent} sent, {acked} acknowledged; server command gaps {}",
-                stats.datagrams_sent, stats.datagrams_received, stats.gamestates, session.map_restarts(), chan.fragments,
+                stats.datagrams_sent, stats.datagrams_received, stats.gamestates, stats.pure_answers, session.map_restarts(), chan.fragments,
                 chan.out_of_order, chan.lost, stats.delta_moves, stats.full_moves, stats.server_command_gaps
             );
             match client.end() {

@@ -1,7 +1,9 @@
 //! Live tests against a real ioquake3 server: Debian's `ioq3ded` with the
 //! OpenArena data (`apt-get install openarena-server`; `.ci/ioq3` installs
 //! it). Each test starts its own server on a free loopback port with 4 bots
-//! and kills it (by its pid) when done.
+//! and kills it (by its pid) when done. The servers are pure (`sv_pure 1`,
+//! the default): clients answer with the checksums of the server's own
+//! paks, and the servers' consoles must show no "Unpure client".
 //!
 //! Without the server the tests print why they skip and pass, unless
 //! `NETQ3_REQUIRE_IOQ3=1`, which makes a missing server a failure (CI).
@@ -12,8 +14,10 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use netq3_q3::live::pak::PakIndex;
 use netq3_q3::live::udp::{self, query_status};
 use netq3_q3::live::{End, Event, LiveClient, LiveConfig, Protocol, Session, Summary};
 use netq3_q3::{Dm68Decoder, Snapshot};
@@ -40,23 +44,29 @@ struct Server {
     child: Child,
     address: SocketAddr,
     home: PathBuf,
+    console: PathBuf,
 }
 
-/// How a test server is started.
+/// How a test server is started. All are left at ioquake3's default
+/// `sv_pure 1`: clients must answer with their pak checksums.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Flavour {
-    /// ioquake3's defaults (protocol 71 with its challenge word, 68 legacy),
-    /// `sv_pure 0`.
+    /// ioquake3's defaults (protocol 71 with its challenge word, 68 legacy).
     Ioq3,
     /// As Debian's `/usr/games/openarena-server` wrapper starts it:
     /// `com_legacyprotocol 71` and `com_protocol 71`, OpenArena's "71" (the
-    /// legacy framing under the number 71); `sv_pure 0`.
+    /// legacy framing under the number 71).
     OpenArena71,
 }
 
 impl Server {
     fn start(tag: &str) -> Server {
         Server::start_as(tag, Flavour::Ioq3)
+    }
+
+    /// What the server printed so far.
+    fn console_text(&self) -> String {
+        std::fs::read_to_string(&self.console).unwrap_or_default()
     }
 
     fn start_as(tag: &str, flavour: Flavour) -> Server {
@@ -100,10 +110,6 @@ impl Server {
             "+set",
             "fs_homepath",
             &home_text,
-            // This client sends no pk3 checksums; a pure server would keep it out.
-            "+set",
-            "sv_pure",
-            "0",
             "+set",
             "rconPassword",
             RCON_PASSWORD,
@@ -125,17 +131,20 @@ impl Server {
             ]);
         }
         args.extend(["+map", "oa_dm1"]);
+        let console = home.join("console.log");
+        let log = std::fs::File::create(&console).unwrap();
         let child = Command::new(IOQ3DED)
             .args(&args)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
             .spawn()
             .expect("ioq3ded starts");
         let server = Server {
             child,
             address: ([127, 0, 0, 1], port).into(),
             home,
+            console,
         };
         // Ready when it answers getinfo (loading the map and bots takes a few seconds).
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -167,6 +176,15 @@ impl Drop for Server {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.home);
     }
+}
+
+/// The server's own paks, read once.
+fn paks() -> Arc<PakIndex> {
+    static PAKS: OnceLock<Arc<PakIndex>> = OnceLock::new();
+    PAKS.get_or_init(|| {
+        Arc::new(PakIndex::scan(&[PathBuf::from(OPENARENA)]).expect("the paks read"))
+    })
+    .clone()
 }
 
 /// What one session produced.
@@ -204,6 +222,7 @@ fn run_session(
 ) -> Outcome {
     let config = LiveConfig {
         protocol,
+        paks: Some(paks()),
         name: name.into(),
         qport: 1000 + protocol.number() as u16,
         client_challenge: 0x0102_0304 + protocol.number() as i32,
@@ -272,11 +291,14 @@ fn check_healthy(name: &str, outcome: &Outcome) {
     // `disconnect`, which the server acts on instead.
     assert_eq!(outcome.client.stats().server_command_gaps, 0, "{name}");
     assert!(outcome.client.stats().server_commands >= 1, "{name}");
+    // The pure server got one `cp` answer per gamestate.
+    let answers = outcome.client.stats().pure_answers as i32;
+    assert_eq!(answers, 1, "{name}");
     let (sent, acknowledged) = outcome.client.reliable_sequences();
     assert_eq!(
         (sent, acknowledged),
-        (2, 1),
-        "{name}: say acknowledged, then disconnect"
+        (answers + 2, answers + 1),
+        "{name}: cp and say acknowledged, then disconnect"
     );
     // The server applied our keyed usercmds.
     let (ok, all) = outcome.yaw_checks;
@@ -308,7 +330,7 @@ fn live_sessions_against_ioquake3() {
     let steady = Server::start("steady");
     let changing = Server::start("changing");
     let openarena = Server::start_as("openarena71", Flavour::OpenArena71);
-    let (a, b, c, oa, refused) = std::thread::scope(|scope| {
+    let (a, b, c, oa, refused, missing) = std::thread::scope(|scope| {
         let oa = scope.spawn(|| run_session(openarena.address, Protocol::V71, "netq3_oa", |_| {}));
         // Forced into ioquake3's framing, a client never reads the
         // OpenArena server's gamestate: the CLI must say so and fail.
@@ -318,6 +340,29 @@ fn live_sessions_against_ioquake3() {
                 .args(["--framing", "ioq3", "--name", "netq3_wrong"])
                 .output()
                 .expect("q3 runs")
+        });
+        // A user without a pak the pure server requires gets an error
+        // naming it.
+        let missing = scope.spawn(|| {
+            let base =
+                std::env::temp_dir().join(format!("netq3-missing-pak-{}", std::process::id()));
+            let game = base.join("baseoa");
+            std::fs::create_dir_all(&game).unwrap();
+            for entry in std::fs::read_dir(Path::new(OPENARENA).join("baseoa")).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if name.ends_with(".pk3") && name != "pak6-patch088.pk3" {
+                    let _ = std::os::unix::fs::symlink(&path, game.join(&name));
+                }
+            }
+            let output = std::process::Command::new(env!("CARGO_BIN_EXE_q3"))
+                .args(["connect", &steady.address.to_string(), "--seconds", "4"])
+                .args(["--name", "netq3_nopak", "--basepath"])
+                .arg(&base)
+                .output()
+                .expect("q3 runs");
+            let _ = std::fs::remove_dir_all(&base);
+            output
         });
         let p71 = scope.spawn(|| run_session(steady.address, Protocol::V71, "netq3_71", |_| {}));
         let p68 = scope.spawn(|| run_session(steady.address, Protocol::V68, "netq3_68", |_| {}));
@@ -339,9 +384,37 @@ fn live_sessions_against_ioquake3() {
             changed.join().unwrap(),
             oa.join().unwrap(),
             refused.join().unwrap(),
+            missing.join().unwrap(),
         )
     });
+    let consoles = [
+        ("steady", steady.console_text()),
+        ("changing", changing.console_text()),
+        ("openarena71", openarena.console_text()),
+    ];
     drop((steady, changing, openarena));
+    // Every pure server took our answers: no client was found unpure, and
+    // the consoles did record our players entering.
+    for (server, console) in &consoles {
+        assert!(!console.contains("Unpure"), "{server}: {console}");
+        assert!(
+            console.contains("^7 entered the game"),
+            "{server}: {console}"
+        );
+    }
+    for name in ["netq3_71", "netq3_68"] {
+        assert!(consoles[0]
+            .1
+            .contains(&format!("{name}^7 entered the game")));
+    }
+    assert!(consoles[2].1.contains("netq3_oa^7 entered the game"));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    eprintln!("missing pak: {:?}; {stderr}", missing.status);
+    assert_eq!(missing.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("requires baseoa/pak6-patch088.pk3"),
+        "{stderr}"
+    );
     check_healthy("protocol 71", &a);
     assert_eq!(a.summary.framing, Some("ioq3"));
     check_healthy("protocol 68", &b);
@@ -380,6 +453,8 @@ fn live_sessions_against_ioquake3() {
         "map_restart reached the client"
     );
     assert_eq!(c.session.maps(), ["oa_dm1", "oa_dm2"]);
+    // A new map, a new checksum feed: answered again.
+    assert_eq!(c.client.stats().pure_answers, 2);
     assert_eq!(c.client.stats().server_command_gaps, 0);
     let after = c
         .session

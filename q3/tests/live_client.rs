@@ -210,6 +210,9 @@ fn a_message_that_does_not_decode_ends_the_session() {
         "{:?}",
         client.end()
     );
+    // It tells the server it leaves (three times, as Quake 3 does).
+    assert_eq!(drain(&mut client).len(), 3);
+    assert_eq!(client.reliable_sequences(), (1, 0));
 }
 
 #[test]

@@ -12,6 +12,7 @@
 //! along until they are.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fields::{BitReader, BitSink, BitSource, BitWriter, HuffmanCode, HuffmanReader, HuffmanWriter};
@@ -22,6 +23,8 @@ use super::netchan::{
     CLIENT_SCRAMBLE_START, SERVER_SCRAMBLE_START,
 };
 use super::oob::{self, info_value, parse_server_oob, ServerOob, Userinfo};
+use super::pak::PakIndex;
+use super::pure;
 use super::usercmd::{hash_key, Usercmd};
 use crate::client::Q3Client;
 use crate::message::{Command, ParsedMessage, MAX_MSGLEN, MAX_STRING_CHARS};
@@ -92,6 +95,9 @@ pub struct LiveConfig {
     /// Reliable commands sent once, when the first snapshot arrives (e.g.
     /// `say hello`).
     pub commands_on_enter: Vec<String>,
+    /// The local paks, to answer pure servers (`sv_pure 1`) with their
+    /// checksums; without them a pure server ends the session with an error.
+    pub paks: Option<Arc<PakIndex>>,
 }
 
 impl Default for LiveConfig {
@@ -110,6 +116,7 @@ impl Default for LiveConfig {
             rate: 25_000,
             movement: Movement::default(),
             commands_on_enter: Vec::new(),
+            paks: None,
         }
     }
 }
@@ -241,6 +248,8 @@ pub struct ClientStats {
     pub delta_moves: u64,
     /// Packets sent with `clc_moveNoDelta`.
     pub full_moves: u64,
+    /// `cp` answers sent to a pure server (one per gamestate).
+    pub pure_answers: u64,
 }
 
 /// The live client. Feed it with [`LiveClient::handle_datagram`] and
@@ -468,7 +477,7 @@ impl LiveClient {
     pub fn poll(&mut self, now: Instant) {
         let result = self.poll_inner(now);
         if let Err(e) = result {
-            self.finish(End::Error(e));
+            self.fail(now, e);
         }
     }
 
@@ -539,8 +548,30 @@ impl LiveClient {
             self.handle_sequenced(now, datagram)
         };
         if let Err(e) = result {
-            self.finish(End::Error(e));
+            self.fail(now, e);
         }
+    }
+
+    /// Ends the session on `error`. When the client gives up on a
+    /// connection the server still holds (a message it cannot read, a pak
+    /// it lacks), it says `disconnect` first, as Quake 3's client does on an
+    /// error, so the server frees the slot at once.
+    fn fail(&mut self, now: Instant, error: LiveError) {
+        let server_gone = matches!(
+            error,
+            LiveError::Disconnected(_) | LiveError::TimedOut { .. } | LiveError::Io(_)
+        );
+        if !server_gone
+            && matches!(self.stage, Stage::Connected | Stage::Primed | Stage::Active)
+            && self.add_reliable_command("disconnect").is_ok()
+        {
+            for _ in 0..3 {
+                if self.write_packet(now).is_err() {
+                    break;
+                }
+            }
+        }
+        self.finish(End::Error(error));
     }
 
     fn handle_oob(&mut self, now: Instant, datagram: &[u8]) -> Result<(), LiveError> {
@@ -686,12 +717,23 @@ impl LiveClient {
                     }
                     // Send the first usercmd at once: it puts us in the world.
                     self.last_sent = None;
+                    // A pure server wants our pak checksums before the
+                    // first move (`CL_SendPureChecksums`).
                     let systeminfo = self.parser.configstring(CS_SYSTEMINFO);
                     if info_value(systeminfo, "sv_pure") == "1" {
-                        return Err(LiveError::Unsupported(
-                            "the server is pure (sv_pure 1): this client cannot send pk3 checksums"
-                                .into(),
-                        ));
+                        let Some(paks) = &self.config.paks else {
+                            return Err(LiveError::Unsupported(
+                                "the server is pure (sv_pure 1) and no local paks were given \
+                                 to answer it with"
+                                    .into(),
+                            ));
+                        };
+                        if let Some(answer) =
+                            pure::answer(systeminfo, gamestate.checksum_feed, paks)?
+                        {
+                            self.add_reliable_command(&answer.command)?;
+                            self.stats.pure_answers += 1;
+                        }
                     }
                 }
                 Command::ServerCommand(command) if command.is_new => {

@@ -63,6 +63,25 @@ pub enum LiveError {
         /// Datagrams received in all.
         datagrams: u64,
     },
+    /// The pure server requires a pak this client does not have (or has in
+    /// another version).
+    #[error("{}", missing_pak(.name, *.checksum, .other_version.as_deref(), .searched))]
+    MissingPak {
+        /// The pak, as `game/basename.pk3`.
+        name: String,
+        /// Its checksum on the server.
+        checksum: i32,
+        /// A local pak of that name with another checksum, if any.
+        other_version: Option<String>,
+        /// The base paths searched.
+        searched: String,
+    },
+    /// The pure server's pak lists cannot be answered.
+    #[error("pure server: {0}")]
+    Pure(String),
+    /// A local pak could not be read.
+    #[error("pak: {0}")]
+    Pak(#[from] super::pak::PakError),
     /// The server dropped the client.
     #[error("the server disconnected the client: {0}")]
     Disconnected(String),
@@ -93,4 +112,17 @@ pub enum LiveError {
     /// The socket failed.
     #[error("socket: {0}")]
     Io(#[from] std::io::Error),
+}
+
+fn missing_pak(name: &str, checksum: i32, other: Option<&str>, searched: &str) -> String {
+    match other {
+        Some(path) => format!(
+            "the server is pure and requires {name} (checksum {checksum}), but {path} is another version of it; \
+             install the server's version, or point --basepath at a folder holding it"
+        ),
+        None => format!(
+            "the server is pure and requires {name} (checksum {checksum}), which is not in {searched}; \
+             point --basepath at the folder holding its game folder"
+        ),
+    }
 }

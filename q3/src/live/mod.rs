@@ -7,6 +7,8 @@
 //! * [`netchan`] — the framing: sequences, qport, challenge word,
 //!   fragments, protocol 68's scrambling;
 //! * [`oob`] — the connectionless handshake and server queries;
+//! * [`pak`] and [`pure`] — `.pk3` checksums and the `cp` answer a pure
+//!   server (`sv_pure 1`) requires;
 //! * [`usercmd`] — usercmds and their keyed delta coding;
 //! * [`Session`] — the figures of a session and its `.dm_68` recording;
 //! * [`udp`] — the thin driver on a `std` UDP socket.
@@ -31,6 +33,8 @@ mod error;
 pub mod harness;
 pub mod netchan;
 pub mod oob;
+pub mod pak;
+pub mod pure;
 mod session;
 pub mod udp;
 pub mod usercmd;
