@@ -298,10 +298,6 @@ fn ring_index(sequence: i32) -> usize {
 impl LiveClient {
     /// A client that will start its handshake at the first [`LiveClient::poll`].
     pub fn new(config: LiveConfig, now: Instant) -> Self {
-        // Build Quake 3's Huffman code now (a replay of its adaptive code,
-        // slow in unoptimised builds) rather than in the middle of the
-        // handshake, where the stall would hold back the first packet.
-        let _ = HuffmanCode::quake3();
         let netchan = Netchan::new(config.protocol, config.qport, 0);
         let framing = match config.protocol {
             Protocol::V68 => Some(Framing::Legacy),
