@@ -53,7 +53,8 @@ pub fn exercise(data: &[u8]) -> Outcome {
     host.start(now);
     let _ = host.handle_message(now, 0, data);
     host.handle_timeout(now + Duration::from_secs(10));
-    while host.poll_transmit().is_some() {}
+    let later = now + Duration::from_secs(10);
+    while host.poll_transmit(later).is_some() {}
 
     let mut peer: Peer<Units> = Peer::new(PeerConfig::default());
     let start = ToPeer::Start(Start {
@@ -75,6 +76,6 @@ pub fn exercise(data: &[u8]) -> Outcome {
     let _ = peer.handle_message(now, &start.to_bytes());
     let _ = peer.handle_message(now, data);
     let _ = peer.poll(now + Duration::from_secs(1));
-    while peer.poll_transmit().is_some() {}
+    while peer.poll_transmit(now + Duration::from_secs(1)).is_some() {}
     outcome
 }

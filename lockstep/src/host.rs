@@ -3,6 +3,13 @@
 //! the whole turn to everyone; it runs speed control, compares sync
 //! checksums and decides at which turn a leaver is dropped.
 //!
+//! Turns go out redundantly: every message to a participant holds every
+//! turn it has not acknowledged, and one goes out whenever there is
+//! something new (a turn, an acknowledgement of its sets) and again every
+//! [`HostConfig::repeat_interval`] while anything is unacknowledged — so a
+//! lost datagram costs a repeat interval, not netchan's round trip to
+//! notice the loss and resend.
+//!
 //! Sans-IO: messages in with [`Host::handle_message`], out with
 //! [`Host::poll_transmit`]; time only as the `now` arguments.
 
@@ -12,9 +19,15 @@ use std::time::{Duration, Instant};
 use crate::error::LockstepError;
 use crate::speed::{Measure, Plan, SpeedControl, SpeedLimits};
 use crate::wire::{
-    CommandSet, ParticipantId, Settings, SpeedReport, Start, SyncCheck, ToHost, ToPeer, Turn,
-    MAX_PARTICIPANTS, MAX_SETUP_LEN,
+    encode_turn, encode_turns_message, CommandSet, Delivery, Outgoing, ParticipantId, Settings,
+    SpeedReport, Start, SyncCheck, ToHost, ToPeer, Turn, MAX_DELAY, MAX_PARTICIPANTS, MAX_REPEATED,
+    MAX_REPEATED_BYTES, MAX_SETUP_LEN,
 };
+
+/// Most turns a participant may leave unacknowledged (far beyond what an
+/// honest one can: it cannot send sets for turns it has not reached);
+/// beyond it the host drops it rather than keep turns for it.
+const MAX_UNACKNOWLEDGED: u32 = 16 * MAX_DELAY;
 
 /// How the host runs the session.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +43,9 @@ pub struct HostConfig {
     /// Drop a participant the host has not heard from for this long while
     /// a turn waits for it.
     pub drop_after: Duration,
+    /// Repeat unacknowledged turns this often (speed control assumes the
+    /// participants repeat their sets as often).
+    pub repeat_interval: Duration,
 }
 
 impl Default for HostConfig {
@@ -45,6 +61,7 @@ impl Default for HostConfig {
             setup: Vec::new(),
             limits: SpeedLimits::default(),
             drop_after: Duration::from_secs(3),
+            repeat_interval: Duration::from_millis(25),
         }
     }
 }
@@ -97,7 +114,13 @@ pub enum HostEvent {
 #[derive(Debug)]
 struct Member {
     live: bool,
+    /// The next set expected from it: it holds the acknowledgement of all before.
     next_turn: u32,
+    /// It holds every turn below this one.
+    turns_below: u32,
+    /// Something new to tell it (a turn, an acknowledgement, the end).
+    dirty: bool,
+    last_sent: Option<Instant>,
     sets: BTreeMap<u32, CommandSet>,
     measure: Measure,
     host_rtt_ms: u32,
@@ -122,6 +145,9 @@ pub struct Host {
     events: VecDeque<HostEvent>,
     measures: Vec<Measure>,
     turns_sent: u32,
+    /// Turns sent that some live participant has not acknowledged, with
+    /// their encoded sizes; the front is the oldest.
+    history: VecDeque<(Turn, usize)>,
     /// Since when the next turn could have been complete (the previous one was sent).
     waiting_since: Option<Instant>,
     /// No turn after this one is sent.
@@ -133,8 +159,15 @@ impl Host {
     pub fn new(mut config: HostConfig) -> Host {
         config.setup.truncate(MAX_SETUP_LEN);
         let s = config.settings;
+        let repeat_ms = config.repeat_interval.as_millis().min(10_000) as u32;
         Host {
-            speed: SpeedControl::new(config.limits, s.delay, s.step_ms, s.initial_turn_ms),
+            speed: SpeedControl::new(
+                config.limits,
+                s.delay,
+                s.step_ms,
+                s.initial_turn_ms,
+                repeat_ms,
+            ),
             config,
             members: BTreeMap::new(),
             started: false,
@@ -147,6 +180,7 @@ impl Host {
             events: VecDeque::new(),
             measures: Vec::new(),
             turns_sent: 0,
+            history: VecDeque::new(),
             waiting_since: None,
             end: None,
         }
@@ -169,6 +203,9 @@ impl Host {
             Member {
                 live: true,
                 next_turn: 0,
+                turns_below: 0,
+                dirty: false,
+                last_sent: None,
                 sets: BTreeMap::new(),
                 measure: Measure::default(),
                 host_rtt_ms: 0,
@@ -213,6 +250,25 @@ impl Host {
     /// end on the same state. Nobody is dropped for silence after it.
     pub fn end_after(&mut self, turn: u32) {
         self.end = Some(turn.max(self.next_turn.saturating_sub(1)));
+        // Everyone is told which turn is the last.
+        for member in self.members.values_mut() {
+            member.dirty = true;
+        }
+    }
+
+    /// Whether the session has ended ([`Self::end_after`]) and every
+    /// remaining participant acknowledged every turn up to the last (or
+    /// nobody remains): nothing is left to deliver.
+    pub fn all_delivered(&self) -> bool {
+        let Some(end) = self.end else {
+            return false;
+        };
+        self.ended()
+            && self
+                .members
+                .values()
+                .filter(|m| m.live)
+                .all(|m| m.turns_below > end)
     }
 
     /// The last turn, once [`Self::end_after`] was called.
@@ -288,34 +344,89 @@ impl Host {
         };
         match message {
             ToHost::Leave => self.drop_participant(now, from, DropReason::Left),
-            ToHost::Commands {
-                turn,
-                set,
-                speed,
-                sync,
-            } => {
-                if !self.started || turn != member.next_turn {
-                    let reason = format!(
-                        "command set for turn {turn}, expected turn {}",
-                        member.next_turn
-                    );
+            ToHost::Sets { turns_below, sets } => {
+                if let Err(reason) = self.take_sets(from, turns_below, sets) {
                     self.drop_participant(now, from, DropReason::Misbehaved);
                     return Err(LockstepError::Protocol {
                         from: format!("participant {from}"),
                         reason,
                     });
                 }
-                member.next_turn += 1;
-                member.sets.insert(turn, set);
-                member.report = speed;
-                member.measure = Measure::from_report(speed, member.host_rtt_ms, member.loss);
-                if let Some(check) = sync {
-                    self.record_check(from, check);
-                }
+                self.prune_history();
                 self.flush_turns(now);
             }
         }
         Ok(())
+    }
+
+    /// Takes a participant's repeated message: its acknowledgement of turns
+    /// and the sets the host does not have yet (repeats are skipped).
+    fn take_sets(
+        &mut self,
+        from: ParticipantId,
+        turns_below: u32,
+        sets: Vec<crate::wire::SetMessage>,
+    ) -> Result<(), String> {
+        let sent = self.next_turn;
+        let Some(member) = self.members.get_mut(&from) else {
+            return Ok(());
+        };
+        if !self.started && !sets.is_empty() {
+            return Err("command sets before the start".into());
+        }
+        if turns_below > sent {
+            return Err(format!(
+                "acknowledged turns below {turns_below}, only {sent} sent"
+            ));
+        }
+        // Acknowledgements only grow (an older message is a repeat).
+        member.turns_below = member.turns_below.max(turns_below);
+        if sent - member.turns_below > MAX_UNACKNOWLEDGED {
+            return Err(format!(
+                "{} turns unacknowledged",
+                sent - member.turns_below
+            ));
+        }
+        let mut checks = Vec::new();
+        for entry in sets {
+            if entry.turn < member.next_turn {
+                continue;
+            }
+            if entry.turn > member.next_turn {
+                return Err(format!(
+                    "command set for turn {}, expected turn {}",
+                    entry.turn, member.next_turn
+                ));
+            }
+            member.next_turn += 1;
+            member.dirty = true;
+            member.sets.insert(entry.turn, entry.set);
+            member.report = entry.speed;
+            member.measure = Measure::from_report(entry.speed, member.host_rtt_ms, member.loss);
+            checks.extend(entry.sync);
+        }
+        for check in checks {
+            self.record_check(from, check);
+        }
+        Ok(())
+    }
+
+    /// Forgets turns every live participant acknowledged.
+    fn prune_history(&mut self) {
+        let oldest_needed = self
+            .members
+            .values()
+            .filter(|m| m.live)
+            .map(|m| m.turns_below)
+            .min()
+            .unwrap_or(self.next_turn);
+        while self
+            .history
+            .front()
+            .is_some_and(|(t, _)| t.turn < oldest_needed)
+        {
+            self.history.pop_front();
+        }
     }
 
     /// Drops `participant` at the next turn boundary not yet sent: every
@@ -336,6 +447,7 @@ impl Host {
         member.live = false;
         member.sets.clear();
         self.pending_drops.push(participant);
+        self.prune_history();
         self.events.push_back(HostEvent::Dropped {
             participant,
             turn: self.next_turn,
@@ -375,17 +487,39 @@ impl Host {
         }
     }
 
-    /// When [`Self::handle_timeout`] may next drop someone.
+    /// When the host next has work without new input: a repeat of
+    /// unacknowledged turns ([`Self::poll_transmit`]) or a drop for silence
+    /// ([`Self::handle_timeout`]).
     pub fn poll_timeout(&self) -> Option<Instant> {
+        let repeat = self.next_repeat();
         if !self.started || self.stopped || self.ended() {
-            return None;
+            return repeat;
         }
         let limit = self.drop_limit();
-        let since = self.waiting_since?;
+        let drop = self.waiting_since.and_then(|since| {
+            self.members
+                .values()
+                .filter(|m| m.live && !m.sets.contains_key(&self.next_turn))
+                .map(|m| (m.last_heard + limit).max(since + limit))
+                .min()
+        });
+        match (repeat, drop) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// When the next repeat to anyone is due.
+    fn next_repeat(&self) -> Option<Instant> {
+        if !self.started || self.stopped {
+            return None;
+        }
         self.members
             .values()
-            .filter(|m| m.live && !m.sets.contains_key(&self.next_turn))
-            .map(|m| (m.last_heard + limit).max(since + limit))
+            .filter(|m| m.live && m.turns_below < self.next_turn)
+            // A participant never sent to has news (it is dirty), which the
+            // same pump sends.
+            .filter_map(|m| m.last_sent.map(|t| t + self.config.repeat_interval))
             .min()
     }
 
@@ -393,9 +527,56 @@ impl Host {
         self.config.drop_after + Duration::from_millis(self.speed.current().turn_ms as u64)
     }
 
-    /// The next message to send, and to whom.
-    pub fn poll_transmit(&mut self) -> Option<(ParticipantId, Vec<u8>)> {
-        self.outbox.pop_front()
+    /// The next message to send at `now`, and to whom: control messages
+    /// first, then each participant's repeated turns when something is new
+    /// for it or its repeat is due.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<(ParticipantId, Outgoing)> {
+        if let Some((to, bytes)) = self.outbox.pop_front() {
+            return Some((
+                to,
+                Outgoing {
+                    bytes,
+                    delivery: Delivery::Ordered,
+                },
+            ));
+        }
+        if !self.started || self.stopped {
+            return None;
+        }
+        let next_turn = self.next_turn;
+        let repeat = self.config.repeat_interval;
+        let (&id, member) = self.members.iter_mut().find(|(_, m)| {
+            m.live
+                && (m.dirty
+                    || (m.turns_below < next_turn && m.last_sent.is_none_or(|t| now >= t + repeat)))
+        })?;
+        member.dirty = false;
+        member.last_sent = Some(now);
+        let sets_below = member.next_turn;
+        let from = member.turns_below;
+        let first = self
+            .history
+            .iter()
+            .position(|(t, _)| t.turn >= from)
+            .unwrap_or(self.history.len());
+        let mut count = 0;
+        let mut bytes = 0;
+        for (_, size) in self.history.iter().skip(first).take(MAX_REPEATED) {
+            if count > 0 && bytes + size > MAX_REPEATED_BYTES {
+                break;
+            }
+            bytes += size;
+            count += 1;
+        }
+        let turns = &self.history.make_contiguous()[first..first + count];
+        let message = encode_turns_message(sets_below, self.end, turns.iter().map(|(t, _)| t));
+        Some((
+            id,
+            Outgoing {
+                bytes: message,
+                delivery: Delivery::Repeated,
+            },
+        ))
     }
 
     /// The next event.
@@ -502,16 +683,19 @@ impl Host {
                 })
                 .collect();
             self.pending_drops.sort_unstable();
-            let message = ToPeer::Turn(Turn {
+            let turn_message = Turn {
                 turn,
                 turn_ms: plan.turn_ms,
                 steps: plan.steps,
                 dropped: std::mem::take(&mut self.pending_drops),
                 sets,
-            })
-            .to_bytes();
+            };
+            let size = encode_turn(&turn_message).len();
+            self.history.push_back((turn_message, size));
             for id in &live {
-                self.outbox.push_back((*id, message.clone()));
+                if let Some(member) = self.members.get_mut(id) {
+                    member.dirty = true;
+                }
             }
             self.events.push_back(HostEvent::TurnSent {
                 turn,

@@ -1,7 +1,9 @@
-//! Glue between the sans-IO [`Host`]/[`Peer`] and netchan: every lockstep
-//! message is one guaranteed-ordered netchan message (exactly once, in
-//! order, resent on loss), over any [`Transport`] — UDP or the in-process
-//! link — with the seeded link conditioner on the send path if set.
+//! Glue between the sans-IO [`Host`]/[`Peer`] and netchan, over any
+//! [`Transport`] — UDP or the in-process link — with the seeded link
+//! conditioner on the send path if set. Each lockstep message is one netchan
+//! message of the class its [`Delivery`] names: the repeated sets and turns
+//! as the most-recent-state payload (a newer one supersedes an older one;
+//! lockstep repeats them itself), the control messages guaranteed-ordered.
 //!
 //! A [`HostNode`] is a netchan server endpoint: the first `expected`
 //! connections become participants 0, 1, … and the session starts when all
@@ -20,18 +22,32 @@ use crate::error::LockstepError;
 use crate::host::{DropReason, Host, HostEvent};
 use crate::peer::Peer;
 use crate::sim::Simulation;
-use crate::wire::ParticipantId;
+use crate::wire::{Delivery, Outgoing, ParticipantId};
+
+/// Sends one lockstep message on a connection, in the class it asks for.
+/// An ordered queue overflow closes the connection (its disconnect drops
+/// the participant or stops the peer); a repeated message that cannot go
+/// out now is repeated later anyway.
+fn send(connection: &mut netchan::Connection, message: Outgoing) {
+    match message.delivery {
+        Delivery::Ordered => {
+            let _ = connection.send_ordered_owned(message.bytes);
+        }
+        Delivery::Repeated => {
+            let _ = connection.send_state(&message.bytes);
+        }
+    }
+}
 
 /// netchan connection settings for lockstep traffic.
 ///
-/// Every turn waits for the slowest of all command sets, so a lost
-/// datagram stalls everyone until netchan resends it. Netchan declares a
-/// datagram lost once newer ones are acknowledged (or its RTT timer runs
-/// out): frequent small datagrams make that happen within about one round
-/// trip instead of the timer's several, and give the RTT estimate the
-/// samples speed control reads. Lockstep traffic is one small message per
-/// turn, so a 25 ms keepalive is the difference between a 100 ms and a
-/// 500 ms recovery at little cost (a 13-byte header 40 times a second).
+/// Sets and turns repeat themselves every 25 ms until acknowledged, so
+/// loss recovery does not wait for netchan. The control messages (start,
+/// leave, out of sync) do: netchan declares a datagram lost once newer ones
+/// are acknowledged (or its RTT timer runs out), and a 25 ms keepalive
+/// makes that happen within about a round trip; it also gives the RTT and
+/// loss estimates that speed control reads their samples, at little cost
+/// (a 13-byte header 40 times a second when nothing else is sent).
 pub fn connection_config() -> ConnectionConfig {
     ConnectionConfig {
         keepalive_interval: Duration::from_millis(25),
@@ -139,7 +155,7 @@ impl<T: Transport> HostNode<T> {
                     }
                     None => self.driver.endpoint_mut().disconnect(conn, codes::KICKED),
                 },
-                Event::Message { conn, data } => {
+                Event::Message { conn, data } | Event::State { conn, data, .. } => {
                     if let Some(&id) = self.by_conn.get(&conn) {
                         if let Err(e) = self.host.handle_message(now, id, &data) {
                             self.errors.push(e);
@@ -175,18 +191,12 @@ impl<T: Transport> HostNode<T> {
             }
             self.events.push_back(event);
         }
-        while let Some((id, bytes)) = self.host.poll_transmit() {
+        while let Some((id, message)) = self.host.poll_transmit(now) {
             let Some(&conn) = self.by_participant.get(&id) else {
                 continue;
             };
-            let sent = self
-                .driver
-                .endpoint_mut()
-                .connection_mut(conn)
-                .map(|c| c.send_ordered_owned(bytes));
-            if let Some(Err(_)) = sent {
-                // The connection's ordered queue overflowed: netchan closes it,
-                // and its disconnect drops the participant.
+            if let Some(c) = self.driver.endpoint_mut().connection_mut(conn) {
+                send(c, message);
                 moved += 1;
             }
         }
@@ -272,7 +282,7 @@ impl<T: Transport, S: Simulation> PeerNode<T, S> {
         let moved = self.driver.pump(now);
         while let Some(event) = self.driver.endpoint_mut().poll_event() {
             match event {
-                Event::Message { data, .. } => {
+                Event::Message { data, .. } | Event::State { data, .. } => {
                     // An error stops the participant; it is kept there.
                     let _ = self.peer.handle_message(now, &data);
                     self.driver.endpoint_mut().recycle(data);
@@ -308,14 +318,13 @@ impl<T: Transport, S: Simulation> PeerNode<T, S> {
     /// Sends the participant's messages.
     pub fn flush(&mut self, now: Instant) -> usize {
         let mut moved = 0;
-        while let Some(bytes) = self.peer.poll_transmit() {
+        while let Some(message) = self.peer.poll_transmit(now) {
             moved += 1;
             if let Some(c) = self
                 .conn
                 .and_then(|c| self.driver.endpoint_mut().connection_mut(c))
             {
-                // Overflow closes the connection; the disconnect stops the peer.
-                let _ = c.send_ordered_owned(bytes);
+                send(c, message);
             }
         }
         moved + self.driver.pump(now)

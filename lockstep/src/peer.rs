@@ -4,6 +4,11 @@
 //! turn starts (empty when it has nothing: that is its acknowledgement), and
 //! a sync checksum every `sync_interval` turns.
 //!
+//! Sets go out redundantly: every message to the host holds every set it
+//! has not acknowledged, and one goes out whenever there is something new
+//! (a set, or turns to acknowledge) and again every
+//! [`PeerConfig::repeat_interval`] while a set is unacknowledged.
+//!
 //! Sans-IO: messages in with [`Peer::handle_message`], out with
 //! [`Peer::poll_transmit`], turns executed by [`Peer::poll`]; time only as
 //! the `now` arguments.
@@ -14,22 +19,26 @@ use std::time::{Duration, Instant};
 use crate::error::LockstepError;
 use crate::sim::Simulation;
 use crate::wire::{
-    CommandSet, ParticipantId, Settings, SpeedReport, SyncCheck, ToHost, ToPeer, Turn,
-    MAX_COMMANDS_PER_SET, MAX_DELAY, MAX_SET_BYTES,
+    CommandSet, Delivery, Outgoing, ParticipantId, SetMessage, Settings, SpeedReport, SyncCheck,
+    ToHost, ToPeer, Turn, MAX_COMMANDS_PER_SET, MAX_DELAY, MAX_REPEATED, MAX_SET_BYTES,
 };
 
-/// How a participant keeps evidence for out-of-sync reports.
+/// How a participant repeats its sets and keeps evidence for out-of-sync
+/// reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PeerConfig {
     /// Saved states of the newest sync turns kept for a dump (0: none,
     /// which saves the cost of [`Simulation::save`] on big simulations).
     pub keep_sync_states: usize,
+    /// Repeat unacknowledged sets this often.
+    pub repeat_interval: Duration,
 }
 
 impl Default for PeerConfig {
     fn default() -> Self {
         PeerConfig {
             keep_sync_states: 4,
+            repeat_interval: Duration::from_millis(25),
         }
     }
 }
@@ -57,6 +66,9 @@ pub struct PeerStats {
     pub checks_sent: u32,
     /// The newest checksum sent.
     pub last_check: Option<SyncCheck>,
+    /// Messages of sets sent again only because their repeat was due
+    /// (nothing new in them).
+    pub repeats: u64,
 }
 
 impl PeerStats {
@@ -111,6 +123,13 @@ pub struct Peer<S: Simulation> {
     next_turn_at: Option<Instant>,
     waiting_since: Option<Instant>,
     turns: BTreeMap<u32, Turn>,
+    /// Sets sent that the host has not acknowledged, oldest first.
+    unacked: VecDeque<SetMessage>,
+    /// Something new to tell the host (a set, or turns to acknowledge).
+    dirty: bool,
+    last_sent: Option<Instant>,
+    /// The session's last turn, once the host said.
+    final_turn: Option<u32>,
     pending: CommandSet,
     /// Issue times of own commands, with the turn they execute at.
     issued: VecDeque<(u32, Instant)>,
@@ -142,6 +161,10 @@ impl<S: Simulation> Peer<S> {
             next_turn_at: None,
             waiting_since: None,
             turns: BTreeMap::new(),
+            unacked: VecDeque::new(),
+            dirty: false,
+            last_sent: None,
+            final_turn: None,
             pending: CommandSet::default(),
             issued: VecDeque::new(),
             pending_check: None,
@@ -212,9 +235,34 @@ impl<S: Simulation> Peer<S> {
         self.stopped.as_ref()
     }
 
-    /// Whether it is running turns.
+    /// Whether it is running turns (started, not stopped, and not past the
+    /// session's last turn).
     pub fn is_running(&self) -> bool {
-        self.sim.is_some() && self.stopped.is_none()
+        self.sim.is_some() && self.stopped.is_none() && !self.is_finished()
+    }
+
+    /// Whether it executed the session's last turn (the host announced it).
+    pub fn is_finished(&self) -> bool {
+        self.final_turn.is_some_and(|last| self.next_turn > last)
+    }
+
+    /// The session's last turn, once the host announced it.
+    pub fn final_turn(&self) -> Option<u32> {
+        self.final_turn
+    }
+
+    /// Every turn below this one is here (executed or waiting).
+    pub fn turns_below(&self) -> u32 {
+        let mut below = self.next_turn;
+        while self.turns.contains_key(&below) {
+            below += 1;
+        }
+        below
+    }
+
+    /// Sets sent and not yet acknowledged by the host.
+    pub fn unacknowledged(&self) -> usize {
+        self.unacked.len()
     }
 
     /// Saved states of the newest sync turns, oldest first: what to dump
@@ -300,22 +348,17 @@ impl<S: Simulation> Peer<S> {
                     }
                 }
             }
-            Ok(ToPeer::Turn(turn)) => {
-                let ahead = turn.turn.checked_sub(self.next_turn);
+            Ok(ToPeer::Turns {
+                sets_below,
+                last_turn,
+                turns,
+            }) => {
                 if self.sim.is_none() {
-                    Err(self.protocol("a turn before the start"))
-                } else if ahead.is_none_or(|a| a > 4 * MAX_DELAY)
-                    || self.turns.contains_key(&turn.turn)
-                {
-                    Err(self.protocol(&format!(
-                        "turn {} while at turn {}",
-                        turn.turn, self.next_turn
-                    )))
-                } else if self.id.is_some_and(|id| turn.dropped.contains(&id)) {
-                    Err(LockstepError::Dropped { turn: turn.turn })
-                } else {
-                    self.turns.insert(turn.turn, turn);
+                    // Turns can overtake the start (another delivery class):
+                    // nothing is acknowledged, so the host repeats them.
                     Ok(())
+                } else {
+                    self.take_turns(sets_below, last_turn, turns)
                 }
             }
             Ok(ToPeer::OutOfSync { turn, participants }) => {
@@ -334,6 +377,49 @@ impl<S: Simulation> Peer<S> {
             self.stopped = Some(e.clone());
         }
         result
+    }
+
+    /// Takes the host's repeated message: the acknowledgement of sets, the
+    /// last turn if decided, and the turns not yet here (repeats skipped).
+    fn take_turns(
+        &mut self,
+        sets_below: u32,
+        last_turn: Option<u32>,
+        turns: Vec<Turn>,
+    ) -> Result<(), LockstepError> {
+        while self.unacked.front().is_some_and(|s| s.turn < sets_below) {
+            self.unacked.pop_front();
+        }
+        if last_turn.is_some() && self.final_turn != last_turn {
+            if self.final_turn.is_some() {
+                return Err(self.protocol("a second last turn"));
+            }
+            self.final_turn = last_turn;
+        }
+        let before = self.turns_below();
+        for turn in turns {
+            if turn.turn < self.next_turn || self.turns.contains_key(&turn.turn) {
+                continue;
+            }
+            if turn.turn - self.next_turn > 4 * MAX_DELAY {
+                return Err(self.protocol(&format!(
+                    "turn {} while at turn {}",
+                    turn.turn, self.next_turn
+                )));
+            }
+            if self.final_turn.is_some_and(|last| turn.turn > last) {
+                return Err(self.protocol(&format!("turn {} after the last", turn.turn)));
+            }
+            if self.id.is_some_and(|id| turn.dropped.contains(&id)) {
+                return Err(LockstepError::Dropped { turn: turn.turn });
+            }
+            self.turns.insert(turn.turn, turn);
+        }
+        if self.turns_below() != before {
+            // Acknowledge at once: the host stops repeating them sooner.
+            self.dirty = true;
+        }
+        Ok(())
     }
 
     /// Stops the participant (its connection to the host ended).
@@ -358,12 +444,26 @@ impl<S: Simulation> Peer<S> {
         }
     }
 
-    /// When the next turn is due (`None` while waiting for the host).
+    /// When the participant next has work without new input: the next
+    /// turn, once its message is here and it is due, or the repeat of
+    /// unacknowledged sets.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if !self.is_running() || !self.turns.contains_key(&self.next_turn) {
-            return None;
+        let turn = (self.is_running() && self.turns.contains_key(&self.next_turn))
+            .then_some(self.next_turn_at)
+            .flatten();
+        let repeat = (self.sending() && !self.unacked.is_empty())
+            .then(|| self.last_sent.map(|t| t + self.config.repeat_interval))
+            .flatten();
+        match (turn, repeat) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
-        self.next_turn_at
+    }
+
+    /// Whether it still talks to the host (started and not stopped; a
+    /// finished participant still acknowledges).
+    fn sending(&self) -> bool {
+        self.sim.is_some() && self.stopped.is_none()
     }
 
     /// Executes the next turn if it is due and its message is in: sends
@@ -407,7 +507,7 @@ impl<S: Simulation> Peer<S> {
         }
         self.last_executed_at = Some(now);
         let set = std::mem::take(&mut self.pending);
-        let message = ToHost::Commands {
+        self.unacked.push_back(SetMessage {
             turn: turn.turn + settings.delay - 1,
             set,
             speed: SpeedReport {
@@ -416,8 +516,8 @@ impl<S: Simulation> Peer<S> {
                 period_ms: (self.period_us / 1000).min(u16::MAX as u64) as u16,
             },
             sync: self.pending_check.take(),
-        };
-        self.outbox.push_back(message.to_bytes());
+        });
+        self.dirty = true;
 
         let sim = self.sim.as_mut()?;
         sim.execute(&turn, settings.step_ms);
@@ -477,8 +577,35 @@ impl<S: Simulation> Peer<S> {
         Some(executed)
     }
 
-    /// The next message for the host.
-    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        self.outbox.pop_front()
+    /// The next message for the host at `now`: a control message, or the
+    /// repeated sets when something is new or their repeat is due.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
+        if let Some(bytes) = self.outbox.pop_front() {
+            return Some(Outgoing {
+                bytes,
+                delivery: Delivery::Ordered,
+            });
+        }
+        if !self.sending() {
+            return None;
+        }
+        let due = !self.unacked.is_empty()
+            && self
+                .last_sent
+                .is_none_or(|t| now >= t + self.config.repeat_interval);
+        if !(self.dirty || due) {
+            return None;
+        }
+        self.stats.repeats += !self.dirty as u64;
+        self.dirty = false;
+        self.last_sent = Some(now);
+        let message = ToHost::Sets {
+            turns_below: self.turns_below(),
+            sets: self.unacked.iter().take(MAX_REPEATED).cloned().collect(),
+        };
+        Some(Outgoing {
+            bytes: message.to_bytes(),
+            delivery: Delivery::Repeated,
+        })
     }
 }

@@ -5,9 +5,18 @@
 //!   turn `T + 1` starts, and must be at every participant when turn
 //!   `T + D` starts: it has `D − 1` turns to go sender → host → everyone.
 //!   That path takes half of two round trips, `(rtt_a + rtt_b) / 2` for the
-//!   two worst links; each loss costs about one more round trip before
-//!   netchan resends, so the path is stretched by `1 + 2·loss` and a
-//!   margin, then divided by `D − 1`.
+//!   two worst links, plus a margin. Sets and turns are repeated every
+//!   repeat interval `R` until acknowledged, so a loss on either hop costs
+//!   one repeat interval, not a round trip. Each hop's budget gets `k`
+//!   repeat intervals, the `k` that costs the least input latency: `k`
+//!   repeats lengthen every turn by `2kR`, while a copy that needs more than
+//!   `k` repeats (chance `loss^(k+1)` on each of the `2n` hops of `n`
+//!   participants) stalls a turn by about `R` per extra repeat, so the
+//!   expected cost is `2R·(k + Σ lossᵢ^(k+1) / (1 − lossᵢ))` over every
+//!   participant's link. That is no repeat at all at 10% loss on 8 links
+//!   (the rare late turn costs less than longer turns would), one at 20%.
+//!   A sum rather than the worst link's loss keeps one noisy estimate from
+//!   setting the pace. The sum is divided by `D − 1`.
 //! * **Simulation rate.** Each turn runs whole steps of `step_ms` simulated
 //!   milliseconds, normally `turn_ms / step_ms` of them (real speed). The
 //!   slowest machine reports how long one step takes it; a turn never asks
@@ -90,18 +99,58 @@ pub struct SpeedControl {
     limits: SpeedLimits,
     delay: u32,
     step_ms: u32,
+    repeat_ms: u32,
     current: Plan,
 }
 
+/// Most repeat intervals a hop's budget gets.
+const MAX_REPEATS: u32 = 8;
+
+/// The repeat intervals to budget per hop for links losing
+/// `losses_permille`: the `k` minimising `k + Σ lossᵢ^(k+1) / (1 − lossᵢ)`,
+/// the turn lengthened by `k` repeats against the expected stalls of copies
+/// that needed more (both in units of `2R`; see the module docs).
+pub fn repeats_budgeted(losses_permille: &[u32]) -> u32 {
+    const ONE: u64 = 1_000_000;
+    let mut best = (u64::MAX, 0);
+    for k in 0..=MAX_REPEATS {
+        let late: u64 = losses_permille
+            .iter()
+            .map(|&p| {
+                let p = p.min(999) as u64;
+                // p^(k+1), in parts per million.
+                let mut all_lost = p * 1000;
+                for _ in 0..k {
+                    all_lost = all_lost * p / 1000;
+                }
+                all_lost * 1000 / (1000 - p)
+            })
+            .sum();
+        let cost = k as u64 * ONE + late;
+        if cost < best.0 {
+            best = (cost, k);
+        }
+    }
+    best.1
+}
+
 impl SpeedControl {
-    /// A controller starting at `initial_turn_ms`.
-    pub fn new(limits: SpeedLimits, delay: u32, step_ms: u32, initial_turn_ms: u32) -> Self {
+    /// A controller starting at `initial_turn_ms`, for sets and turns
+    /// repeated every `repeat_ms` until acknowledged.
+    pub fn new(
+        limits: SpeedLimits,
+        delay: u32,
+        step_ms: u32,
+        initial_turn_ms: u32,
+        repeat_ms: u32,
+    ) -> Self {
         let step_ms = step_ms.max(1);
         let turn_ms = round_up(initial_turn_ms.max(limits.min_turn_ms), step_ms);
         SpeedControl {
             limits,
             delay: delay.max(2),
             step_ms,
+            repeat_ms,
             current: Plan {
                 turn_ms,
                 steps: turn_ms / step_ms,
@@ -123,11 +172,15 @@ impl SpeedControl {
             [one] => *one,
             [a, b, ..] => (a + b) / 2,
         };
-        let loss = measures.iter().map(|m| m.loss).fold(0.0f32, f32::max);
         // Integer arithmetic on per-mille loss: the plan is the host's alone,
         // but keeping it exact makes it reproducible from a log.
-        let loss_permille = (loss.clamp(0.0, 1.0) * 1000.0) as u32;
-        let stretched = path * (1000 + 2 * loss_permille) / 1000 + self.limits.margin_ms;
+        let losses: Vec<u32> = measures
+            .iter()
+            .map(|m| (m.loss.clamp(0.0, 1.0) * 1000.0) as u32)
+            .collect();
+        // Two hops (sender → host → everyone), each with its repeats.
+        let repeats = 2 * repeats_budgeted(&losses) * self.repeat_ms;
+        let stretched = path + self.limits.margin_ms + repeats;
         let latency_turn = stretched.div_ceil(self.delay - 1);
         let slowest = measures.iter().map(|m| m.frame_ms).max().unwrap_or(0);
         let frame_turn = (slowest * 5).div_ceil(4);
@@ -199,7 +252,7 @@ mod tests {
 
     #[test]
     fn the_worst_links_set_the_turn_and_the_slowest_machine_the_steps() {
-        let control = SpeedControl::new(SpeedLimits::default(), 2, 50, 100);
+        let control = SpeedControl::new(SpeedLimits::default(), 2, 50, 100, 25);
         // Two 120 ms links, no loss: 120 + 10 margin over one turn of transit → 150 ms.
         let plan = control.target(&[link(120, 0.0, 5), link(120, 0.0, 5), link(20, 0.0, 5)]);
         assert_eq!(
@@ -209,8 +262,8 @@ mod tests {
                 steps: 3
             }
         );
-        // 20% loss stretches the path by 40%: 168 + 10 → 200 ms.
-        let plan = control.target(&[link(120, 0.2, 5), link(120, 0.0, 5)]);
+        // Eight links at 20% loss: one repeat on each hop, 120 + 10 + 2 × 25 → 200 ms.
+        let plan = control.target(&[link(120, 0.2, 5); 8]);
         assert_eq!(
             plan,
             Plan {
@@ -218,6 +271,8 @@ mod tests {
                 steps: 4
             }
         );
+        // At 10% a late turn now and then costs less than a repeat in every turn.
+        assert_eq!(control.target(&[link(120, 0.1, 5); 8]).turn_ms, 150);
         // A machine taking 60 ms a step affords 2 steps of a 150 ms turn (120 ms).
         let plan = control.target(&[link(120, 0.0, 60), link(120, 0.0, 5)]);
         assert_eq!(
@@ -237,13 +292,29 @@ mod tests {
             }
         );
         // Delay 3 gives the path two turns.
-        let control = SpeedControl::new(SpeedLimits::default(), 3, 50, 100);
+        let control = SpeedControl::new(SpeedLimits::default(), 3, 50, 100, 25);
         assert_eq!(control.target(&[link(180, 0.0, 1)]).turn_ms, 100);
     }
 
     #[test]
+    fn repeats_are_budgeted_where_they_cost_less_than_the_stalls_they_save() {
+        let eight = |p: u32| repeats_budgeted(&[p; 8]);
+        assert_eq!(eight(0), 0);
+        assert_eq!(eight(100), 0);
+        assert_eq!(eight(200), 1);
+        assert_eq!(eight(300), 1);
+        assert_eq!(eight(500), 2);
+        // A lone link never: a repeat in every turn costs as much as the
+        // stalls it saves on average. Many middling links add up.
+        assert_eq!(repeats_budgeted(&[0, 0, 0, 600]), 0);
+        assert_eq!(repeats_budgeted(&[150; 32]), 1);
+        assert_eq!(repeats_budgeted(&[1000; 2]), MAX_REPEATS);
+        assert_eq!(repeats_budgeted(&[]), 0);
+    }
+
+    #[test]
     fn the_turn_rises_at_once_and_falls_gradually() {
-        let mut control = SpeedControl::new(SpeedLimits::default(), 2, 50, 50);
+        let mut control = SpeedControl::new(SpeedLimits::default(), 2, 50, 50, 25);
         assert_eq!(control.update(&[link(400, 0.0, 1)]).turn_ms, 450);
         let falling: Vec<u32> = (0..4)
             .map(|_| control.update(&[link(10, 0.0, 1)]).turn_ms)

@@ -1,12 +1,26 @@
 //! The lockstep wire messages: what a participant sends the host
 //! ([`ToHost`]) and what the host sends every participant ([`ToPeer`]).
 //!
-//! Every message travels on netchan's guaranteed-ordered class, one
-//! message per netchan message, postcard-encoded. Decoding checks every
-//! count and length against the fixed bounds below before the message is
-//! used, and rejects trailing bytes, so a malformed message is a
-//! [`WireError`], never a panic or an unbounded allocation (netchan already
-//! caps a message at its `max_message_size`).
+//! Two kinds travel two ways ([`Delivery`]):
+//!
+//! * **Repeated** — the game itself: command sets up ([`ToHost::Sets`]),
+//!   turns down ([`ToPeer::Turns`]). Each message holds *every* set or turn
+//!   the receiver has not yet acknowledged, oldest first, and the sender
+//!   sends it again every repeat interval until the receiver's own messages
+//!   acknowledge them (Quake 3's way with user commands). It travels as
+//!   netchan's most-recent-state payload: never resent by netchan, a newer
+//!   one supersedes an older one in flight, so one lost datagram costs one
+//!   repeat interval, not a round trip. Every repeated message also carries
+//!   the acknowledgement of what the sender received: a cumulative "I have
+//!   everything below turn N".
+//! * **Ordered** — the rare control messages (start, out of sync, leave) on
+//!   netchan's guaranteed-ordered class: exactly once, in order.
+//!
+//! Every message is postcard-encoded. Decoding checks every count and
+//! length against the fixed bounds below before the message is used, and
+//! rejects trailing bytes, so a malformed message is a [`WireError`], never
+//! a panic or an unbounded allocation (netchan already caps a message at
+//! its `max_message_size`).
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -27,6 +41,33 @@ pub const MAX_SETUP_LEN: usize = 4096;
 pub const MAX_LISTED: usize = MAX_PARTICIPANTS;
 /// Largest turn delay (turns between issuing and executing a command).
 pub const MAX_DELAY: u32 = 16;
+/// Most sets or turns in one repeated message. A sender with more
+/// unacknowledged sends the oldest this many (the rest follow once those
+/// are acknowledged).
+pub const MAX_REPEATED: usize = 32;
+/// Most bytes of turns a host puts in one repeated message (at least one
+/// turn goes in whatever its size), so the message stays well inside
+/// netchan's 16 KiB payload.
+pub const MAX_REPEATED_BYTES: usize = 12 * 1024;
+
+/// How a message travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Netchan's guaranteed-ordered class: exactly once, in order.
+    Ordered,
+    /// Netchan's most-recent-state class: the sender repeats it (with
+    /// whatever is still unacknowledged) until acknowledged.
+    Repeated,
+}
+
+/// A message to send, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    /// The encoded message.
+    pub bytes: Vec<u8>,
+    /// How it travels.
+    pub delivery: Delivery,
+}
 
 /// One participant's commands for one turn: opaque simulation commands, in
 /// the order they were issued. Possibly empty: an empty set still tells the
@@ -86,22 +127,35 @@ pub struct SyncCheck {
     pub checksum: u64,
 }
 
+/// One participant's command set for one turn, as sent to the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetMessage {
+    /// The turn the commands execute at.
+    pub turn: u32,
+    /// The commands (empty: the participant has nothing for that turn, which
+    /// it must say all the same).
+    pub set: CommandSet,
+    /// Measurements for speed control, as of when the set was made.
+    pub speed: SpeedReport,
+    /// The state checksum of a sync turn, if one was executed since the
+    /// previous set.
+    pub sync: Option<SyncCheck>,
+}
+
 /// Participant → host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ToHost {
-    /// The participant's command set for `turn` (its acknowledgement of the
-    /// turn when empty), its measurements, and a checksum when one is due.
-    Commands {
-        /// The turn the commands execute at.
-        turn: u32,
-        /// The commands.
-        set: CommandSet,
-        /// Measurements for speed control.
-        speed: SpeedReport,
-        /// The state checksum of a sync turn, if one was executed since the last set.
-        sync: Option<SyncCheck>,
+    /// Repeated: every set the host has not acknowledged, for consecutive
+    /// turns, oldest first (possibly none), and the acknowledgement of the
+    /// host's turns.
+    Sets {
+        /// The participant holds every turn below this one (executed or
+        /// waiting): the host stops repeating them.
+        turns_below: u32,
+        /// The unacknowledged sets, consecutive turns, oldest first.
+        sets: Vec<SetMessage>,
     },
-    /// The participant leaves the session on purpose.
+    /// Ordered: the participant leaves the session on purpose.
     Leave,
 }
 
@@ -193,11 +247,22 @@ impl Turn {
 /// Host → participant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ToPeer {
-    /// The session starts.
+    /// Ordered: the session starts.
     Start(Start),
-    /// A turn every participant's command set for has arrived.
-    Turn(Turn),
-    /// Checksums of `turn` disagreed: the session stops.
+    /// Repeated: every turn (all participants' sets in) the participant has
+    /// not acknowledged, consecutive, oldest first (possibly none), and the
+    /// acknowledgement of its sets.
+    Turns {
+        /// The host holds every set of this participant for the turns below
+        /// this one: it stops repeating them.
+        sets_below: u32,
+        /// The last turn of the session, once the host decided it: no turn
+        /// after it will come.
+        last_turn: Option<u32>,
+        /// The unacknowledged turns, consecutive, oldest first.
+        turns: Vec<Turn>,
+    },
+    /// Ordered: checksums of `turn` disagreed: the session stops.
     OutOfSync {
         /// The sync turn whose checksums disagreed.
         turn: u32,
@@ -261,12 +326,39 @@ fn encode<T: Serialize>(value: &T, out: &mut Vec<u8>) {
     }
 }
 
+/// Checks that `turns` are consecutive and at most [`MAX_REPEATED`].
+fn consecutive(
+    turns: impl ExactSizeIterator<Item = u32>,
+    what: &'static str,
+) -> Result<(), WireError> {
+    if turns.len() > MAX_REPEATED {
+        return Err(WireError::TooMany {
+            what,
+            count: turns.len(),
+            max: MAX_REPEATED,
+        });
+    }
+    let mut last: Option<u32> = None;
+    for turn in turns {
+        if last.is_some_and(|l| l.checked_add(1) != Some(turn)) {
+            return Err(WireError::Invalid(format!(
+                "{what}: turn {turn} does not follow"
+            )));
+        }
+        last = Some(turn);
+    }
+    Ok(())
+}
+
 impl ToHost {
     /// Decodes and checks a participant's message.
     pub fn decode(bytes: &[u8]) -> Result<ToHost, WireError> {
         let message: ToHost = decode(bytes)?;
-        if let ToHost::Commands { set, .. } = &message {
-            set.validate()?;
+        if let ToHost::Sets { sets, .. } = &message {
+            consecutive(sets.iter().map(|s| s.turn), "sets in a message")?;
+            for entry in sets {
+                entry.set.validate()?;
+            }
         }
         Ok(message)
     }
@@ -313,7 +405,12 @@ impl ToPeer {
                     )));
                 }
             }
-            ToPeer::Turn(turn) => turn.validate()?,
+            ToPeer::Turns { turns, .. } => {
+                consecutive(turns.iter().map(|t| t.turn), "turns in a message")?;
+                for turn in turns {
+                    turn.validate()?;
+                }
+            }
             ToPeer::OutOfSync { participants, .. } => {
                 increasing(participants.iter().copied(), "out-of-sync participants")?
             }
@@ -332,6 +429,54 @@ impl ToPeer {
         self.encode_into(&mut out);
         out
     }
+}
+
+/// Serializes the turns of a [`ToPeer::Turns`] without owning them.
+struct TurnSeq<I>(I);
+
+impl<'a, I: Iterator<Item = &'a Turn> + Clone> Serialize for TurnSeq<I> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.clone())
+    }
+}
+
+/// [`ToPeer::Turns`] as the host encodes it, borrowing the turns it keeps.
+struct TurnsMessage<I> {
+    sets_below: u32,
+    last_turn: Option<u32>,
+    turns: TurnSeq<I>,
+}
+
+impl<'a, I: Iterator<Item = &'a Turn> + Clone> Serialize for TurnsMessage<I> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStructVariant;
+        // Variant 1 of `ToPeer`: the same bytes as `ToPeer::Turns { .. }`.
+        let mut v = serializer.serialize_struct_variant("ToPeer", 1, "Turns", 3)?;
+        v.serialize_field("sets_below", &self.sets_below)?;
+        v.serialize_field("last_turn", &self.last_turn)?;
+        v.serialize_field("turns", &self.turns)?;
+        v.end()
+    }
+}
+
+/// Encodes `ToPeer::Turns { sets_below, last_turn, turns }` from borrowed
+/// turns (the host keeps its unacknowledged turns and repeats them often;
+/// this spares a copy per message).
+pub fn encode_turns_message<'a>(
+    sets_below: u32,
+    last_turn: Option<u32>,
+    turns: impl ExactSizeIterator<Item = &'a Turn> + Clone,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode(
+        &TurnsMessage {
+            sets_below,
+            last_turn,
+            turns: TurnSeq(turns),
+        },
+        &mut out,
+    );
+    out
 }
 
 /// Decodes a turn on its own (recordings store turns in this encoding).

@@ -158,9 +158,12 @@ fn eight_participants_at_20_percent_loss_stay_in_sync_and_execute_every_command_
         log.sort();
         assert_eq!(log, expected, "participant {}", p.id);
     }
-    // The loss was real: netchan resent messages.
+    // The loss was real, and the sets were repeated until acknowledged.
     let sent: u64 = report.participants.iter().map(|p| p.traffic.sent).sum();
     assert!(sent > 0);
+    for p in &report.participants {
+        assert!(p.stats.repeats > 100, "{}: {:?}", p.id, p.stats);
+    }
     let turns_sent = report
         .host_events
         .iter()

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 
 use netq3_lockstep::fuzzing::exercise;
 use netq3_lockstep::wire::{
-    decode_turn, encode_turn, CommandSet, Settings, SpeedReport, Start, SyncCheck, ToHost, ToPeer,
-    Turn, WireError, MAX_COMMANDS_PER_SET, MAX_SET_BYTES,
+    decode_turn, encode_turn, encode_turns_message, CommandSet, SetMessage, Settings, SpeedReport,
+    Start, SyncCheck, ToHost, ToPeer, Turn, WireError, MAX_COMMANDS_PER_SET, MAX_REPEATED,
+    MAX_SET_BYTES,
 };
 use proptest::prelude::*;
 
@@ -17,33 +18,41 @@ fn command_set() -> impl Strategy<Value = CommandSet> {
         .prop_map(|commands| CommandSet { commands })
 }
 
+fn set_message(turn: u32) -> impl Strategy<Value = SetMessage> {
+    (
+        command_set(),
+        any::<(u16, u16, u16)>(),
+        prop::option::of(any::<(u32, u64)>()),
+    )
+        .prop_map(
+            move |(set, (rtt_ms, frame_ms, period_ms), sync)| SetMessage {
+                turn,
+                set,
+                speed: SpeedReport {
+                    rtt_ms,
+                    frame_ms,
+                    period_ms,
+                },
+                sync: sync.map(|(turn, checksum)| SyncCheck { turn, checksum }),
+            },
+        )
+}
+
 fn to_host() -> impl Strategy<Value = ToHost> {
     prop_oneof![
         Just(ToHost::Leave),
-        (
-            any::<u32>(),
-            command_set(),
-            any::<(u16, u16, u16)>(),
-            prop::option::of(any::<(u32, u64)>())
-        )
-            .prop_map(|(turn, set, (rtt_ms, frame_ms, period_ms), sync)| {
-                ToHost::Commands {
-                    turn,
-                    set,
-                    speed: SpeedReport {
-                        rtt_ms,
-                        frame_ms,
-                        period_ms,
-                    },
-                    sync: sync.map(|(turn, checksum)| SyncCheck { turn, checksum }),
-                }
-            }),
+        (any::<u32>(), 0..u32::MAX - 8, 0..4usize)
+            .prop_flat_map(|(turns_below, first, count)| {
+                let sets: Vec<_> = (0..count as u32).map(|i| set_message(first + i)).collect();
+                (Just(turns_below), sets)
+            })
+            .prop_map(|(turns_below, sets)| ToHost::Sets { turns_below, sets }),
     ]
 }
 
-fn turn() -> impl Strategy<Value = Turn> {
+fn turn_numbered(turn: u32) -> impl Strategy<Value = Turn> {
     (
-        any::<u32>(),
+        Just(turn),
         1..60_000u32,
         1..1000u32,
         prop::collection::btree_set(0..64u8, 0..4),
@@ -60,7 +69,23 @@ fn turn() -> impl Strategy<Value = Turn> {
 
 fn to_peer() -> impl Strategy<Value = ToPeer> {
     prop_oneof![
-        turn().prop_map(ToPeer::Turn),
+        (
+            any::<u32>(),
+            prop::option::of(any::<u32>()),
+            0..u32::MAX - 8,
+            0..4usize
+        )
+            .prop_flat_map(|(sets_below, last_turn, first, count)| {
+                let turns: Vec<_> = (0..count as u32)
+                    .map(|i| turn_numbered(first + i))
+                    .collect();
+                (Just(sets_below), Just(last_turn), turns)
+            })
+            .prop_map(|(sets_below, last_turn, turns)| ToPeer::Turns {
+                sets_below,
+                last_turn,
+                turns,
+            }),
         (any::<u32>(), prop::collection::btree_set(0..64u8, 0..5)).prop_map(
             |(turn, participants)| ToPeer::OutOfSync {
                 turn,
@@ -105,8 +130,15 @@ proptest! {
         prop_assert_eq!(ToHost::decode(&bytes), Ok(host.clone()));
         let peer_bytes = peer.to_bytes();
         prop_assert_eq!(ToPeer::decode(&peer_bytes), Ok(peer.clone()));
-        if let ToPeer::Turn(turn) = &peer {
-            prop_assert_eq!(decode_turn(&encode_turn(turn)), Ok(turn.clone()));
+        if let ToPeer::Turns { sets_below, last_turn, turns } = &peer {
+            for turn in turns {
+                prop_assert_eq!(decode_turn(&encode_turn(turn)), Ok(turn.clone()));
+            }
+            // The host's borrowing encoder writes the same bytes.
+            prop_assert_eq!(
+                &encode_turns_message(*sets_below, *last_turn, turns.iter()),
+                &peer_bytes
+            );
         }
         for cut in 0..bytes.len() {
             prop_assert!(ToHost::decode(&bytes[..cut]).is_err());
@@ -125,49 +157,105 @@ proptest! {
     }
 }
 
-#[test]
-fn bounds_are_enforced() {
-    let too_many = ToHost::Commands {
-        turn: 1,
-        set: CommandSet {
-            commands: vec![vec![1]; MAX_COMMANDS_PER_SET + 1],
-        },
+fn sets(entries: Vec<SetMessage>) -> ToHost {
+    ToHost::Sets {
+        turns_below: 0,
+        sets: entries,
+    }
+}
+
+fn set_for(turn: u32, set: CommandSet) -> SetMessage {
+    SetMessage {
+        turn,
+        set,
         speed: SpeedReport::default(),
         sync: None,
-    };
+    }
+}
+
+fn turns(turns: Vec<Turn>) -> ToPeer {
+    ToPeer::Turns {
+        sets_below: 0,
+        last_turn: None,
+        turns,
+    }
+}
+
+#[test]
+fn bounds_are_enforced() {
+    let too_many = sets(vec![set_for(
+        1,
+        CommandSet {
+            commands: vec![vec![1]; MAX_COMMANDS_PER_SET + 1],
+        },
+    )]);
     assert!(matches!(
         ToHost::decode(&too_many.to_bytes()),
         Err(WireError::TooMany { count: 33, .. })
     ));
-    let too_big = ToHost::Commands {
-        turn: 1,
-        set: CommandSet {
+    let too_big = sets(vec![set_for(
+        1,
+        CommandSet {
             commands: vec![vec![0; MAX_SET_BYTES + 1]],
         },
-        speed: SpeedReport::default(),
-        sync: None,
-    };
+    )]);
     assert!(matches!(
         ToHost::decode(&too_big.to_bytes()),
         Err(WireError::TooMany { count: 241, .. })
     ));
-    let unordered = ToPeer::Turn(Turn {
+    // Repeated sets and turns are consecutive and at most MAX_REPEATED.
+    let gap = sets(vec![
+        set_for(4, CommandSet::default()),
+        set_for(6, CommandSet::default()),
+    ]);
+    assert!(matches!(
+        ToHost::decode(&gap.to_bytes()),
+        Err(WireError::Invalid(_))
+    ));
+    let flood = sets(
+        (0..MAX_REPEATED as u32 + 1)
+            .map(|t| set_for(t, CommandSet::default()))
+            .collect(),
+    );
+    assert!(matches!(
+        ToHost::decode(&flood.to_bytes()),
+        Err(WireError::TooMany { count: 33, .. })
+    ));
+    let backwards = turns(vec![
+        Turn {
+            turn: 5,
+            turn_ms: 100,
+            steps: 2,
+            ..Turn::default()
+        },
+        Turn {
+            turn: 4,
+            turn_ms: 100,
+            steps: 2,
+            ..Turn::default()
+        },
+    ]);
+    assert!(matches!(
+        ToPeer::decode(&backwards.to_bytes()),
+        Err(WireError::Invalid(_))
+    ));
+    let unordered = turns(vec![Turn {
         turn: 3,
         turn_ms: 100,
         steps: 2,
         dropped: vec![],
         sets: vec![(2, CommandSet::default()), (1, CommandSet::default())],
-    });
+    }]);
     assert!(matches!(
         ToPeer::decode(&unordered.to_bytes()),
         Err(WireError::Invalid(_))
     ));
-    let zero_steps = ToPeer::Turn(Turn {
+    let zero_steps = turns(vec![Turn {
         turn: 3,
         turn_ms: 100,
         steps: 0,
         ..Turn::default()
-    });
+    }]);
     assert!(ToPeer::decode(&zero_steps.to_bytes()).is_err());
     // A huge claimed length is an error, not an allocation.
     assert!(ToHost::decode(&[1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f]).is_err());
@@ -189,18 +277,24 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         dropped: vec![4],
         sets: vec![(0, set.clone()), (2, CommandSet::default())],
     };
-    let commands = ToHost::Commands {
-        turn: 13,
-        set,
-        speed: SpeedReport {
-            rtt_ms: 120,
-            frame_ms: 4,
-            period_ms: 150,
-        },
-        sync: Some(SyncCheck {
-            turn: 11,
-            checksum: 0x0123_4567_89ab_cdef,
-        }),
+    let commands = ToHost::Sets {
+        turns_below: 12,
+        sets: vec![
+            SetMessage {
+                turn: 13,
+                set,
+                speed: SpeedReport {
+                    rtt_ms: 120,
+                    frame_ms: 4,
+                    period_ms: 150,
+                },
+                sync: Some(SyncCheck {
+                    turn: 11,
+                    checksum: 0x0123_4567_89ab_cdef,
+                }),
+            },
+            set_for(14, CommandSet::default()),
+        ],
     }
     .to_bytes();
     let start = ToPeer::Start(Start {
@@ -222,7 +316,15 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("valid-commands", commands),
         ("valid-leave", ToHost::Leave.to_bytes()),
         ("valid-start", start),
-        ("valid-turn", ToPeer::Turn(turn.clone()).to_bytes()),
+        (
+            "valid-turn",
+            ToPeer::Turns {
+                sets_below: 14,
+                last_turn: Some(40),
+                turns: vec![turn.clone()],
+            }
+            .to_bytes(),
+        ),
         (
             "valid-out-of-sync",
             ToPeer::OutOfSync {

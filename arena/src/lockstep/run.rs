@@ -160,6 +160,7 @@ fn run<T: Transport>(
         setup: ArenaSim::setup(),
         limits: SpeedLimits::default(),
         drop_after: config.timeout,
+        ..HostConfig::default()
     };
     let start = Instant::now();
     let mut now = start;
