@@ -189,6 +189,7 @@ pub fn lockstep_run(units: u32, turns: u32) -> Result<(f64, f64, u32), Error> {
         // Dumps of 65,536 units every sync turn would dominate the run.
         peer: PeerConfig {
             keep_sync_states: 0,
+            ..PeerConfig::default()
         },
         link: ConditionerConfig {
             latency: Duration::from_millis(LATENCY_MS as u64),
