@@ -18,6 +18,8 @@
 //! * [`Dm68Decoder`] — the two together, with errors naming the record.
 //! * [`reencode`] — writes each parsed snapshot again with the q3 encoder
 //!   and compares bit counts with Quake 3's own, explaining differences.
+//! * [`events`] — a match's frags, chat, scores, flags and players, from
+//!   the records of a demo ([`events::Dm68Events`]).
 //! * [`live`] — a client that plays on a real (ioquake3) server over
 //!   protocol 71 or 68: handshake, netchan, keyed usercmds, acknowledged
 //!   deltas, `.dm_68` recording ([`Dm68Writer`]); the `q3` binary
@@ -34,6 +36,7 @@ mod client;
 mod commands;
 pub mod corpus;
 mod error;
+pub mod events;
 mod file;
 #[doc(hidden)]
 pub mod fuzzing;
