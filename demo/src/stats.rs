@@ -144,6 +144,20 @@ pub fn native_stats(
     decode: bool,
     progress: Progress<'_>,
 ) -> Result<DemoStats, DemoError> {
+    match native_stats_until_error(reader, decode, progress) {
+        (_, Some(error)) => Err(error),
+        (stats, None) => Ok(stats),
+    }
+}
+
+/// As [`native_stats`], but a damaged file still gives the statistics of
+/// every record before the fault, beside the error (a truncated file is no
+/// error: its statistics say so).
+pub fn native_stats_until_error(
+    reader: &DemoReader<'_>,
+    decode: bool,
+    progress: Progress<'_>,
+) -> (DemoStats, Option<DemoError>) {
     let mut stats = DemoStats::new(FORMAT_NAME, VERSION as u32, reader.data().len() as u64);
     let count = |stats: &mut DemoStats, kind: RecordKind, time: u32, bytes: usize, entities| {
         stats.records += 1;
@@ -161,7 +175,10 @@ pub fn native_stats(
         }
     };
     if decode {
-        let mut player = Player::new(reader.clone())?;
+        let mut player = match Player::new(reader.clone()) {
+            Ok(player) => player,
+            Err(error) => return (stats.finish(), Some(error)),
+        };
         while let Some(played) = player.next_record() {
             match played {
                 Ok(played) => {
@@ -183,7 +200,7 @@ pub fn native_stats(
                     stats.truncate(&error);
                     break;
                 }
-                Err(error) => return Err(error),
+                Err(error) => return (stats.finish(), Some(error)),
             }
         }
     } else {
@@ -203,11 +220,11 @@ pub fn native_stats(
                     stats.truncate(&error);
                     break;
                 }
-                Err(error) => return Err(error),
+                Err(error) => return (stats.finish(), Some(error)),
             }
         }
     }
-    Ok(stats.finish())
+    (stats.finish(), None)
 }
 
 /// A schema as `info` shows it.
