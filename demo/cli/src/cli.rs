@@ -4,8 +4,13 @@
 //! the demo's first snapshot. Exit codes: [`EXIT_OK`] when the command
 //! read its file to the end cleanly, [`EXIT_TRUNCATED`] when `play`,
 //! `dump`, `cut` or `convert` met a truncated file (after using every
-//! complete record; `info` and `stats` report truncation in their output
-//! instead), [`EXIT_ERROR`] for anything else, with the message on stderr.
+//! complete record; `info`, `stats` and `events` report truncation in their
+//! output instead), [`EXIT_ERROR`] for anything else, with the message on
+//! stderr. `info`, `stats` and `events` take several files and folders and
+//! exit with the worst status of the files ([`crate::multi::worst`]); a
+//! damaged file is still reported up to its fault, with the error.
+//! Commands that write files write them whole or not at all
+//! ([`crate::output`]).
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -17,7 +22,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use demo::cut::cut;
 use demo::dump::{dump_native, DumpOptions};
-use demo::stats::{native_stats, DemoStats, Info};
 use demo::{DemoError, DemoReader, Player};
 use q3::{Command as Q3Command, Dm68Decoder};
 
@@ -25,6 +29,8 @@ use crate::convert::{convert_dm68, ConvertOptions, ConvertReport};
 use crate::detect::Format;
 use crate::dm68;
 use crate::error::ToolError;
+use crate::multi::FileOutcome;
+use crate::output::PendingFile;
 
 /// Exit code: success.
 pub const EXIT_OK: i32 = 0;
@@ -56,13 +62,17 @@ pub enum CodecArg {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Format, version, schema, duration, records, snapshots, keyframes,
-    /// bytes per snapshot, truncation.
+    /// bytes per snapshot, truncation; of every file and folder given.
     Info {
-        /// The demo.
-        file: PathBuf,
-        /// One JSON object instead of text.
+        /// Demos, and folders to search for demos.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// One JSON object per file (JSON Lines) instead of text.
         #[arg(long)]
         json: bool,
+        /// Files read at once (default: every core).
+        #[arg(long, short = 'j')]
+        jobs: Option<usize>,
     },
     /// One line per snapshot: time, player state, entities with fields by name.
     Dump {
@@ -92,27 +102,81 @@ pub enum Command {
         #[arg(long)]
         seek: Option<f64>,
     },
-    /// Plot of bytes per snapshot and entity count over time, and a summary.
+    /// Bytes per snapshot and entity counts (a summary, and a plot over
+    /// time with --svg); of every file and folder given.
     Stats {
+        /// Demos, and folders to search for demos.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Where to write the SVG plot (with several files: a folder, one
+        /// plot per demo).
+        #[arg(long)]
+        svg: Option<PathBuf>,
+        /// One JSON object per file (JSON Lines) instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Files read at once (default: every core).
+        #[arg(long, short = 'j')]
+        jobs: Option<usize>,
+    },
+    /// The match's events: frags, chat, score changes, CTF flags, players
+    /// joining, leaving and renaming; of every file and folder given.
+    Events {
+        /// Demos, and folders to search for demos.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// One JSON object per event (JSON Lines) instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Files read at once (default: every core).
+        #[arg(long, short = 'j')]
+        jobs: Option<usize>,
+    },
+    /// Writes a standalone demo of a span: --from/--to, or around one of
+    /// `demo events`' events. A Quake 3 demo is converted to a native one.
+    Cut {
         /// The demo.
         file: PathBuf,
-        /// Where to write the SVG plot.
-        #[arg(long)]
-        svg: PathBuf,
-    },
-    /// Writes a standalone demo of a span.
-    Cut {
-        /// The demo (native).
-        file: PathBuf,
         /// Start (seconds from the first snapshot).
-        #[arg(long)]
-        from: f64,
+        #[arg(
+            long,
+            required_unless_present = "around_event",
+            conflicts_with = "around_event"
+        )]
+        from: Option<f64>,
         /// End (seconds from the first snapshot).
+        #[arg(
+            long,
+            required_unless_present = "around_event",
+            conflicts_with = "around_event"
+        )]
+        to: Option<f64>,
+        /// The index of an event (as `demo events FILE` numbers them) to
+        /// cut around.
         #[arg(long)]
-        to: f64,
+        around_event: Option<usize>,
+        /// Seconds kept before the event.
+        #[arg(long, default_value_t = 5.0, requires = "around_event")]
+        before: f64,
+        /// Seconds kept after the event.
+        #[arg(long, default_value_t = 5.0, requires = "around_event")]
+        after: f64,
         /// Output file.
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
+    },
+    /// Writes a self-contained HTML page that plays the match back as a
+    /// top-down map, with a timeline of its events and a plot of bytes per
+    /// snapshot.
+    View {
+        /// The demo.
+        file: PathBuf,
+        /// The page to write.
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+        /// Most snapshots the page holds; longer demos are thinned evenly.
+        #[arg(long, default_value_t = crate::view::DEFAULT_MAX_SNAPSHOTS)]
+        max_snapshots: usize,
     },
     /// Converts a Quake 3 demo into a native demo of the same snapshots.
     Convert {
@@ -167,7 +231,23 @@ type Outcome = Result<i32, ToolError>;
 pub fn run(cli: Cli) -> i32 {
     let mut stdout = std::io::stdout().lock();
     let result = match cli.command {
-        Command::Info { file, json } => info(&file, json, &mut stdout),
+        Command::Info { files, json, jobs } => many(&files, jobs, json, &mut stdout, &|path| {
+            crate::inspect::info(path, json)
+        }),
+        Command::Stats {
+            files,
+            svg,
+            json,
+            jobs,
+        } => stats(&files, svg.as_deref(), json, jobs, &mut stdout),
+        Command::Events { files, json, jobs } => many(&files, jobs, json, &mut stdout, &|path| {
+            crate::inspect::events(path, json)
+        }),
+        Command::View {
+            file,
+            output,
+            max_snapshots,
+        } => crate::view::view(&file, &output, max_snapshots, &mut stdout),
         Command::Dump {
             file,
             jsonl,
@@ -180,13 +260,26 @@ pub fn run(cli: Cli) -> i32 {
             timedemo,
             seek,
         } => play(&file, verify, timedemo, seek, &mut stdout),
-        Command::Stats { file, svg } => stats(&file, &svg, &mut stdout),
         Command::Cut {
             file,
             from,
             to,
+            around_event,
+            before,
+            after,
             output,
-        } => cut_command(&file, from, to, &output, &mut stdout),
+        } => {
+            let span = match (around_event, from, to) {
+                (Some(index), _, _) => Span::AroundEvent {
+                    index,
+                    before,
+                    after,
+                },
+                (None, Some(from), Some(to)) => Span::Times { from, to },
+                _ => Span::Times { from: 0.0, to: 0.0 },
+            };
+            cut_command(&file, span, &output, &mut stdout)
+        }
         Command::Convert {
             input,
             output,
@@ -208,14 +301,7 @@ pub fn run(cli: Cli) -> i32 {
 }
 
 fn read(path: &Path) -> Result<(Vec<u8>, Format), ToolError> {
-    let data = std::fs::read(path).map_err(|e| {
-        DemoError::Io(std::io::Error::new(
-            e.kind(),
-            format!("{}: {e}", path.display()),
-        ))
-    })?;
-    let format = Format::detect(&data)?;
-    Ok((data, format))
+    crate::inspect::read(path)
 }
 
 /// Server time (ms) of the first snapshot.
@@ -252,92 +338,28 @@ fn at(start: i64, seconds: f64) -> i64 {
     start + (seconds * 1000.0).round() as i64
 }
 
-fn gather(data: &[u8], format: Format, decode: bool) -> Result<DemoStats, ToolError> {
-    let bar = Bar::new(data.len(), "reading");
-    match format {
-        Format::Native => Ok(native_stats(&DemoReader::new(data)?, decode, &mut |p| {
-            bar.update(p)
-        })?),
-        Format::Dm68 => dm68::stats(data, &mut |p| bar.update(p)),
-    }
-}
-
-fn info(path: &Path, json: bool, out: &mut dyn Write) -> Outcome {
-    if let Some(data) = crate::lockstep::read_if_lockstep(path)? {
-        return crate::lockstep::info(path, &data, json, out);
-    }
-    let (data, format) = read(path)?;
-    let stats = gather(&data, format, false)?;
-    let info = match format {
-        Format::Native => Info::native(DemoReader::new(&data)?.header(), &stats),
-        Format::Dm68 => dm68::info(dm68::metadata(&data), &stats),
-    };
-    if json {
-        serde_json::to_writer(&mut *out, &info).map_err(std::io::Error::other)?;
-        writeln!(out)?;
-        return Ok(EXIT_OK);
-    }
-    writeln!(out, "file:       {}", path.display())?;
-    writeln!(
-        out,
-        "format:     {} (version {})",
-        info.format, info.version
-    )?;
-    writeln!(out, "codec:      {}", info.codec)?;
-    if info.tick_hz > 0 || info.snapshot_hz > 0 {
-        writeln!(
-            out,
-            "rates:      {} Hz ticks, {} Hz snapshots",
-            info.tick_hz, info.snapshot_hz
-        )?;
-    }
-    for (what, schema) in [
-        ("entity", &info.entity_schema),
-        ("player", &info.player_schema),
-    ] {
-        writeln!(
-            out,
-            "{what:<11} {} ({} fields, fingerprint {}{})",
-            schema.name,
-            schema.fields.len(),
-            schema.fingerprint,
-            if schema.has_model {
-                ", native model"
-            } else {
-                ""
+/// Runs a per-file command over every file and folder in `paths` (see
+/// [`crate::multi`]); text blocks of several files are separated by a
+/// blank line.
+fn many(
+    paths: &[PathBuf],
+    jobs: Option<usize>,
+    json: bool,
+    out: &mut dyn Write,
+    work: &(dyn Fn(&Path) -> FileOutcome + Sync),
+) -> Outcome {
+    let files = crate::multi::expand(paths)?;
+    if files.len() > 1 && !json {
+        let separated = |path: &Path| {
+            let mut outcome = work(path);
+            if !outcome.stdout.is_empty() {
+                outcome.stdout.push(b'\n');
             }
-        )?;
-        writeln!(out, "            {}", schema.fields.join(", "))?;
+            outcome
+        };
+        return crate::multi::run_files(&files, jobs, &separated, out);
     }
-    for (key, value) in &info.metadata {
-        let shown: String = value.chars().take(100).collect();
-        writeln!(out, "meta:       {key} = {shown}")?;
-    }
-    writeln!(out, "bytes:      {}", info.file_bytes)?;
-    writeln!(out, "duration:   {:.3} s", info.duration_s)?;
-    writeln!(
-        out,
-        "records:    {} ({} gamestates)",
-        info.records, info.gamestates
-    )?;
-    writeln!(
-        out,
-        "snapshots:  {} ({} full/keyframes)",
-        info.snapshots, info.keyframes
-    )?;
-    writeln!(
-        out,
-        "bytes/snap: mean {:.1}, p50 {}, p99 {}, max {}",
-        info.mean_snapshot_bytes,
-        info.p50_snapshot_bytes,
-        info.p99_snapshot_bytes,
-        info.max_snapshot_bytes
-    )?;
-    match &info.truncation {
-        Some(why) => writeln!(out, "truncated:  yes: {why}")?,
-        None => writeln!(out, "truncated:  no")?,
-    }
-    Ok(EXIT_OK)
+    crate::multi::run_files(&files, jobs, work, out)
 }
 
 fn dump(
@@ -521,83 +543,111 @@ fn play_dm68(
     Ok(None)
 }
 
-fn stats(path: &Path, svg: &Path, out: &mut dyn Write) -> Outcome {
-    let (data, format) = read(path)?;
-    let stats = gather(&data, format, true)?;
-    let title = format!(
-        "{} ({})",
-        path.file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-        stats.format
-    );
-    crate::plot::write_svg(&stats, &title, svg)?;
-    let entities = stats.entity_counts();
-    writeln!(
-        out,
-        "{}: {} snapshots over {:.3} s ({} keyframes){}",
-        path.display(),
-        stats.snapshots,
-        stats.duration_s,
-        stats.keyframes,
-        if stats.truncated { ", truncated" } else { "" }
-    )?;
-    writeln!(
-        out,
-        "bytes per snapshot: mean {:.1}, p50 {}, p99 {}, max {}",
-        stats.snapshot_bytes.mean,
-        stats.snapshot_bytes.p50,
-        stats.snapshot_bytes.p99,
-        stats.snapshot_bytes.max
-    )?;
-    writeln!(
-        out,
-        "entities per snapshot: mean {:.1}, p50 {}, p99 {}, max {}",
-        entities.mean, entities.p50, entities.p99, entities.max
-    )?;
-    if stats.duration_s > 0.0 {
-        let total: u64 = stats.samples.iter().map(|s| s.bytes as u64).sum();
-        writeln!(
-            out,
-            "snapshot data rate: {:.0} bytes/s",
-            total as f64 / stats.duration_s
-        )?;
+fn stats(
+    paths: &[PathBuf],
+    svg: Option<&Path>,
+    json: bool,
+    jobs: Option<usize>,
+    out: &mut dyn Write,
+) -> Outcome {
+    let files = crate::multi::expand(paths)?;
+    let several = files.len() > 1 || paths.iter().any(|p| p.is_dir());
+    if let (Some(svg), true) = (svg, several) {
+        std::fs::create_dir_all(svg).map_err(|e| {
+            DemoError::Io(std::io::Error::new(
+                e.kind(),
+                format!("{}: {e}", svg.display()),
+            ))
+        })?;
     }
-    writeln!(out, "plot: {}", svg.display())?;
-    Ok(EXIT_OK)
+    many(&files, jobs, json, out, &|path| {
+        let svg = svg.map(|svg| crate::inspect::svg_path(svg, path, several));
+        crate::inspect::stats(path, json, svg.as_deref())
+    })
 }
 
-fn create(path: &Path) -> Result<std::io::BufWriter<std::fs::File>, ToolError> {
-    let file = std::fs::File::create(path).map_err(|e| {
-        DemoError::Io(std::io::Error::new(
-            e.kind(),
-            format!("{}: {e}", path.display()),
-        ))
-    })?;
-    Ok(std::io::BufWriter::new(file))
+/// What `cut` keeps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Span {
+    /// From `from` to `to` seconds after the first snapshot.
+    Times {
+        /// Start, seconds.
+        from: f64,
+        /// End, seconds.
+        to: f64,
+    },
+    /// Around event `index` of `demo events`.
+    AroundEvent {
+        /// The event's index.
+        index: usize,
+        /// Seconds before it.
+        before: f64,
+        /// Seconds after it.
+        after: f64,
+    },
 }
 
-fn cut_command(path: &Path, from: f64, to: f64, output: &Path, out: &mut dyn Write) -> Outcome {
+fn cut_command(path: &Path, span: Span, output: &Path, out: &mut dyn Write) -> Outcome {
     let (data, format) = read(path)?;
-    if format != Format::Native {
-        return Err(ToolError::Demo(DemoError::Span(
-            "cut works on native demos: convert a Quake 3 demo first (demo convert)".into(),
-        )));
-    }
     let start = start_ms(&data, format)?;
+    let (from_ms, to_ms, event) = match span {
+        Span::Times { from, to } => (at(start, from), at(start, to), None),
+        Span::AroundEvent {
+            index,
+            before,
+            after,
+        } => {
+            let (events, error) = crate::events::events_of(&data, format);
+            let Some(event) = events.events.get(index) else {
+                return Err(error.unwrap_or_else(|| {
+                    ToolError::Demo(DemoError::Span(format!(
+                        "{} has {} events (see demo events): there is no event {index}",
+                        path.display(),
+                        events.events.len()
+                    )))
+                }));
+            };
+            let time = i64::from(event.server_time);
+            (
+                time - (before.max(0.0) * 1000.0).round() as i64,
+                time + (after.max(0.0) * 1000.0).round() as i64,
+                Some((index, event.clone())),
+            )
+        }
+    };
+    // A Quake 3 demo is converted (in memory, checked as `convert` checks
+    // it) and the native result cut: the output stands alone either way.
+    let (native, source_truncated) = match format {
+        Format::Native => (None, false),
+        Format::Dm68 => {
+            let (converted, _, ending) =
+                convert_dm68(&data, Vec::new(), ConvertOptions::default(), &mut |_| {})?;
+            (Some(converted), ending.is_some())
+        }
+    };
+    let native_data = native.as_deref().unwrap_or(&data);
     let clamp = |ms: i64| u32::try_from(ms.max(0)).unwrap_or(u32::MAX);
-    let reader = DemoReader::new(&data)?;
-    let bar = Bar::new(data.len(), "cutting");
+    let reader = DemoReader::new(native_data)?;
+    let bar = Bar::new(native_data.len(), "cutting");
+    let pending = PendingFile::new(output);
     let (writer, report) = cut(
         &reader,
-        clamp(at(start, from)),
-        clamp(at(start, to)),
-        create(output)?,
+        clamp(from_ms),
+        clamp(to_ms),
+        pending.create()?,
         &mut |p| bar.update(p),
     )?;
-    writer
-        .into_inner()
-        .map_err(|e| DemoError::Io(e.into_error()))?;
+    pending.finish(writer)?;
     drop(bar);
+    if let Some((index, event)) = event {
+        writeln!(
+            out,
+            "event {index} at {:.3} s: {} {}",
+            (i64::from(event.server_time) - start) as f64 / 1000.0,
+            event.kind.type_name(),
+            crate::events::describe(&event.kind)
+        )?;
+    }
     writeln!(
         out,
         "wrote {}: {} snapshots from {:.3} s to {:.3} s ({} re-encoded)",
@@ -607,7 +657,7 @@ fn cut_command(path: &Path, from: f64, to: f64, output: &Path, out: &mut dyn Wri
         (report.last_ms as i64 - start) as f64 / 1000.0,
         report.reencoded
     )?;
-    if report.source_truncated {
+    if report.source_truncated || source_truncated {
         eprintln!("demo: the source is truncated; the cut ends at its last complete record");
         return Ok(EXIT_TRUNCATED);
     }
@@ -630,11 +680,11 @@ fn convert(input: &Path, output: &Path, codec: CodecArg, out: &mut dyn Write) ->
         ..ConvertOptions::default()
     };
     let bar = Bar::new(data.len(), "converting");
+    // Written to a temporary file, renamed only once all of it converted.
+    let pending = PendingFile::new(output);
     let (writer, report, ending) =
-        convert_dm68(&data, create(output)?, options, &mut |p| bar.update(p))?;
-    writer
-        .into_inner()
-        .map_err(|e| DemoError::Io(e.into_error()))?;
+        convert_dm68(&data, pending.create()?, options, &mut |p| bar.update(p))?;
+    pending.finish(writer)?;
     drop(bar);
     print_convert_report(input, output, options.codec, &report, out)?;
     match ending {

@@ -13,15 +13,29 @@ use crate::error::ToolError;
 
 /// Statistics of a Quake 3 demo: every record is decoded.
 pub fn stats(data: &[u8], progress: Progress<'_>) -> Result<DemoStats, ToolError> {
+    match stats_until_error(data, progress) {
+        (_, Some(error)) => Err(error),
+        (stats, None) => Ok(stats),
+    }
+}
+
+/// As [`stats`], but a damaged file still gives the statistics of every
+/// record before the fault, beside the error (a truncated file is no
+/// error: its statistics say so).
+pub fn stats_until_error(data: &[u8], progress: Progress<'_>) -> (DemoStats, Option<ToolError>) {
     let mut stats = DemoStats::new(q3::FORMAT_NAME, 68, data.len() as u64);
-    for item in Dm68Decoder::new(data)? {
+    let decoder = match Dm68Decoder::new(data) {
+        Ok(decoder) => decoder,
+        Err(error) => return (stats.finish(), Some(error.into())),
+    };
+    for item in decoder {
         let decoded = match item {
             Ok(decoded) => decoded,
             Err(error) if error.is_truncation() => {
                 stats.truncate(&error);
                 break;
             }
-            Err(error) => return Err(error.into()),
+            Err(error) => return (stats.finish(), Some(error.into())),
         };
         stats.records += 1;
         let bytes = decoded.record.message.len() as u32;
@@ -43,7 +57,7 @@ pub fn stats(data: &[u8], progress: Progress<'_>) -> Result<DemoStats, ToolError
             (decoded.record.offset + q3::RECORD_HEADER_LEN + decoded.record.message.len()) as u64,
         );
     }
-    Ok(stats.finish())
+    (stats.finish(), None)
 }
 
 /// `demo info` of a Quake 3 demo; `metadata` from its configstrings.
