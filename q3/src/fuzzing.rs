@@ -396,15 +396,20 @@ pub fn check_parsed(result: Result<ParsedMessage, MessageError>, len: usize) -> 
 }
 
 /// A whole `.dm_68` file decoded record by record: record numbers count up
-/// and errors name the record they are in. Returns the records decoded.
+/// and errors name the record they are in; the match's events are read
+/// from it as `demo events` reads them. Returns the records decoded.
 pub fn decode_file(data: &[u8]) -> usize {
     let mut records = 0;
-    for item in Dm68Decoder::from_reader(Dm68Reader::new_unchecked(data)) {
+    let mut decoder = Dm68Decoder::from_reader(Dm68Reader::new_unchecked(data));
+    // The events read from whatever decodes (`events`): never a panic.
+    let (mut events, mut found) = (crate::events::Dm68Events::new(), Vec::new());
+    while let Some(item) = decoder.next() {
         match item {
             Ok(record) => {
                 assert_eq!(record.record.index, records);
                 records += 1;
                 check_message(&record.message, record.record.message.len());
+                events.push(&record, decoder.client(), &mut found);
             }
             Err(error) => {
                 let _ = error.to_string();

@@ -306,7 +306,7 @@ pub fn view(
         page.snapshots(),
         page.snapshots_total,
         if page.stride > 1 {
-            format!(" (every {}th)", page.stride)
+            format!(" (1 in {})", page.stride)
         } else {
             String::new()
         },

@@ -7,46 +7,11 @@ extern crate demo as netq3_demo;
 #[path = "../../tests/common/arena.rs"]
 mod arena;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
 use arena::record_match;
 use fields::Codec;
-
-fn demo(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_demo"))
-        .args(args)
-        .output()
-        .expect("the demo binary runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-/// A file in a directory of this test binary's own.
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("demo-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn path_str(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
-fn json(output: &Output) -> serde_json::Value {
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(output));
-    serde_json::from_str(&stdout(output)).expect("one JSON object")
-}
-
-fn q3(name: &str) -> String {
-    q3::corpus::path(name).display().to_string()
-}
+use support::{demo, json, path_str, q3, stderr, stdout, temp};
 
 #[test]
 fn native_demos_through_every_command() {
@@ -312,11 +277,14 @@ fn mutated_demos_never_make_a_command_panic() {
         let file = path_str(&file);
         let svg = temp(&format!("mutated-{seed}.svg"));
         let cut = temp(&format!("mutated-{seed}-cut"));
+        let page = temp(&format!("mutated-{seed}.html"));
         for args in [
             vec!["info", file, "--json"],
             vec!["dump", file, "--jsonl"],
             vec!["play", file, "--verify", "--seek", "0.5"],
             vec!["stats", file, "--svg", path_str(&svg)],
+            vec!["events", file, "--json"],
+            vec!["view", file, "-o", path_str(&page)],
             vec![
                 "cut",
                 file,
