@@ -7,11 +7,14 @@
 //!   seconds and leaves; it
 //!   exits non-zero if the server dropped it, a message did not decode, or
 //!   it never received a gamestate.
+//! * `q3 relay --listen ADDR --from SERVER|FILE.dm_68 [--loop] [--seconds N]`
+//!   serves spectators: real Quake 3 clients connect to it and watch the
+//!   source's game.
 //! * `q3 status ADDR` prints the `getinfo` and `getstatus` answers.
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -21,11 +24,13 @@ use clap::{Parser, Subcommand};
 use netq3_q3::live::netchan::Framing;
 use netq3_q3::live::pak::{default_basepaths, PakIndex};
 use netq3_q3::live::{udp, End, LiveConfig, LiveError, Movement, Protocol, Session};
+use netq3_q3::relay::udp::{self as relay_udp, Source};
+use netq3_q3::relay::RelayConfig;
 
 #[derive(Parser)]
 #[command(
     name = "q3",
-    about = "Connect to a Quake 3 server, or ask for its status"
+    about = "Connect to a Quake 3 server, relay one to spectators, or ask for its status"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -77,6 +82,39 @@ enum CommandLine {
         #[arg(long = "command", value_name = "COMMAND")]
         commands: Vec<String>,
     },
+    /// Serves spectators: real Quake 3 clients connect to it as to any
+    /// server and watch the game of the source.
+    Relay {
+        /// Address to listen on (host:port), e.g. 127.0.0.1:27961.
+        #[arg(long)]
+        listen: String,
+        /// The source: a server address (our client joins it as a
+        /// spectator following a player) or a `.dm_68` file.
+        #[arg(long)]
+        from: String,
+        /// Play the file again from the start when it ends.
+        #[arg(long = "loop")]
+        looping: bool,
+        /// Stop after this many seconds (default: when the source ends; a
+        /// looping file never does).
+        #[arg(long)]
+        seconds: Option<f64>,
+        /// Most spectators at once (1..=64).
+        #[arg(long, default_value_t = 64)]
+        max_spectators: usize,
+        /// The name `getinfo` shows.
+        #[arg(long, default_value = "netq3 relay")]
+        hostname: String,
+        /// Where the source server's paks are, if it is pure (see `connect`).
+        #[arg(long = "basepath", value_name = "DIR")]
+        basepaths: Vec<String>,
+        /// Write each spectator's first datagrams as a fuzz seed into DIR.
+        #[arg(long, value_name = "DIR")]
+        capture_seeds: Option<String>,
+        /// Write the relay's counters as JSON.
+        #[arg(long)]
+        summary_json: Option<String>,
+    },
     /// Prints the server's `getinfo` and `getstatus` answers.
     Status {
         /// Server address (host:port).
@@ -97,6 +135,125 @@ fn resolve(server: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("{server}: no address"))
 }
 
+/// The local paks under `basepaths` (default: Debian's folders).
+fn scan_paks(basepaths: &[String]) -> Result<Option<PakIndex>, String> {
+    if basepaths.is_empty() {
+        // A broken pak somewhere in the default folders should not keep
+        // the client off servers that are not pure.
+        return Ok(match PakIndex::scan(&default_basepaths()) {
+            Ok(index) => Some(index),
+            Err(e) => {
+                eprintln!("q3: warning: {e}; pure servers cannot be answered");
+                None
+            }
+        });
+    }
+    let dirs: Vec<PathBuf> = basepaths.iter().map(PathBuf::from).collect();
+    if let Some(missing) = dirs.iter().find(|d| !d.is_dir()) {
+        return Err(format!("--basepath {}: not a folder", missing.display()));
+    }
+    Ok(Some(PakIndex::scan(&dirs).map_err(|e| e.to_string())?))
+}
+
+/// A qport and client challenge that differ between runs.
+fn run_nonces() -> (u16, i32) {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    ((nanos & 0xffff) as u16, (nanos >> 1) as i32 & 0x7fff_ffff)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn relay(
+    listen: &str,
+    from: &str,
+    looping: bool,
+    seconds: Option<f64>,
+    max_spectators: usize,
+    hostname: String,
+    basepaths: &[String],
+    capture_seeds: Option<&str>,
+    summary_json: Option<&str>,
+) -> Result<ExitCode, String> {
+    if !(1..=64).contains(&max_spectators) {
+        return Err("--max-spectators must be between 1 and 64".into());
+    }
+    let duration = match seconds {
+        Some(s) if !(s.is_finite() && s > 0.0 && s < 86_400.0 * 365.0) => {
+            return Err("--seconds must be positive".into())
+        }
+        Some(s) => Some(Duration::from_secs_f64(s)),
+        None => None,
+    };
+    let listen_address = resolve(listen)?;
+    let socket = UdpSocket::bind(listen_address).map_err(|e| format!("{listen}: {e}"))?;
+    let (qport, client_challenge) = run_nonces();
+    let source = if std::path::Path::new(from).is_file() {
+        let bytes = std::fs::read(from).map_err(|e| format!("{from}: {e}"))?;
+        Source::File {
+            bytes: Arc::new(bytes),
+            looping,
+        }
+    } else {
+        if looping {
+            return Err("--loop is for a file source".into());
+        }
+        let config = LiveConfig {
+            name: "netq3-relay".into(),
+            qport,
+            client_challenge,
+            movement: Movement::Idle,
+            commands_on_enter: vec!["team spectator".into(), "follownext".into()],
+            paks: scan_paks(basepaths)?.map(Arc::new),
+            ..LiveConfig::default()
+        };
+        Source::Server {
+            address: resolve(from)?,
+            config,
+        }
+    };
+    let config = RelayConfig {
+        max_spectators,
+        hostname,
+        seed: u64::from(client_challenge as u32) << 16 | u64::from(qport),
+        ..RelayConfig::default()
+    };
+    eprintln!("q3 relay: listening on {listen_address}, source {from}");
+    let outcome = relay_udp::run(
+        socket,
+        config,
+        source,
+        duration,
+        capture_seeds.is_some(),
+        &mut |_, event| eprintln!("q3 relay: {event:?}"),
+    )
+    .map_err(|e| e.to_string())?;
+    if let Some(dir) = capture_seeds {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{dir}: {e}"))?;
+        for (i, seed) in outcome.captured.iter().enumerate() {
+            let path = std::path::Path::new(dir).join(format!("spectator-{i}"));
+            std::fs::write(&path, seed).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    let json = serde_json::json!({
+        "stats": outcome.stats,
+        "source_snapshots": outcome.source_snapshots,
+        "source_end": outcome.source_end,
+    });
+    let text = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?;
+    if let Some(path) = summary_json {
+        std::fs::write(path, &text).map_err(|e| format!("{path}: {e}"))?;
+    }
+    println!("{text}");
+    match outcome.source_end {
+        Some(end) => {
+            eprintln!("q3 relay: the source ended: {end}");
+            Ok(ExitCode::from(1))
+        }
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(code) => code,
@@ -109,6 +266,27 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
+        CommandLine::Relay {
+            listen,
+            from,
+            looping,
+            seconds,
+            max_spectators,
+            hostname,
+            basepaths,
+            capture_seeds,
+            summary_json,
+        } => relay(
+            &listen,
+            &from,
+            looping,
+            seconds,
+            max_spectators,
+            hostname,
+            &basepaths,
+            capture_seeds.as_deref(),
+            summary_json.as_deref(),
+        ),
         CommandLine::Status { server } => {
             let address = resolve(&server)?;
             let status =
@@ -139,38 +317,20 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             if !(seconds.is_finite() && seconds > 0.0 && seconds < 86_400.0) {
                 return Err("--seconds must be between 0 and 86400".into());
             }
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos());
+            let (qport, client_challenge) = run_nonces();
             let framing = match framing.as_str() {
                 "ioq3" => Some(Framing::Ioq3),
                 "legacy" => Some(Framing::Legacy),
                 _ => None,
             };
-            let paks = if basepaths.is_empty() {
-                // A broken pak somewhere in the default folders should not
-                // keep the client off servers that are not pure.
-                match PakIndex::scan(&default_basepaths()) {
-                    Ok(index) => Some(index),
-                    Err(e) => {
-                        eprintln!("q3: warning: {e}; pure servers cannot be answered");
-                        None
-                    }
-                }
-            } else {
-                let dirs: Vec<PathBuf> = basepaths.iter().map(PathBuf::from).collect();
-                if let Some(missing) = dirs.iter().find(|d| !d.is_dir()) {
-                    return Err(format!("--basepath {}: not a folder", missing.display()));
-                }
-                Some(PakIndex::scan(&dirs).map_err(|e| e.to_string())?)
-            };
+            let paks = scan_paks(&basepaths)?;
             let config = LiveConfig {
                 protocol: protocol_kind,
                 framing,
                 paks: paks.map(Arc::new),
                 name,
-                qport: (nanos & 0xffff) as u16,
-                client_challenge: (nanos >> 1) as i32 & 0x7fff_ffff,
+                qport,
+                client_challenge,
                 movement: if idle {
                     Movement::Idle
                 } else {

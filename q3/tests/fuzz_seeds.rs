@@ -84,3 +84,25 @@ proptest! {
         dm68_structured(&input);
     }
 }
+
+/// The relay's client-packet seeds are real clients' datagrams (the
+/// OpenArena client's, captured by `q3 relay --capture-seeds`): replayed,
+/// every one reads, the client's commands run and its usercmds are read.
+#[test]
+fn relay_client_replays() {
+    let committed = corpus_files(CRATE, "seeds", "relay_client").unwrap();
+    assert!(committed.len() >= 2, "{} seeds", committed.len());
+    for (path, data) in committed {
+        let outcome = netq3_q3::relay::fuzzing::feed_client_datagrams(&data);
+        let name = path.display();
+        assert!(outcome.messages >= 20, "{name}: {outcome:?}");
+        assert_eq!(outcome.unreadable, 0, "{name}: {outcome:?}");
+        assert!(outcome.usercmds >= outcome.messages, "{name}: {outcome:?}");
+        assert!(outcome.entered, "{name}: {outcome:?}");
+        // The gamestate, then a message every 50 ms of the harness clock.
+        assert!(outcome.sent >= outcome.messages / 5, "{name}: {outcome:?}");
+    }
+    for (_, data) in corpus_files(CRATE, "regressions", "relay_client").unwrap() {
+        netq3_q3::relay::fuzzing::feed_client_datagrams(&data);
+    }
+}
