@@ -1,0 +1,211 @@
+//! `q3 relay` with real programs: fed live by `ioq3ded` (4 bots, pure) or
+//! by a `.dm_68` that `q3 connect --record` made on oa_dm1, and watched by
+//! our own clients and by the real OpenArena client (its legacy "71").
+//!
+//! The source server needs `NETQ3_REQUIRE_IOQ3`'s package, the real client
+//! `NETQ3_REQUIRE_OPENARENA`'s (`.ci/openarena`); each part skips without
+//! its program unless its variable is 1. Both relays and every client run
+//! at once: the file takes about 25 seconds.
+
+mod ioq3;
+mod realclient;
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ioq3::{paks, Server};
+use netq3_q3::live::netchan::Framing;
+use netq3_q3::live::oob::info_value;
+use netq3_q3::live::udp::{self, query_status};
+use netq3_q3::live::{LiveClient, LiveConfig, Movement, Protocol, Stage, CS_SYSTEMINFO};
+use netq3_q3::relay::udp::{self as relay_udp, RelayRun, Source};
+use netq3_q3::relay::{RelayConfig, RelayEvent};
+use realclient::RealClient;
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/oa_dm1-12s.dm_68");
+
+/// A relay running in a thread, its events collected.
+struct RunningRelay {
+    address: SocketAddr,
+    events: Arc<Mutex<Vec<RelayEvent>>>,
+    thread: std::thread::JoinHandle<RelayRun>,
+}
+
+fn start_relay(source: Source, seconds: u64) -> RunningRelay {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let address = socket.local_addr().unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let thread = std::thread::spawn(move || {
+        relay_udp::run(
+            socket,
+            RelayConfig::default(),
+            source,
+            Some(Duration::from_secs(seconds)),
+            false,
+            &mut |_, event| sink.lock().unwrap().push(event.clone()),
+        )
+        .expect("the relay runs")
+    });
+    // Ready once it has the source's gamestate (its map in getinfo).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(status) = query_status(address, Duration::from_millis(300)) {
+            if info_value(&status.info, "mapname") == "oa_dm1" {
+                break;
+            }
+        }
+        assert!(Instant::now() < deadline, "the relay never had a game");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    RunningRelay {
+        address,
+        events,
+        thread,
+    }
+}
+
+fn live_source(server: &Server) -> Source {
+    Source::Server {
+        address: server.address,
+        config: LiveConfig {
+            name: "netq3-relay".into(),
+            qport: 3131,
+            client_challenge: 0x0303_0303,
+            movement: Movement::Idle,
+            commands_on_enter: vec!["team spectator".into(), "follownext".into()],
+            paks: Some(paks()),
+            ..LiveConfig::default()
+        },
+    }
+}
+
+/// One of our clients on the relay for `seconds`.
+fn our_client(relay: SocketAddr, protocol: Protocol, name: &str, seconds: u64) -> LiveClient {
+    let config = LiveConfig {
+        protocol,
+        name: name.into(),
+        qport: 2000 + protocol.number() as u16,
+        client_challenge: 0x0505_0505 + protocol.number() as i32,
+        ..LiveConfig::default()
+    };
+    udp::run(
+        relay,
+        config,
+        Duration::from_secs(seconds),
+        None,
+        &mut |_, _, _| Ok(()),
+    )
+    .expect("the session runs")
+}
+
+/// What the relay saw of the real client: it connected, answered the
+/// gamestate with `cp` and entered the game.
+fn check_real_client(name: &str, client: &RealClient, events: &[RelayEvent]) {
+    let console = client.console();
+    eprintln!(
+        "{name}: real client console ({} lines), relay events {events:?}",
+        console.lines().count()
+    );
+    assert!(client.errors().is_empty(), "{name}: {:?}", client.errors());
+    assert!(
+        console.contains("CL_InitCGame"),
+        "{name}: the client loaded the relay's game: {console}"
+    );
+    let slot = events
+        .iter()
+        .find_map(|e| match e {
+            RelayEvent::Connected { slot, name, .. } if name != "netq3_71" && name != "netq3_68" => {
+                Some(*slot)
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{name}: the real client never connected: {events:?}"));
+    assert!(
+        events.iter().any(|e| matches!(e, RelayEvent::Command { slot: s, text } if *s == slot && text.starts_with("cp "))),
+        "{name}: its pure answer came through"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, RelayEvent::Entered { slot: s } if *s == slot)),
+        "{name}: it entered the game"
+    );
+}
+
+#[test]
+fn real_and_our_clients_on_the_relay() {
+    let with_server = ioq3::server_available("real_and_our_clients_on_the_relay");
+    let with_client = realclient::available("real_and_our_clients_on_the_relay");
+    let server = with_server.then(|| Server::start("relay-source"));
+    let live = server.as_ref().map(|s| start_relay(live_source(s), 22));
+    let bytes = Arc::new(std::fs::read(FIXTURE).expect("the fixture"));
+    let file = start_relay(
+        Source::File {
+            bytes,
+            looping: true,
+        },
+        22,
+    );
+
+    let real_live = (with_client && live.is_some())
+        .then(|| RealClient::connect(live.as_ref().unwrap().address, "live"));
+    let real_file = with_client.then(|| RealClient::connect(file.address, "file"));
+    // Our clients, both protocols, on the live relay (or the file's).
+    let target = live.as_ref().map_or(file.address, |r| r.address);
+    let (ours_71, ours_68) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| our_client(target, Protocol::V71, "netq3_71", 12));
+        let b = scope.spawn(|| our_client(target, Protocol::V68, "netq3_68", 12));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    for (client, framing) in [(&ours_71, Framing::Ioq3), (&ours_68, Framing::Legacy)] {
+        eprintln!(
+            "ours: {:?} {:?} {:?}",
+            client.stats(),
+            client.netchan_stats(),
+            client.end()
+        );
+        assert_eq!(client.framing(), Some(framing));
+        assert_eq!(client.stats().gamestates, 1);
+        assert_eq!(client.netchan_stats().bad_challenge_word, 0);
+        assert!(matches!(client.stage(), Stage::Ended));
+        let parser = client.parser();
+        assert_eq!(info_value(parser.configstring(0), "mapname"), "oa_dm1");
+        assert_eq!(
+            info_value(parser.configstring(CS_SYSTEMINFO), "sv_pure"),
+            "0"
+        );
+        assert!(client.stats().usercmds > 100);
+    }
+    // Give the real clients time to load the map and enter.
+    for client in real_live.iter().chain(&real_file) {
+        let left = Duration::from_secs(18).saturating_sub(client.age());
+        std::thread::sleep(left);
+    }
+    let live_events = live
+        .as_ref()
+        .map(|r| r.events.lock().unwrap().clone())
+        .unwrap_or_default();
+    let file_events = file.events.lock().unwrap().clone();
+    if let Some(client) = &real_live {
+        check_real_client("live", client, &live_events);
+    }
+    if let Some(client) = &real_file {
+        check_real_client("file", client, &file_events);
+    }
+    drop((real_live, real_file));
+    let file_run = file.thread.join().unwrap();
+    eprintln!("file relay: {file_run:?}");
+    assert_eq!(file_run.stats.unreadable, 0);
+    assert!(file_run.source_snapshots >= 200);
+    if let Some(live) = live {
+        let run = live.thread.join().unwrap();
+        eprintln!("live relay: {run:?}");
+        assert_eq!(run.source_end, None);
+        assert_eq!(run.stats.unreadable, 0);
+        assert!(run.source_snapshots >= 250, "{run:?}");
+        assert!(run.stats.connections >= 2);
+    }
+    drop(server);
+}
