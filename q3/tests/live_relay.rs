@@ -23,7 +23,10 @@ use netq3_q3::relay::udp::{self as relay_udp, RelayRun, Source};
 use netq3_q3::relay::{RelayConfig, RelayEvent};
 use realclient::RealClient;
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/oa_dm1-12s.dm_68");
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/oa_dm1-12s.dm_68"
+);
 
 /// A relay running in a thread, its events collected.
 struct RunningRelay {
@@ -116,7 +119,9 @@ fn check_real_client(name: &str, client: &RealClient, events: &[RelayEvent]) {
     let slot = events
         .iter()
         .find_map(|e| match e {
-            RelayEvent::Connected { slot, name, .. } if name != "netq3_71" && name != "netq3_68" => {
+            RelayEvent::Connected { slot, name, .. }
+                if name != "netq3_71" && name != "netq3_68" =>
+            {
                 Some(*slot)
             }
             _ => None,
