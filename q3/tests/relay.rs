@@ -343,3 +343,49 @@ fn long_configstrings_are_sent_as_big_pieces() {
     assert_eq!(exact[1], "bcs2 7 \"\"");
     assert_eq!(configstring_commands(3, "short"), vec!["cs 3 \"short\""]);
 }
+
+#[test]
+fn a_recorded_match_plays_at_its_own_pace_and_loops() {
+    use netq3_q3::relay::source::{FileSource, SourceUpdate};
+    let bytes = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/oa_dm1-12s.dm_68"
+    ))
+    .unwrap();
+    let t0 = Instant::now();
+    let count = |updates: &[SourceUpdate]| {
+        let snapshots = updates
+            .iter()
+            .filter(|u| matches!(u, SourceUpdate::Snapshot(_)))
+            .count();
+        let gamestates = updates
+            .iter()
+            .filter(|u| matches!(u, SourceUpdate::Gamestate(_)))
+            .count();
+        (gamestates, snapshots)
+    };
+    let mut once = FileSource::new(&bytes, false, t0).unwrap();
+    let mut updates = Vec::new();
+    assert!(once.poll(t0, &mut updates));
+    let (gamestates, first) = count(&updates);
+    assert_eq!(gamestates, 1);
+    assert!(first <= 2, "{first} snapshots at the start");
+    // Five seconds in: about five seconds of snapshots (at most 20 a second).
+    updates.clear();
+    assert!(once.poll(t0 + Duration::from_secs(5), &mut updates));
+    let (_, five) = count(&updates);
+    assert!((60..=101).contains(&five), "{five}");
+    // The end: everything, then over.
+    updates.clear();
+    assert!(!once.poll(t0 + Duration::from_secs(60), &mut updates));
+    let (_, rest) = count(&updates);
+    assert!(first + five + rest >= 200);
+    // Looping: a second pass starts with the gamestate again.
+    let mut looping = FileSource::new(&bytes, true, t0).unwrap();
+    updates.clear();
+    assert!(looping.poll(t0 + Duration::from_secs(13), &mut updates));
+    assert_eq!(looping.passes(), 1);
+    assert_eq!(count(&updates).0, 2);
+    // A file that is no demo is an error, not a panic.
+    assert!(FileSource::new(b"not a demo", false, t0).is_err());
+}

@@ -43,18 +43,29 @@ impl FileSource {
     pub fn new(bytes: &[u8], looping: bool, now: Instant) -> Result<FileSource, RelayError> {
         let mut decoder = Dm68Decoder::new(bytes).map_err(RelayError::Demo)?;
         let mut timeline = Vec::new();
+        // Server times restart with each map: each gamestate starts a
+        // segment that follows the previous one.
         let mut first_time: Option<i32> = None;
+        let mut segment = 0u64;
         let mut time = 0u64;
         let mut updates = Vec::new();
         for record in decoder.by_ref() {
             let Ok(record) = record else { break };
             updates.clear();
-            // The parse state after this message: configstrings included.
             updates_of(&record.message, &mut updates);
             for update in updates.drain(..) {
-                if let SourceUpdate::Snapshot(s) = &update {
-                    let first = *first_time.get_or_insert(s.server_time);
-                    time = time.max(s.server_time.saturating_sub(first).max(0) as u64);
+                match &update {
+                    SourceUpdate::Gamestate(_) if first_time.is_some() => {
+                        segment = time + 50;
+                        time = segment;
+                        first_time = None;
+                    }
+                    SourceUpdate::Snapshot(s) => {
+                        let first = *first_time.get_or_insert(s.server_time);
+                        let since = s.server_time.wrapping_sub(first).max(0) as u64;
+                        time = time.max(segment + since);
+                    }
+                    _ => {}
                 }
                 timeline.push((time, update));
             }
@@ -91,9 +102,10 @@ impl FileSource {
             if !self.looping {
                 return false;
             }
-            self.passes += 1;
+            // After a stall, skip whole passes rather than replay them.
+            self.passes = (self.passes + 1).max(elapsed / self.length);
             self.next = 0;
-            if (self.passes) * self.length > elapsed {
+            if self.passes * self.length > elapsed {
                 return true;
             }
         }
