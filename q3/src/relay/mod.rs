@@ -44,6 +44,9 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use rand_core::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
 use crate::client::Q3Client;
 use crate::commands::ConfigstringCommands;
 use crate::live::netchan::{Framing, Protocol};
@@ -208,17 +211,19 @@ struct Challenge {
     time: Instant,
 }
 
-/// A deterministic generator for challenges and feeds (SplitMix64).
+/// The generator of challenges and checksum feeds: the workspace's seeded
+/// xoshiro256++ (vary [`RelayConfig::seed`] per run).
 #[derive(Debug, Clone)]
-struct Generator(u64);
+struct Generator(Xoshiro256PlusPlus);
 
 impl Generator {
+    fn new(seed: u64) -> Generator {
+        Generator(Xoshiro256PlusPlus::seed_from_u64(seed))
+    }
+
+    /// A positive 31-bit number, as Quake 3's challenges are.
     fn next_i32(&mut self) -> i32 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) as u32 & 0x7fff_ffff) as i32
+        (self.0.next_u32() & 0x7fff_ffff) as i32
     }
 }
 
@@ -247,7 +252,7 @@ impl Relay {
     /// A relay with no source gamestate yet (clients are refused until
     /// [`Relay::load_gamestate`]).
     pub fn new(config: RelayConfig, now: Instant) -> Relay {
-        let mut generator = Generator(config.seed);
+        let mut generator = Generator::new(config.seed);
         let server_id = generator.next_i32();
         let checksum_feed = generator.next_i32();
         let slots = config.max_spectators.clamp(1, MAX_SPECTATORS);
