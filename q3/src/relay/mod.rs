@@ -26,10 +26,11 @@
 //! * the source's reliable server commands (`print`, `cs`, `scores`,
 //!   `chat`…) forwarded to every spectator.
 //!
-//! The snapshot stream itself is written by the snapshot server of the
-//! `snapshot` crate with Quake 3's framing (see the README's Quake 3
-//! interop section for its state); until then spectators get the reliable
-//! commands at their snapshot rate.
+//! The snapshot stream is to be written by the snapshot server of the
+//! `snapshot` crate with Quake 3's framing, each spectator's player state
+//! marked as followed ([`view`]); until that framing exists spectators get
+//! the reliable commands at their snapshot rate, and real clients stay
+//! loaded but not active (see the README's Quake 3 interop section).
 
 pub mod client_message;
 #[doc(hidden)]
@@ -39,6 +40,7 @@ pub mod requests;
 pub mod source;
 mod spectator;
 pub mod udp;
+pub mod view;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
