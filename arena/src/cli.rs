@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::config::{Args, CodecArg};
+use crate::config::{Args, CodecArg, ModelKind};
 use crate::world::MAX_PLAYERS;
 
 /// `arena [FLAGS]` plays one match in one process; `arena serve`, `arena
@@ -64,6 +64,13 @@ pub struct ServeArgs {
     /// Seed of the world.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Multiplayer model: snapshot deltas, or a lockstep relay host (which
+    /// also runs and records a replica of the world).
+    #[arg(long, value_enum, default_value_t = ModelKind::Snapshot)]
+    pub model: ModelKind,
+    /// Lockstep: the session starts once this many participants connected.
+    #[arg(long, default_value_t = 2)]
+    pub participants: usize,
 }
 
 /// `arena bots`.
@@ -106,6 +113,10 @@ pub struct BotsArgs {
     /// Client frames (commands) per second.
     #[arg(long, default_value_t = 60)]
     pub client_fps: u32,
+    /// Multiplayer model (must be the server's): snapshot clients, or
+    /// lockstep participants that each run the world.
+    #[arg(long, value_enum, default_value_t = ModelKind::Snapshot)]
+    pub model: ModelKind,
 }
 
 /// `arena status`.
@@ -135,6 +146,9 @@ impl ServeArgs {
         }
         if !(1..=1000).contains(&self.tick_hz) {
             return Err("--tick-hz must be 1..=1000".into());
+        }
+        if self.model == ModelKind::Lockstep && !(1..=MAX_PLAYERS).contains(&self.participants) {
+            return Err(format!("--participants must be 1..={MAX_PLAYERS}"));
         }
         Ok(())
     }
@@ -197,7 +211,32 @@ mod tests {
         assert_eq!(serve.bind.port(), 27960);
         assert_eq!(serve.seconds, Some(5.0));
         assert_eq!(serve.max_clients, 16);
+        assert_eq!(serve.model, ModelKind::Snapshot);
         assert!(serve.validate().is_ok());
+        let cli = Cli::parse_from([
+            "arena",
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--model",
+            "lockstep",
+            "--participants",
+            "4",
+        ]);
+        let Some(Command::Serve(lockstep)) = cli.command else {
+            panic!("not serve");
+        };
+        assert_eq!(
+            (lockstep.model, lockstep.participants),
+            (ModelKind::Lockstep, 4)
+        );
+        assert!(lockstep.validate().is_ok());
+        assert!(ServeArgs {
+            participants: 0,
+            ..lockstep
+        }
+        .validate()
+        .is_err());
         let cli = Cli::parse_from([
             "arena",
             "bots",

@@ -10,7 +10,7 @@ use clap::Parser;
 
 use arena::bots::Bots;
 use arena::cli::{BotsArgs, Cli, Command, ServeArgs, StatusArgs};
-use arena::config::ClockKind;
+use arena::config::{ClockKind, ModelKind};
 use arena::serve::Dedicated;
 use arena::shutdown::Shutdown;
 use arena::{Args, MatchConfig};
@@ -43,6 +43,9 @@ fn serve(args: &ServeArgs) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
+    if args.model == ModelKind::Lockstep {
+        return serve_lockstep(args, &shutdown);
+    }
     let mut server = match Dedicated::bind(args, std::time::Instant::now()) {
         Ok(server) => server,
         Err(e) => {
@@ -93,6 +96,9 @@ fn bots(args: &BotsArgs) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
+    if args.model == ModelKind::Lockstep {
+        return bots_lockstep(args, &shutdown);
+    }
     let result = Bots::new(args, std::time::Instant::now())
         .and_then(|mut bots| bots.run(args.seconds, &shutdown));
     let summary = match result {
@@ -107,6 +113,68 @@ fn bots(args: &BotsArgs) -> ExitCode {
         if let Err(e) = summary.write_json(path) {
             eprintln!("arena bots: {e}");
             return ExitCode::FAILURE;
+        }
+    }
+    if summary.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Writes `json` to `path`, or says why not.
+fn write_json(what: &str, path: &std::path::Path, json: &str) -> Result<(), ExitCode> {
+    std::fs::write(path, format!("{json}\n")).map_err(|e| {
+        eprintln!("{what}: cannot write {}: {e}", path.display());
+        ExitCode::FAILURE
+    })
+}
+
+fn serve_lockstep(args: &ServeArgs, shutdown: &Shutdown) -> ExitCode {
+    let result = arena::lockstep::remote::serve(args, shutdown, |addr| {
+        // As the snapshot server does: a script learns the port from here.
+        println!("arena serve: listening on {addr}");
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+    });
+    let summary = match result {
+        Ok(summary) => summary,
+        Err(e) => {
+            eprintln!("arena serve: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    print!("{}", summary.table());
+    if let Some(path) = &summary.record {
+        println!(
+            "lockstep recording: {} (replay: cargo run --release -p demo-cli -- play {} --verify)",
+            path.display(),
+            path.display()
+        );
+    }
+    if let Some(path) = &args.summary_json {
+        if let Err(code) = write_json("arena serve", path, &summary.to_json()) {
+            return code;
+        }
+    }
+    if summary.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn bots_lockstep(args: &BotsArgs, shutdown: &Shutdown) -> ExitCode {
+    let summary = match arena::lockstep::remote::bots(args, shutdown) {
+        Ok(summary) => summary,
+        Err(e) => {
+            eprintln!("arena bots: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    print!("{}", summary.table());
+    if let Some(path) = &args.summary_json {
+        if let Err(code) = write_json("arena bots", path, &summary.to_json()) {
+            return code;
         }
     }
     if summary.ok() {

@@ -46,6 +46,10 @@ pub struct HostConfig {
     /// Repeat unacknowledged turns this often (speed control assumes the
     /// participants repeat their sets as often).
     pub repeat_interval: Duration,
+    /// Keep a copy of every turn sent for [`Host::poll_sent_turn`]: for a
+    /// host that also runs the simulation (a dedicated server's replica,
+    /// its recording).
+    pub observe: bool,
 }
 
 impl Default for HostConfig {
@@ -62,6 +66,7 @@ impl Default for HostConfig {
             limits: SpeedLimits::default(),
             drop_after: Duration::from_secs(3),
             repeat_interval: Duration::from_millis(25),
+            observe: false,
         }
     }
 }
@@ -148,6 +153,8 @@ pub struct Host {
     /// Turns sent that some live participant has not acknowledged, with
     /// their encoded sizes; the front is the oldest.
     history: VecDeque<(Turn, usize)>,
+    /// Turns sent, for an observer ([`HostConfig::observe`]).
+    observed: VecDeque<Turn>,
     /// Since when the next turn could have been complete (the previous one was sent).
     waiting_since: Option<Instant>,
     /// No turn after this one is sent.
@@ -181,6 +188,7 @@ impl Host {
             measures: Vec::new(),
             turns_sent: 0,
             history: VecDeque::new(),
+            observed: VecDeque::new(),
             waiting_since: None,
             end: None,
         }
@@ -579,6 +587,17 @@ impl Host {
         ))
     }
 
+    /// The next turn sent, in order, when [`HostConfig::observe`] is set:
+    /// exactly what every participant executes.
+    pub fn poll_sent_turn(&mut self) -> Option<Turn> {
+        self.observed.pop_front()
+    }
+
+    /// The participants at the start, in order (the simulation's setup).
+    pub fn participants(&self) -> impl Iterator<Item = ParticipantId> + '_ {
+        self.members.keys().copied()
+    }
+
     /// The next event.
     pub fn poll_event(&mut self) -> Option<HostEvent> {
         self.events.pop_front()
@@ -691,6 +710,9 @@ impl Host {
                 sets,
             };
             let size = encode_turn(&turn_message).len();
+            if self.config.observe {
+                self.observed.push_back(turn_message.clone());
+            }
             self.history.push_back((turn_message, size));
             for id in &live {
                 if let Some(member) = self.members.get_mut(id) {

@@ -98,6 +98,17 @@
 //! sent: that turn's message lists it in [`Turn::dropped`], so everyone
 //! removes it at the same turn boundary, and the game goes on.
 //!
+//! ## Ending
+//!
+//! [`Host::end_after`] fixes the session's last turn (at least every turn
+//! already sent) and names it in every turn message from then on. Each
+//! participant executes up to it and stops ([`Peer::is_finished`]); the host
+//! knows everyone has it once [`Host::all_delivered`]. A participant holding
+//! every turn up to the last treats the host closing as the end, not a loss,
+//! and plays the rest out. So a dedicated host can end a match on a signal
+//! with every participant — and its own replica and recording — on the
+//! same final turn and state.
+//!
 //! ## Determinism
 //!
 //! Lockstep only works if the same commands give bit-identical states on

@@ -118,6 +118,28 @@ impl<T: Transport> HostNode<T> {
         self.host.end_after(turn);
     }
 
+    /// The next turn sent, when the host observes ([`Host::poll_sent_turn`]).
+    pub fn poll_sent_turn(&mut self) -> Option<crate::wire::Turn> {
+        self.host.poll_sent_turn()
+    }
+
+    /// Participants still connected.
+    pub fn connected(&self) -> usize {
+        self.by_conn.len()
+    }
+
+    /// Closes every connection, telling each participant the host shuts
+    /// down (after the last turn was delivered, a normal end). Keep pumping
+    /// for a moment so the notices go out.
+    pub fn shutdown(&mut self) {
+        let conns: Vec<ConnectionId> = self.driver.endpoint().connections().collect();
+        for conn in conns {
+            self.driver.endpoint_mut().disconnect(conn, codes::SHUTDOWN);
+        }
+        self.by_conn.clear();
+        self.by_participant.clear();
+    }
+
     /// The netchan driver.
     pub fn driver(&self) -> &Driver<T> {
         &self.driver
@@ -287,6 +309,11 @@ impl<T: Transport, S: Simulation> PeerNode<T, S> {
                     let _ = self.peer.handle_message(now, &data);
                     self.driver.endpoint_mut().recycle(data);
                 }
+                Event::Disconnected { .. } if self.peer.has_every_turn() => {
+                    // Every turn up to the session's last is here: the host
+                    // closing is the session's end, and the rest play out.
+                    self.conn = None;
+                }
                 Event::Disconnected { reason, .. } => {
                     self.conn = None;
                     let error = match reason {
@@ -338,6 +365,11 @@ impl<T: Transport, S: Simulation> PeerNode<T, S> {
             self.driver.endpoint_mut().disconnect(conn, codes::NORMAL);
         }
         self.driver.pump(now);
+    }
+
+    /// Whether its connection to the host is open.
+    pub fn is_connected(&self) -> bool {
+        self.conn.is_some()
     }
 
     /// When the node next has work without new input.

@@ -251,6 +251,13 @@ impl<S: Simulation> Peer<S> {
         self.final_turn
     }
 
+    /// Whether every turn up to the session's last is here (executed or
+    /// waiting): nothing more is needed from the host.
+    pub fn has_every_turn(&self) -> bool {
+        self.final_turn
+            .is_some_and(|last| self.turns_below() > last)
+    }
+
     /// Every turn below this one is here (executed or waiting).
     pub fn turns_below(&self) -> u32 {
         let mut below = self.next_turn;

@@ -9,9 +9,11 @@
 //! | --- | --- |
 //! | [`sim`] | [`ArenaSim`]: the world as a lockstep simulation, its keyframes and dumps |
 //! | [`run`] | the match loop over UDP or the in-process link, real or simulated clock |
+//! | [`remote`] | across processes: `arena serve --model lockstep` (host, replica, recording) and `arena bots --model lockstep` |
 //! | [`summary`] | per-client turns, turn length, input latency, desyncs, checksums; JSON |
 
 pub mod command;
+pub mod remote;
 pub mod run;
 pub mod sim;
 pub mod summary;

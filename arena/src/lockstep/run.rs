@@ -147,13 +147,8 @@ fn run<T: Transport>(
     if drivers.len() != config.clients + 1 {
         return Err(Error::Config("transport mismatch".into()));
     }
-    let step_ms = config.tick_interval().as_millis() as u32;
-    let settings = Settings {
-        delay: 2,
-        sync_interval: SYNC_INTERVAL,
-        step_ms,
-        initial_turn_ms: 100,
-    };
+    let settings = settings(config.tick_hz);
+    let step_ms = settings.step_ms;
     let host_config = HostConfig {
         settings,
         seed: config.seed,
@@ -240,7 +235,14 @@ fn run<T: Transport>(
                         record(&mut recorder, path, config, seat.node.peer())?;
                     }
                 }
-                issue_commands(seat, executed.steps, step_ms, now);
+                issue_commands(
+                    &mut seat.node,
+                    &mut seat.bot,
+                    &mut seat.seq,
+                    executed.steps,
+                    step_ms,
+                    now,
+                );
             }
             moved += seat.node.flush(now);
         }
@@ -377,15 +379,34 @@ fn run<T: Transport>(
         host_errors: host.errors().iter().map(ToString::to_string).collect(),
         record: config.record.clone(),
         inject_desync: config.inject_desync,
+        left_on_purpose: false,
     })
 }
 
-/// The bot of `seat` decides from its own replica of the world and issues
+/// The session settings of arena matches at `tick_hz`: T+2 turns, a sync
+/// checksum every [`SYNC_INTERVAL`] turns, one world tick per step.
+pub fn settings(tick_hz: u32) -> Settings {
+    Settings {
+        delay: 2,
+        sync_interval: SYNC_INTERVAL,
+        step_ms: (1000 / tick_hz.max(1)).max(1),
+        initial_turn_ms: 100,
+    }
+}
+
+/// `bot` decides from its participant's own replica of the world and issues
 /// one command per step of the turn just executed (at most
 /// [`MAX_COMMANDS_PER_TURN`]), so its player moves as long as game time
-/// passes.
-fn issue_commands<T: Transport>(seat: &mut Seat<T>, steps: u32, step_ms: u32, now: Instant) {
-    let peer = seat.node.peer();
+/// passes; `seq` numbers its commands.
+pub(crate) fn issue_commands<T: Transport>(
+    node: &mut PeerNode<T, ArenaSim>,
+    bot: &mut Bot,
+    seq: &mut u32,
+    steps: u32,
+    step_ms: u32,
+    now: Instant,
+) {
+    let peer = node.peer();
     let (Some(id), Some(sim)) = (peer.id(), peer.sim()) else {
         return;
     };
@@ -420,7 +441,7 @@ fn issue_commands<T: Transport>(seat: &mut Seat<T>, steps: u32, step_ms: u32, no
                 item: item.kind,
             }),
     );
-    let intent = seat.bot.think(
+    let intent = bot.think(
         SelfView {
             client: id,
             motion: &me.motion,
@@ -435,12 +456,12 @@ fn issue_commands<T: Transport>(seat: &mut Seat<T>, steps: u32, step_ms: u32, no
     let count = steps.clamp(1, MAX_COMMANDS_PER_TURN);
     let msec = (total_ms / count).min(MAX_COMMAND_MSEC as u32) as u8;
     for _ in 0..count {
-        seat.seq += 1;
+        *seq += 1;
         let command = intent.command(msec);
-        let bytes = crate::lockstep::command::encode(seat.seq, &command);
-        if seat.node.peer_mut().issue(now, &bytes).is_err() {
+        let bytes = crate::lockstep::command::encode(*seq, &command);
+        if node.peer_mut().issue(now, &bytes).is_err() {
             // The set is full; the bot's later commands wait a turn.
-            seat.seq -= 1;
+            *seq -= 1;
             break;
         }
     }
@@ -452,27 +473,53 @@ fn record(
     config: &MatchConfig,
     peer: &Peer<ArenaSim>,
 ) -> Result<(), Error> {
-    let (Some(turn), Some(sim)) = (peer.last_turn(), peer.sim()) else {
+    let (Some(turn), Some(sim), Some(settings)) = (peer.last_turn(), peer.sim(), peer.settings())
+    else {
         return Ok(());
     };
+    let (seed, setup) = peer.seed_and_setup();
+    let session = RecordedSession {
+        seed,
+        setup,
+        participants: peer.participants(),
+        settings,
+        metadata: BTreeMap::from([
+            ("recorder".to_string(), "arena --model lockstep".to_string()),
+            ("bots".to_string(), config.clients.to_string()),
+            ("transport".to_string(), config.transport.name().to_string()),
+        ]),
+    };
+    record_turn(recorder, path, &session, turn, sim)
+}
+
+/// What a lockstep recording's header says about its session.
+pub(crate) struct RecordedSession<'a> {
+    pub seed: u64,
+    pub setup: &'a [u8],
+    pub participants: &'a [lockstep::ParticipantId],
+    pub settings: Settings,
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// Records `turn` (just executed by `sim`) to the recording at `path`,
+/// creating it (with its header) on the first turn.
+pub(crate) fn record_turn(
+    recorder: &mut Option<LockstepRecorder<BufWriter<std::fs::File>>>,
+    path: &Path,
+    session: &RecordedSession<'_>,
+    turn: &lockstep::Turn,
+    sim: &ArenaSim,
+) -> Result<(), Error> {
     let demo_error = |e: demo::DemoError| Error::Demo(e.to_string());
     if recorder.is_none() {
-        let (seed, setup) = peer.seed_and_setup();
-        let Some(settings) = peer.settings() else {
-            return Ok(());
-        };
         let header = LockstepHeader {
             simulation: ArenaSim::NAME.into(),
-            seed,
-            setup: setup.to_vec(),
-            participants: peer.participants().to_vec(),
-            settings,
+            seed: session.seed,
+            setup: session.setup.to_vec(),
+            participants: session.participants.to_vec(),
+            settings: session.settings,
             keyframe_interval: KEYFRAME_INTERVAL,
-            metadata: BTreeMap::from([
-                ("recorder".to_string(), "arena --model lockstep".to_string()),
-                ("bots".to_string(), config.clients.to_string()),
-                ("transport".to_string(), config.transport.name().to_string()),
-            ]),
+            metadata: session.metadata.clone(),
         };
         let file = std::fs::File::create(path)?;
         *recorder =
