@@ -218,7 +218,8 @@ fn relay(
         seed: u64::from(client_challenge as u32) << 16 | u64::from(qport),
         ..RelayConfig::default()
     };
-    eprintln!("q3 relay: listening on {listen_address}, source {from}");
+    let bound = socket.local_addr().map_err(|e| format!("{listen}: {e}"))?;
+    eprintln!("q3 relay: listening on {bound}, source {from}");
     let outcome = relay_udp::run(
         socket,
         config,
