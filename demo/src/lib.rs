@@ -5,7 +5,7 @@
 //! adds Quake 3 `.dm_68` files through the `q3` crate, conversion and plots;
 //! a library user of this crate compiles none of that.
 //!
-//! * [`Recorder`] writes a native demo ([`format`]) from the messages a
+//! * [`Recorder`] writes a native demo ([`format`](mod@format)) from the messages a
 //!   `snapshot::Client` receives — server-side, from a recorder stream of
 //!   `snapshot::Server::add_recorder`, or client-side through
 //!   [`ClientRecorder`] — starting with a gamestate and a full snapshot.

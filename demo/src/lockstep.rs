@@ -9,7 +9,7 @@
 //! | --- | --- |
 //! | magic [`LOCKSTEP_MAGIC`] | 8 |
 //! | format version ([`LOCKSTEP_VERSION`]) | 2 |
-//! | header length `h` (at most [`MAX_HEADER_LEN`]) | 4 |
+//! | header length `h` (at most [`MAX_HEADER_LEN`](crate::format::MAX_HEADER_LEN)) | 4 |
 //! | [`LockstepHeader`], postcard-encoded | `h` |
 //! | CRC-32 of version, length and header | 4 |
 //! | records, framed as in [`crate::format`] | … |

@@ -4,7 +4,7 @@
 //!
 //! * Gamestate: configstrings and spawn baselines become a native gamestate.
 //!   Native configstrings hold at most
-//!   [`MAX_CONFIGSTRING_LEN`](snapshot::config::MAX_CONFIGSTRING_LEN)
+//!   [`snapshot::config::MAX_CONFIGSTRING_LEN`]
 //!   bytes; longer ones from the first gamestate (Quake 3's serverinfo and
 //!   systeminfo reach 8 KB) go to the header metadata as
 //!   `q3.configstring.<index>`, longer ones after it are counted and dropped.
@@ -121,7 +121,7 @@ impl<W: Write> std::fmt::Debug for Dm68Converter<W> {
 
 impl<W: Write> Dm68Converter<W> {
     /// A converter writing to `writer`; `metadata` goes into the header
-    /// (see [`dm68_metadata`]).
+    /// (see [`crate::dm68::metadata`]).
     pub fn new(writer: W, options: ConvertOptions, metadata: BTreeMap<String, String>) -> Self {
         Dm68Converter {
             verifier: (options.codec == Codec::Q3).then(Verifier::new),
