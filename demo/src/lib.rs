@@ -26,6 +26,7 @@ pub mod cut;
 pub mod dump;
 pub mod error;
 pub mod format;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod lockstep;

@@ -61,6 +61,7 @@ pub mod bits;
 pub mod codec;
 pub mod dynamic;
 pub mod error;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod huffman;

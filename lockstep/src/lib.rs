@@ -163,6 +163,8 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
 pub mod fuzzing;
 pub mod host;
 pub mod net;

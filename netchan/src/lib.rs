@@ -133,6 +133,7 @@ pub mod endpoint;
 pub mod error;
 pub mod event;
 pub mod fragment;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod handshake;

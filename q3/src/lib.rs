@@ -41,6 +41,7 @@ pub mod corpus;
 mod error;
 pub mod events;
 mod file;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod info;

@@ -78,6 +78,7 @@
 pub mod client;
 pub mod config;
 pub mod error;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod reason;

@@ -125,6 +125,7 @@ pub mod encode;
 mod entity_cache;
 pub mod error;
 mod frame_store;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gamestate;

@@ -30,6 +30,8 @@
 
 mod client;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
 pub mod harness;
 pub mod netchan;
 pub mod oob;
