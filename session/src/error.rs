@@ -33,6 +33,7 @@ pub enum SessionError {
     #[error("send: {0}")]
     Send(#[from] netchan::SendError),
     /// The recording failed.
+    #[cfg(feature = "record")]
     #[error("recording: {0}")]
     Demo(#[from] demo::DemoError),
     /// A message could not be encoded.

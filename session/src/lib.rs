@@ -36,7 +36,7 @@
 //!   no snapshot of the old map ever applied on the new one;
 //! * times clients out, kicks them, shuts down telling everyone why (or
 //!   that it restarts), records a spectator's or a client's view through
-//!   `demo`'s recorder, and counts everything per client.
+//!   `demo`'s recorder (feature `record`), and counts everything per client.
 //!
 //! **Client** ([`Client`]):
 //!
@@ -90,6 +90,8 @@ pub use client::{Client, ClientEvent, ClientState};
 pub use config::{client_settings, schema_fingerprint, ClientConfig, ServerConfig};
 pub use error::SessionError;
 pub use reason::DisconnectReason;
-pub use server::{ClientInfo, ClientKey, RecordView, RecordingStats, Server, ServerEvent};
+pub use server::{ClientInfo, ClientKey, Server, ServerEvent};
+#[cfg(feature = "record")]
+pub use server::{RecordView, RecordingStats};
 pub use snapshot::{AllInScope, Scope};
 pub use stats::{ClientStats, ServerClientStats, ServerStats};

@@ -1,9 +1,8 @@
 //! The server end: player slots over a netchan endpoint, one snapshot
 //! stream per client, commands in, reliable commands out, map changes,
-//! kicks, shutdown and recording.
+//! kicks, shutdown and (feature `record`) recording.
 
 use std::collections::VecDeque;
-use std::io::Write;
 use std::net::SocketAddr;
 use std::time::Instant;
 
@@ -15,6 +14,11 @@ use crate::config::{client_settings, ServerConfig};
 use crate::error::SessionError;
 use crate::reason::{codes, DisconnectReason};
 use crate::stats::{ServerClientStats, ServerStats};
+#[cfg(feature = "record")]
+mod record;
+#[cfg(feature = "record")]
+pub use record::{RecordView, RecordingStats};
+
 use crate::wire::{
     ClientMessage, CommandPacket, ServerMessage, SnapshotPayload, COMMAND_HISTORY, MAX_NAME,
 };
@@ -79,16 +83,6 @@ pub enum ServerEvent<C> {
     },
 }
 
-/// What a recording shows.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RecordView<P> {
-    /// A spectator with this player state: it sees what the game's scope
-    /// shows that player state (e.g. everything, for a spectator flag).
-    Spectator(P),
-    /// A client's own view (its scope and player state).
-    Client(ClientKey),
-}
-
 /// One client as the server sees it.
 #[derive(Debug, Clone)]
 pub struct ClientInfo {
@@ -122,26 +116,6 @@ struct Slot<C> {
     closing: bool,
 }
 
-struct Recording<P> {
-    recorder: demo::Recorder<Box<dyn Write + Send>>,
-    view: RecordView<P>,
-    /// The spectator's snapshot client (never streamed), if a spectator.
-    spectator: Option<snapshot::ClientId>,
-    stream: Option<snapshot::ClientId>,
-    next_keyframe_ms: u32,
-    snapshots: u64,
-    keyframes: u64,
-}
-
-/// What a finished recording holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct RecordingStats {
-    /// Snapshots recorded.
-    pub snapshots: u64,
-    /// Of which keyframes (full snapshots).
-    pub keyframes: u64,
-}
-
 /// The server end of the session, generic over the game's entity `E`,
 /// player state `P` and command `C` (all `net_struct!` types).
 ///
@@ -154,7 +128,8 @@ pub struct Server<E, P, C> {
     generations: Vec<u32>,
     epoch: u8,
     events: VecDeque<ServerEvent<C>>,
-    recording: Option<Recording<P>>,
+    #[cfg(feature = "record")]
+    recording: Option<record::Recording<P>>,
     time_ms: u32,
     stats: ServerStats,
     buf: Vec<u8>,
@@ -194,6 +169,7 @@ where
             snap,
             epoch: 0,
             events: VecDeque::new(),
+            #[cfg(feature = "record")]
             recording: None,
             time_ms: 0,
             stats: ServerStats::default(),
@@ -366,14 +342,8 @@ where
         if reason == DisconnectReason::TimedOut {
             self.stats.timeouts += 1;
         }
-        if let Some(recording) = self.recording.as_mut() {
-            if recording.view == RecordView::Client(slot.info.key) {
-                // The viewed client is gone: the recording keeps what it has.
-                if let Some(stream) = recording.stream.take() {
-                    self.snap.remove_client(stream)?;
-                }
-            }
-        }
+        #[cfg(feature = "record")]
+        self.recorded_client_left(slot.info.key)?;
         self.snap.remove_client(slot.snap)?;
         // Only a client the game heard of is announced as gone.
         if slot.info.name.is_some() {
@@ -604,10 +574,8 @@ where
                 self.send(endpoint, slot, ServerMessage::Configstring(&bytes));
             }
         }
-        let time = self.time_ms;
-        if let Some(recording) = self.recording.as_mut() {
-            recording.recorder.record_configstring(time, &bytes)?;
-        }
+        #[cfg(feature = "record")]
+        self.record_configstring(&bytes)?;
         self.buf = bytes;
         Ok(())
     }
@@ -633,15 +601,8 @@ where
                 self.send_gamestate(endpoint, index)?;
             }
         }
-        if let Some(recording) = self.recording.as_mut() {
-            if let Some(stream) = recording.stream {
-                self.snap.request_full_update(stream)?;
-            }
-            let mut bytes = std::mem::take(&mut self.buf);
-            self.snap.write_gamestate(&mut bytes)?;
-            recording.recorder.record_gamestate(self.time_ms, &bytes)?;
-            self.buf = bytes;
-        }
+        #[cfg(feature = "record")]
+        self.record_map_change()?;
         Ok(())
     }
 
@@ -683,7 +644,9 @@ where
                 slot.info.stats.snapshot_bytes += self.buf.len() as u64;
             }
         }
-        self.record_frame(time_ms, scope)
+        #[cfg(feature = "record")]
+        self.record_frame(time_ms, scope)?;
+        Ok(())
     }
 
     /// Disconnects a client (it is told it was kicked).
@@ -733,107 +696,5 @@ where
         client: ClientKey,
     ) -> Option<&'a netchan::Connection> {
         endpoint.connection(self.slot(client)?.conn)
-    }
-
-    /// Starts recording `view` through `recorder` (whose header the game
-    /// wrote: schemas, codec, metadata). The current gamestate is recorded
-    /// first, then a snapshot every frame and a keyframe every
-    /// `keyframe_ms`. One recording at a time; a new one replaces the old
-    /// (finish it first to keep it).
-    pub fn record(
-        &mut self,
-        view: RecordView<P>,
-        mut recorder: demo::Recorder<Box<dyn Write + Send>>,
-    ) -> Result<()> {
-        if let Some(old) = self.recording.take() {
-            self.drop_recording(&old)?;
-        }
-        let (viewed, spectator) = match &view {
-            RecordView::Spectator(state) => {
-                let id = self.snap.add_client(ClientSettings::recorder())?;
-                self.snap.set_player_state(id, state.clone())?;
-                (id, Some(id))
-            }
-            RecordView::Client(key) => {
-                let slot = self.slot(*key).ok_or(SessionError::UnknownClient(*key))?;
-                (slot.snap, None)
-            }
-        };
-        let stream = self.snap.add_recorder(viewed, ClientSettings::recorder())?;
-        let mut bytes = std::mem::take(&mut self.buf);
-        self.snap.write_gamestate(&mut bytes)?;
-        recorder.record_gamestate(self.time_ms, &bytes)?;
-        self.buf = bytes;
-        self.recording = Some(Recording {
-            recorder,
-            view,
-            spectator,
-            stream: Some(stream),
-            next_keyframe_ms: self.time_ms + self.config.keyframe_ms,
-            snapshots: 0,
-            keyframes: 0,
-        });
-        Ok(())
-    }
-
-    fn drop_recording(&mut self, recording: &Recording<P>) -> Result<()> {
-        if let Some(stream) = recording.stream {
-            self.snap.remove_client(stream)?;
-        }
-        if let Some(spectator) = recording.spectator {
-            self.snap.remove_client(spectator)?;
-        }
-        Ok(())
-    }
-
-    /// What the recording holds so far.
-    pub fn recording_stats(&self) -> Option<RecordingStats> {
-        self.recording.as_ref().map(|r| RecordingStats {
-            snapshots: r.snapshots,
-            keyframes: r.keyframes,
-        })
-    }
-
-    /// Finishes the recording (index and end record written, so the file
-    /// seeks and verifies) and returns its writer and counts.
-    pub fn finish_recording(&mut self) -> Result<Option<(Box<dyn Write + Send>, RecordingStats)>> {
-        let Some(recording) = self.recording.take() else {
-            return Ok(None);
-        };
-        self.drop_recording(&recording)?;
-        let stats = RecordingStats {
-            snapshots: recording.snapshots,
-            keyframes: recording.keyframes,
-        };
-        let mut writer = recording.recorder.finish()?;
-        writer.flush().map_err(demo::DemoError::from)?;
-        Ok(Some((writer, stats)))
-    }
-
-    fn record_frame<S: Scope<E, P>>(&mut self, time: u32, scope: &mut S) -> Result<()> {
-        let Some(recording) = self.recording.as_mut() else {
-            return Ok(());
-        };
-        let Some(stream) = recording.stream else {
-            return Ok(());
-        };
-        if let RecordView::Spectator(state) = &recording.view {
-            if let Some(id) = recording.spectator {
-                self.snap.set_player_state(id, state.clone())?;
-            }
-        }
-        if time >= recording.next_keyframe_ms {
-            self.snap.request_full_update(stream)?;
-            recording.next_keyframe_ms = time + self.config.keyframe_ms;
-        }
-        if let BuildOutcome::Built(info) = self.snap.build_snapshot(stream, scope, &mut self.buf)? {
-            let full = info.base.is_none();
-            recording
-                .recorder
-                .record_snapshot(time, info.sequence, &self.buf, full)?;
-            recording.snapshots += 1;
-            recording.keyframes += full as u64;
-        }
-        Ok(())
     }
 }
