@@ -22,11 +22,14 @@
 //!   the records of a demo ([`events::Dm68Events`]).
 //! * [`live`] — a client that plays on a real (ioquake3) server over
 //!   protocol 71 or 68: handshake, netchan, keyed usercmds, acknowledged
-//!   deltas, `.dm_68` recording ([`Dm68Writer`]); the `q3` binary
-//!   (`q3 connect ADDR`, `q3 status ADDR`) drives it; it answers pure
+//!   deltas, `.dm_68` recording ([`Dm68Writer`]); the `q3` tool (`q3
+//!   connect ADDR`, `q3 status ADDR`) drives it; it answers pure
 //!   servers with pak checksums ([`live::pak`], [`live::pure`]).
 //! * [`relay`] — `q3 relay`: a Quake 3 server for spectators, fed by a live
 //!   server or a recorded match, that real Quake 3 clients connect to.
+//!
+//! The `q3` tool is this crate's binary behind the non-default `cli`
+//! feature, so a library user's build compiles none of its dependencies.
 //!
 //! Text: Quake 3's client turns `%` and bytes above 127 into `.` when it
 //! reads a string; this reader does the same, so every string is ASCII.
