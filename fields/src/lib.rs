@@ -1,26 +1,8 @@
-//! # fields
+//! # netq3-fields
 //!
-//! The bottom layer of the library: how game state becomes bits.
-//!
-//! * [`bits`] — [`BitWriter`]/[`BitReader`] over caller buffers (least
-//!   significant bit first, Quake 3's order), and the [`BitSink`]/[`BitSource`]
-//!   traits every encoder writes through. With the `debug-keys` feature,
-//!   writers put a check key after each entity and readers verify it.
-//! * [`huffman`] — static Huffman codes with table-driven decoding, Quake 3's
-//!   exact code, and the "bitstream mode" adapters that make any encoder emit
-//!   Quake 3's message format.
-//! * [`net_struct!`] — declares a networked struct once; it gets a static
-//!   [`FieldTable`] (name, offset, bits, kind per field) and word accessors.
-//! * [`codec`] — two delta codecs over any such struct: [`Codec::Q3`]
-//!   (bit-exact Quake 3 protocol 68) and [`Codec::Native`] (much smaller).
-//! * [`merge`] — the sorted walk of a base entity list against a newer one
-//!   that every snapshot encoder and decoder makes.
-//! * [`schema`] and [`dynamic`] — the table as data, with a stable
-//!   fingerprint, and values decoded from a schema alone (for demo tools).
-//!
-//! Every decoder returns `Result<_, BitError>`; no input makes one panic.
-//!
-//! ## Example: declare a struct and send a delta
+//! The bottom layer of the library: how game state becomes bits. Declare a
+//! networked struct once and send it as a delta, in Quake 3's bit-exact
+//! format or the much smaller native one:
 //!
 //! ```
 //! use netq3_fields::{net_struct, q3_float, signed, unsigned, BitReader, BitSink, BitWriter, Codec};
@@ -55,6 +37,26 @@
 //!     println!("{}: {bits} bits", codec.name());
 //! }
 //! ```
+//!
+//! What it holds:
+//!
+//! * [`bits`] — [`BitWriter`]/[`BitReader`] over caller buffers (least
+//!   significant bit first, Quake 3's order), and the [`BitSink`]/[`BitSource`]
+//!   traits every encoder writes through. With the `debug-keys` feature,
+//!   writers put a check key after each entity and readers verify it.
+//! * [`huffman`] — static Huffman codes with table-driven decoding, Quake 3's
+//!   exact code, and the "bitstream mode" adapters that make any encoder emit
+//!   Quake 3's message format.
+//! * [`net_struct!`] — declares a networked struct once; it gets a static
+//!   [`FieldTable`] (name, offset, bits, kind per field) and word accessors.
+//! * [`codec`] — two delta codecs over any such struct: [`Codec::Q3`]
+//!   (bit-exact Quake 3 protocol 68) and [`Codec::Native`] (much smaller).
+//! * [`merge`] — the sorted walk of a base entity list against a newer one
+//!   that every snapshot encoder and decoder makes.
+//! * [`schema`] and [`dynamic`] — the table as data, with a stable
+//!   fingerprint, and values decoded from a schema alone (for demo tools).
+//!
+//! Every decoder returns `Result<_, BitError>`; no input makes one panic.
 #![forbid(unsafe_code)]
 
 pub mod bits;

@@ -1,9 +1,31 @@
-//! # q3
+//! # netq3-q3
 //!
 //! Everything specific to Quake 3 protocol 68 in one crate: its networked
 //! structs, its server message layouts, its client parse state and `.dm_68`
 //! demo files, decoded bit for bit with the project's own field tables,
-//! Huffman code and q3 delta codec — and written again bit for bit.
+//! Huffman code and q3 delta codec — and written again bit for bit. An
+//! entity update as a Quake 3 server sends it, through Quake 3's Huffman
+//! code, and read back:
+//!
+//! ```
+//! use fields::{BitReader, BitSink, BitWriter, Codec, HuffmanCode, HuffmanReader, HuffmanWriter};
+//! use netq3_q3::EntityState;
+//!
+//! // A rocket (eType 3) leaves its baseline: position and velocity change.
+//! let baseline = EntityState { e_type: 3, ..EntityState::default() };
+//! let rocket = EntityState { pos_tr_base_0: 512.0, pos_tr_delta_0: 900.0, ..baseline };
+//!
+//! let mut buf = [0u8; 256];
+//! let mut writer = BitWriter::new(&mut buf);
+//! Codec::Q3.write_delta(&mut HuffmanWriter::new(&mut writer, HuffmanCode::quake3()), &baseline, &rocket)?;
+//! let bits = writer.bits_written();
+//!
+//! let mut reader = HuffmanReader::new(BitReader::with_bit_len(&buf, bits), HuffmanCode::quake3());
+//! let mut received = baseline;
+//! Codec::Q3.read_delta(&mut reader, &mut received)?;
+//! assert_eq!(received, rocket);
+//! # Ok::<(), fields::BitError>(())
+//! ```
 //!
 //! Layers, bottom up:
 //!

@@ -1,10 +1,51 @@
-//! # session
+//! # netq3-session
 //!
 //! The layer a game embeds: a server and a client that join `netchan`
 //! (the channel) and `snapshot` (the world's deltas) the way Quake 3's
 //! `sv_client.c` / `cl_main.c` join its netchan and snapshots — so that a
 //! game only says what its world is, what its players press, and what it
-//! wants to tell them.
+//! wants to tell them. A server and a client in one loop, over the
+//! in-process link on simulated time:
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use fields::{net_struct, unsigned};
+//! use netchan::{Endpoint, LocalDriver, LocalHub};
+//! use netq3_session::{AllInScope, Client, ClientConfig, Server, ServerConfig, ServerEvent};
+//!
+//! net_struct! { struct Ball { x: u16 = unsigned(12), } }
+//! net_struct! { struct Score { points: u16 = unsigned(10), } }
+//! net_struct! { struct Push { dx: u8 = unsigned(4), } }
+//!
+//! let (hub, mut now) = (LocalHub::new(), Instant::now());
+//! let mut server = Server::<Ball, Score, Push>::new(ServerConfig::default())?;
+//! let mut client = Client::<Ball, Score, Push>::new(ClientConfig::named("ada"));
+//! let mut sv = LocalDriver::bind_local(&hub, None, Endpoint::new(server.endpoint_config(), now))?;
+//! let mut cl = LocalDriver::bind_local(&hub, None, Endpoint::new(client.endpoint_config(), now))?;
+//! client.connect(cl.endpoint_mut(), now, sv.local_addr())?;
+//! server.world_mut().set_entity(1, Ball::default())?;
+//! let mut pushes = 0;
+//! for tick in 1..=40u32 {
+//!     now += Duration::from_millis(50);
+//!     sv.pump(now);
+//!     server.update(sv.endpoint_mut(), now)?;
+//!     while let Some(event) = server.poll_event() {
+//!         if let ServerEvent::Command { command, .. } = event {
+//!             server.world_mut().entity_mut(1).ok_or("no ball")?.x += command.dx as u16;
+//!         }
+//!     }
+//!     server.send_snapshots(sv.endpoint_mut(), tick * 50, &mut AllInScope)?;
+//!     cl.pump(now);
+//!     client.update(cl.endpoint_mut(), now)?;
+//!     while client.poll_event().is_some() {} // connected, gamestate, snapshots
+//!     if client.command(Push { dx: 1 }).is_ok() {
+//!         pushes += 1; // accepted once the gamestate is in
+//!     }
+//! }
+//! let seen = client.snapshots().newest().and_then(|s| s.entity(1)).ok_or("no ball")?.x;
+//! assert!(pushes > 20 && seen > 0 && seen <= pushes);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! Generic over the game's three `net_struct!` types: the entity `E`, the
 //! player state `P` and the command `C` (a frame of input, Quake 3's

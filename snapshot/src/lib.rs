@@ -1,28 +1,8 @@
-//! # snapshot
+//! # netq3-snapshot
 //!
 //! Snapshots of a game world, sent to each client as deltas against the
 //! newest snapshot that client acknowledged — Quake 3's scheme, sans-IO.
-//!
-//! The [`Server`] keeps the master state (entities by number, a player
-//! state per client), stores each frame's entity states once in a shared
-//! history, and keeps a ring of the last [`RING_SIZE`](config::RING_SIZE)
-//! snapshots it sent each client. Every snapshot is built the same way: the
-//! client's scoped view of the newest frame, encoded as a delta from the
-//! newest acknowledged snapshot still in the ring — or from the zeroed dummy
-//! when there is none, which makes it a full update. Lost snapshots need no
-//! retransmission: the next delta is against the last *acknowledged* one, so
-//! it carries every change the client missed.
-//!
-//! The [`Client`] decodes each snapshot against the base it names, keeps
-//! its own ring, and reports the sequence to acknowledge. It works with any
-//! [`fields::Fields`] types, including
-//! [`DynamicState`](fields::dynamic::DynamicState), so a recording can be
-//! decoded from its schema alone.
-//!
-//! Bytes travel over whatever the game uses: snapshots are the netchan's
-//! most-recent-state payload; the gamestate and configstring messages go on
-//! its reliable ordered channel. All encoding goes through
-//! [`fields::Codec`] (Quake 3's bit-exact format or the native one).
+//! A server, a client, and the bytes between them:
 //!
 //! ```
 //! use fields::{net_struct, q3_float, unsigned, Codec};
@@ -69,6 +49,27 @@
 //! assert_eq!(newest.base(), Some(0)); // the second snapshot was a delta
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! The [`Server`] keeps the master state (entities by number, a player
+//! state per client), stores each frame's entity states once in a shared
+//! history, and keeps a ring of the last [`RING_SIZE`](config::RING_SIZE)
+//! snapshots it sent each client. Every snapshot is built the same way: the
+//! client's scoped view of the newest frame, encoded as a delta from the
+//! newest acknowledged snapshot still in the ring — or from the zeroed dummy
+//! when there is none, which makes it a full update. Lost snapshots need no
+//! retransmission: the next delta is against the last *acknowledged* one, so
+//! it carries every change the client missed.
+//!
+//! The [`Client`] decodes each snapshot against the base it names, keeps
+//! its own ring, and reports the sequence to acknowledge. It works with any
+//! [`fields::Fields`] types, including
+//! [`DynamicState`](fields::dynamic::DynamicState), so a recording can be
+//! decoded from its schema alone.
+//!
+//! Bytes travel over whatever the game uses: snapshots are the netchan's
+//! most-recent-state payload; the gamestate and configstring messages go on
+//! its reliable ordered channel. All encoding goes through
+//! [`fields::Codec`] (Quake 3's bit-exact format or the native one).
 //!
 //! ## With the netchan
 //!
