@@ -12,15 +12,18 @@
 //!   hundred milliseconds, so it is counted once, in the first snapshot
 //!   that holds it (as the game's client does), never again while it stays.
 //! * **Chat** lines are reliable server commands `chat "<line>"` and
-//!   `tchat "<line>"` (team chat), each line normally `name^7: text`.
+//!   `tchat "<line>"` (team chat), each line normally `name^7: text`, and
+//!   CPMA's team messages `mm2 <client> <location> "<text>"`.
 //! * **Scores** are configstrings 6 and 7 (`CS_SCORES1`, `CS_SCORES2`): the
 //!   red and blue team scores in team games, the two best players' scores
-//!   otherwise.
+//!   otherwise. CPMA leaves those empty and keeps its team scores under `sr`
+//!   and `sb` in configstring 672.
 //! * **Flags** are configstring 23 (`CS_FLAGSTATUS`): one character per flag,
 //!   red then blue: `0` at base, `1` taken, `2` dropped. A flag that goes
-//!   from taken back to base was captured when the other team's score rose
-//!   in the same message, else returned. The carrier is the player entity
-//!   with that flag's powerup bit.
+//!   from taken back to base was captured when the other team's score rises
+//!   within [`CAPTURE_WINDOW_MS`] (CPMA sends the score a message later),
+//!   else returned. The carrier is the player entity with that flag's
+//!   powerup bit.
 //! * **Players** are configstrings 544 onwards (`CS_PLAYERS`), an info string
 //!   per client slot with the name under `n`: set means joined, emptied means
 //!   left, a new name means renamed.
@@ -254,6 +257,44 @@ impl EventEntity {
     }
 }
 
+/// A flag that went from its carrier back to base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PendingFlag {
+    time: i32,
+    client: Option<u32>,
+}
+
+/// How long after a flag returns to base from its carrier the other team's
+/// score may rise for it to count as a capture (CPMA announces the score a
+/// message or two after the flag status).
+pub const CAPTURE_WINDOW_MS: i32 = 1000;
+
+/// CPMA's game-information configstring, whose `sr` and `sb` keys are the
+/// red and blue scores in its team modes.
+pub const CS_CPMA_GAME_INFO: usize = 672;
+
+/// The scores a game shows: `CS_SCORES1` and `CS_SCORES2` (baseq3, OSP), or
+/// CPMA's red and blue scores.
+fn read_scores<'a>(configstring: &impl Fn(usize) -> &'a str) -> Option<(i32, i32, bool)> {
+    let int = |text: &str| text.trim().parse::<i32>().ok();
+    if let (Some(a), Some(b)) = (int(configstring(CS_SCORES1)), int(configstring(CS_SCORES2))) {
+        return Some((a, b, false));
+    }
+    let cpma = configstring(CS_CPMA_GAME_INFO);
+    let red = info::value(cpma, "sr").and_then(int)?;
+    let blue = info::value(cpma, "sb").and_then(int)?;
+    Some((red, blue, true))
+}
+
+/// Inserts `event` after every event of `out` at or before its time.
+fn insert_in_order(out: &mut Vec<Event>, event: Event) {
+    let at = out
+        .iter()
+        .rposition(|e| e.server_time <= event.server_time)
+        .map_or(0, |i| i + 1);
+    out.insert(at, event);
+}
+
 /// Turns what a client receives into [`Event`]s. Call
 /// [`gamestate`](Self::gamestate) on every gamestate, then per message
 /// [`server_command`](Self::server_command) for each new reliable command,
@@ -264,9 +305,12 @@ pub struct EventTracker {
     /// The first player configstring.
     players_base: usize,
     names: Vec<Option<String>>,
-    scores: Option<(String, String)>,
+    scores: Option<(i32, i32)>,
     flags: String,
     teams: bool,
+    /// Flags (red, blue) back at base from a carrier, waiting for the other
+    /// team's score to tell a capture from a return.
+    pending: [Option<PendingFlag>; 2],
     /// Obituary entities of the previous snapshot, to count each once.
     previous_obituaries: Vec<EventEntity>,
     obituaries: Vec<EventEntity>,
@@ -314,16 +358,53 @@ impl EventTracker {
         for (client, slot) in self.names.iter_mut().enumerate() {
             *slot = player_name(configstring(self.players_base + client));
         }
-        self.scores = Some((
-            configstring(CS_SCORES1).to_string(),
-            configstring(CS_SCORES2).to_string(),
-        ));
-        self.flags = configstring(CS_FLAGSTATUS).to_string();
         self.teams = info::value(configstring(0), "g_gametype")
             .and_then(|g| g.trim().parse::<i32>().ok())
             .is_some_and(|g| g >= GT_TEAM);
+        self.scores = read_scores(&configstring).map(|(a, b, _)| (a, b));
+        self.flags = configstring(CS_FLAGSTATUS).to_string();
         self.previous_obituaries.clear();
         self.carriers = (None, None);
+        self.pending = [None, None];
+    }
+
+    /// The end of the demo: a flag still waiting to be told captured or
+    /// returned was returned.
+    pub fn finish(&mut self, out: &mut Vec<Event>) {
+        self.expire(i32::MAX, out);
+    }
+
+    /// Pending flags whose window closed before `now` were returned.
+    fn expire(&mut self, now: i32, out: &mut Vec<Event>) {
+        for index in 0..2 {
+            if let Some(pending) = self.pending[index] {
+                if now.saturating_sub(pending.time) > CAPTURE_WINDOW_MS {
+                    self.pending[index] = None;
+                    insert_in_order(
+                        out,
+                        self.flag_event(index, FlagAction::Return, pending.time, None),
+                    );
+                }
+            }
+        }
+    }
+
+    fn flag_event(
+        &self,
+        index: usize,
+        action: FlagAction,
+        time: i32,
+        client: Option<u32>,
+    ) -> Event {
+        Event {
+            server_time: time,
+            kind: EventKind::Flag {
+                flag: if index == 0 { "red" } else { "blue" },
+                action,
+                client,
+                name: client.and_then(|c| self.name(c).map(str::to_string)),
+            },
+        }
     }
 
     /// A new reliable server command (repeats must not be fed).
@@ -332,6 +413,7 @@ impl EventTracker {
         let team = match command {
             "chat" => false,
             "tchat" => true,
+            "mm2" => return self.cpma_team_message(rest, out),
             _ => return,
         };
         let raw = first_argument(rest);
@@ -347,68 +429,90 @@ impl EventTracker {
         });
     }
 
+    /// CPMA's team message `mm2 <client> <location> "<text>"` (the
+    /// speaker is a client number, not part of the text).
+    fn cpma_team_message(&mut self, rest: &str, out: &mut Vec<Event>) {
+        let mut words = rest.splitn(3, ' ');
+        let client = words.next().and_then(|c| c.parse::<u32>().ok());
+        let _location = words.next();
+        let raw = first_argument(words.next().unwrap_or(""));
+        out.push(Event {
+            server_time: self.time,
+            kind: EventKind::Chat {
+                team: true,
+                name: client.and_then(|c| self.name(c).map(str::to_string)),
+                text: strip_colors(&raw),
+                raw,
+            },
+        });
+    }
+
     /// The configstrings after a message's commands: reports what changed.
     pub fn configstrings<'a>(
         &mut self,
         configstring: impl Fn(usize) -> &'a str,
         out: &mut Vec<Event>,
     ) {
+        self.expire(self.time, out);
         self.players(&configstring, out);
-        let scores = (
-            configstring(CS_SCORES1).to_string(),
-            configstring(CS_SCORES2).to_string(),
-        );
-        let old_scores = self.scores.replace(scores.clone());
-        let rose = |old: &str, new: &str| matches!((old.trim().parse::<i32>(), new.trim().parse::<i32>()), (Ok(a), Ok(b)) if b > a);
-        let (red_scored, blue_scored) = match &old_scores {
-            Some(old) => (rose(&old.0, &scores.0), rose(&old.1, &scores.1)),
-            None => (false, false),
-        };
-        if old_scores.as_ref() != Some(&scores) {
-            if let (Ok(score1), Ok(score2)) = (
-                scores.0.trim().parse::<i32>(),
-                scores.1.trim().parse::<i32>(),
-            ) {
+        let new_scores = read_scores(&configstring);
+        let old_scores = self.scores;
+        if let Some((score1, score2, cpma)) = new_scores {
+            if old_scores != Some((score1, score2)) {
+                self.scores = Some((score1, score2));
                 out.push(Event {
                     server_time: self.time,
                     kind: EventKind::Score {
                         score1,
                         score2,
-                        teams: self.teams,
+                        teams: self.teams || cpma,
                     },
                 });
+            }
+        }
+        let rose = |index: usize| match (old_scores, self.scores) {
+            (Some(old), Some(new)) if index == 0 => new.0 > old.0,
+            (Some(old), Some(new)) => new.1 > old.1,
+            _ => false,
+        };
+        // A flag taken home earlier whose capture the score now shows.
+        for index in 0..2 {
+            let scorer = 1 - index;
+            if let Some(pending) = self.pending[index].filter(|_| rose(scorer)) {
+                self.pending[index] = None;
+                let event =
+                    self.flag_event(index, FlagAction::Capture, pending.time, pending.client);
+                insert_in_order(out, event);
             }
         }
         let flags = configstring(CS_FLAGSTATUS).to_string();
         if flags != self.flags {
             for (index, (old, new)) in self.flags.chars().zip(flags.chars()).take(2).enumerate() {
-                let other_team_scored = if index == 0 { blue_scored } else { red_scored };
-                let action = match (old, new) {
-                    ('0' | '2', '1') => FlagAction::Take,
-                    ('1', '2') | ('0', '2') => FlagAction::Drop,
-                    ('2', '0') => FlagAction::Return,
-                    ('1', '0') if other_team_scored => FlagAction::Capture,
-                    ('1', '0') => FlagAction::Return,
-                    _ => continue,
-                };
                 let carrier = if index == 0 {
                     self.carriers.0
                 } else {
                     self.carriers.1
                 };
+                let action = match (old, new) {
+                    ('0' | '2', '1') => FlagAction::Take,
+                    ('1', '2') | ('0', '2') => FlagAction::Drop,
+                    ('2', '0') => FlagAction::Return,
+                    ('1', '0') if rose(1 - index) => FlagAction::Capture,
+                    ('1', '0') => {
+                        // Captured or returned: the score will tell.
+                        self.pending[index] = Some(PendingFlag {
+                            time: self.time,
+                            client: carrier,
+                        });
+                        continue;
+                    }
+                    _ => continue,
+                };
                 // A take is known to the carrier only from the next snapshot.
-                let client = (action != FlagAction::Take && action != FlagAction::Return)
+                let client = matches!(action, FlagAction::Drop | FlagAction::Capture)
                     .then_some(carrier)
                     .flatten();
-                out.push(Event {
-                    server_time: self.time,
-                    kind: EventKind::Flag {
-                        flag: if index == 0 { "red" } else { "blue" },
-                        action,
-                        client,
-                        name: client.and_then(|c| self.name(c).map(str::to_string)),
-                    },
-                });
+                out.push(self.flag_event(index, action, self.time, client));
             }
             self.flags = flags;
         }
@@ -452,6 +556,7 @@ impl EventTracker {
         entities: impl IntoIterator<Item = EventEntity>,
         out: &mut Vec<Event>,
     ) {
+        self.expire(self.time, out);
         self.obituaries.clear();
         let mut carriers = (None, None);
         for entity in entities {
@@ -509,6 +614,7 @@ impl EventTracker {
 /// while let Some(record) = decoder.next() {
 ///     events.push(&record?, decoder.client(), &mut found);
 /// }
+/// events.finish(&mut found);
 /// println!("{} events", found.len());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -528,6 +634,12 @@ impl Dm68Events {
     /// The tracker (names of the players, time).
     pub fn tracker(&self) -> &EventTracker {
         &self.tracker
+    }
+
+    /// After the last record: settles what was still undecided (a flag
+    /// back at base with no score seen yet was returned).
+    pub fn finish(&mut self, out: &mut Vec<Event>) {
+        self.tracker.finish(out);
     }
 
     /// Adds the events of one record to `out`; `client` is the decoder's
@@ -749,6 +861,7 @@ mod tests {
         tracker.configstrings(ctf("00", "0", "1"), &mut out);
         tracker.configstrings(ctf("01", "0", "1"), &mut out);
         tracker.configstrings(ctf("00", "0", "1"), &mut out);
+        tracker.finish(&mut out);
         let flags: Vec<_> = out
             .iter()
             .filter_map(|e| match &e.kind {
@@ -788,6 +901,77 @@ mod tests {
             })
             .collect();
         assert_eq!(scores, [(0, 1, true)]);
+    }
+
+    fn cpma(flags: &'static str, game_info: &'static str) -> impl Fn(usize) -> &'static str {
+        move |i| match i {
+            CS_CPMA_GAME_INFO => game_info,
+            CS_FLAGSTATUS => flags,
+            _ => "",
+        }
+    }
+
+    #[test]
+    fn a_score_a_message_after_the_flag_makes_a_capture_and_none_a_return() {
+        let mut tracker = EventTracker::new();
+        let mut out = Vec::new();
+        tracker.gamestate(cpma("00", "sb\\0\\sr\\0\\pb\\4"));
+        tracker.set_time(1000);
+        tracker.configstrings(cpma("01", "sb\\0\\sr\\0\\pb\\4"), &mut out);
+        tracker.set_time(8000);
+        tracker.configstrings(cpma("00", "sb\\0\\sr\\0\\pb\\4"), &mut out);
+        tracker.set_time(8100);
+        tracker.snapshot([], &mut out);
+        tracker.configstrings(cpma("00", "sb\\0\\sr\\3\\pb\\4"), &mut out);
+        // Taken again and home with no score: a return, once the window closed.
+        tracker.set_time(20_000);
+        tracker.configstrings(cpma("01", "sb\\0\\sr\\3\\pb\\4"), &mut out);
+        tracker.set_time(21_000);
+        tracker.configstrings(cpma("00", "sb\\0\\sr\\3\\pb\\4"), &mut out);
+        tracker.set_time(30_000);
+        tracker.snapshot([], &mut out);
+        let seen: Vec<_> = out
+            .iter()
+            .map(|e| match &e.kind {
+                EventKind::Flag { flag, action, .. } => {
+                    (e.server_time, format!("{flag} {action:?}"))
+                }
+                EventKind::Score {
+                    score1,
+                    score2,
+                    teams,
+                } => (e.server_time, format!("score {score1} {score2} {teams}")),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let expected: Vec<(i32, String)> = [
+            (1000, "blue Take"),
+            (8000, "blue Capture"),
+            (8100, "score 3 0 true"),
+            (20_000, "blue Take"),
+            (21_000, "blue Return"),
+        ]
+        .iter()
+        .map(|(t, s)| (*t, s.to_string()))
+        .collect();
+        assert_eq!(seen, expected);
+    }
+
+    #[test]
+    fn cpma_team_messages_are_team_chat() {
+        let mut tracker = EventTracker::new();
+        tracker.gamestate(players(&[(7, "n\\^1Ann")]));
+        let mut out = Vec::new();
+        tracker.server_command("mm2 7 22 \"TOOK ^1RED\"", &mut out);
+        assert_eq!(
+            out[0].kind,
+            EventKind::Chat {
+                team: true,
+                name: Some("Ann".into()),
+                text: "TOOK RED".into(),
+                raw: "TOOK ^1RED".into()
+            }
+        );
     }
 
     #[test]

@@ -417,6 +417,7 @@ pub fn decode_file(data: &[u8]) -> usize {
             }
         }
     }
+    events.finish(&mut found);
     records
 }
 

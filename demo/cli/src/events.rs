@@ -66,6 +66,7 @@ pub fn events_of(data: &[u8], format: Format) -> (FileEvents, Option<ToolError>)
             tracker.snapshot(frame.entities.iter().map(|e| e.event), &mut events);
         }
     });
+    tracker.finish(&mut events);
     (FileEvents { events, walked }, error)
 }
 

@@ -198,6 +198,7 @@ pub fn page_data(
             thinner.push(|| page_frame(frame, start, &mut grow));
         }
     });
+    tracker.finish(&mut events);
     let start = first.unwrap_or(0);
     let mut names = BTreeMap::new();
     for client in 0..q3::events::MAX_CLIENTS as u32 {
