@@ -103,6 +103,16 @@
 //! [`Client::encode_held`] write a snapshot held as states (a keyframe for a
 //! client-side recording, the start of a cut) as a message.
 //!
+//! ## Interpolation and lag compensation
+//!
+//! Clients draw the others between their two newest snapshots
+//! ([`Client::render`], with the game's [`Interpolate`]); the [`ViewStamp`]
+//! it returns says what was drawn, in a few bytes a game sends with each
+//! command. [`Server::rewind`] turns a stamp back into exactly what that
+//! client drew — from the shared history, bounded by a maximum rewind and
+//! checked against what was really sent — so a shot can be judged against
+//! what the shooter saw ([`rewind`]).
+//!
 //! ## Design notes
 //!
 //! * Ring slots are indexed by a per-client snapshot *sequence* (Quake 3's
@@ -130,10 +140,12 @@ mod frame_store;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gamestate;
+pub mod interp;
 mod list_cache;
 pub mod message;
 mod rate;
 pub mod received;
+pub mod rewind;
 pub mod scope;
 pub mod server;
 pub mod stats;
@@ -145,7 +157,9 @@ pub use config::{ClientSettings, ServerConfig};
 pub use encode::{encode_snapshot, EncodeError, EncodeOptions, SnapshotState};
 pub use error::{ClientError, ConfigError, ServerError};
 pub use gamestate::Gamestate;
+pub use interp::{Interpolate, RenderPoint, Rendered, ViewStamp};
 pub use received::Snapshot;
+pub use rewind::{Clamp, Rewind, RewindError};
 pub use scope::{AllInScope, Scope};
 pub use server::{ClientId, MemoryReport, SentSnapshot, Server};
 pub use stats::{ClientStats, SendStats};
