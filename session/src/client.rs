@@ -10,7 +10,7 @@ use fields::NetFields;
 use netchan::{
     ConnectError, ConnectOptions, ConnectionId, Endpoint, EndpointConfig, Event, StateId,
 };
-use snapshot::{Received, SnapshotReport, SyncCheck};
+use snapshot::{Interpolate, Received, Rendered, SnapshotReport, SyncCheck, ViewStamp};
 
 use crate::config::ClientConfig;
 use crate::error::SessionError;
@@ -99,8 +99,11 @@ pub struct Client<E, P, C> {
     retry_at: Option<Instant>,
     reason: Option<DisconnectReason>,
     /// Commands not yet known delivered, oldest first, numbered from
-    /// `pending_first`.
-    pending: VecDeque<C>,
+    /// `pending_first`, each with the view it was made from.
+    pending: VecDeque<(C, Option<ViewStamp>)>,
+    /// What the game drew last ([`Client::render`]): the view of the next
+    /// commands.
+    view: Option<ViewStamp>,
     pending_first: u32,
     /// Command `pending_first − 1`, known delivered: the base of the next
     /// packet's first command.
@@ -151,6 +154,7 @@ where
             retry_at: None,
             reason: None,
             pending: VecDeque::new(),
+            view: None,
             pending_first: 1,
             acked_last: None,
             dirty: false,
@@ -293,6 +297,7 @@ where
         self.epoch = None;
         self.full_requested = false;
         self.pending.clear();
+        self.view = None;
         self.pending_first = 1;
         self.acked_last = None;
         self.dirty = false;
@@ -323,9 +328,38 @@ where
         self.reason = Some(DisconnectReason::Left);
     }
 
+    /// Draws every entity of the newest snapshot at server time
+    /// `render_ms`, interpolated from the previous one by the game's
+    /// [`Interpolate`], into `out` (cleared first) — and remembers what was
+    /// drawn: every command queued from now on carries it (a
+    /// [`ViewStamp`]), so the server can rewind to exactly this view
+    /// ([`crate::Server::rewind`]). `None` before the first snapshot.
+    pub fn render(&mut self, render_ms: u32, out: &mut Vec<(u32, E)>) -> Option<Rendered>
+    where
+        E: Interpolate,
+    {
+        let rendered = self.snap.render(render_ms, out);
+        self.view = rendered.map(|r| r.stamp);
+        rendered
+    }
+
+    /// The view the next command will carry (what [`Self::render`] drew
+    /// last).
+    pub fn view(&self) -> Option<ViewStamp> {
+        self.view
+    }
+
+    /// Sets the view the next commands carry, for a game that draws with
+    /// its own code (the stamp from [`snapshot::Client::render`] over
+    /// [`Self::snapshots`]); `None` sends none.
+    pub fn set_view(&mut self, view: Option<ViewStamp>) {
+        self.view = view;
+    }
+
     /// Queues a command (one client frame of input) and returns its
     /// number. It goes out with the next command packet and is repeated in
-    /// every packet until one holding it is delivered.
+    /// every packet until one holding it is delivered. It carries the view
+    /// of the last [`Self::render`], if any.
     pub fn command(&mut self, command: C) -> Result<u32> {
         if self.state != ClientState::Active {
             return Err(SessionError::NotConnected);
@@ -336,7 +370,7 @@ where
             });
         }
         let number = self.next_command_number();
-        self.pending.push_back(command);
+        self.pending.push_back((command, self.view));
         self.dirty = true;
         self.stats.commands += 1;
         Ok(number)
@@ -542,7 +576,7 @@ where
             return;
         }
         while self.pending_first <= newest {
-            let Some(command) = self.pending.pop_front() else {
+            let Some((command, _)) = self.pending.pop_front() else {
                 break;
             };
             self.acked_last = Some(command);
@@ -571,13 +605,24 @@ where
             .acked_last
             .as_ref()
             .filter(|_| self.pending.len() < COMMAND_HISTORY);
-        let (len, count) = CommandPacket::encode_from(
-            self.config.codec,
-            self.pending_first,
-            base,
-            self.pending.iter(),
-            &mut self.packet[..],
-        )?;
+        let commands = self.pending.iter().map(|(c, v)| (c, v.as_ref()));
+        let (len, count) = if self.pending.iter().any(|(_, v)| v.is_some()) {
+            CommandPacket::encode_viewed(
+                self.config.codec,
+                self.pending_first,
+                base,
+                commands,
+                &mut self.packet[..],
+            )?
+        } else {
+            CommandPacket::encode_from(
+                self.config.codec,
+                self.pending_first,
+                base,
+                commands.map(|(c, _)| c),
+                &mut self.packet[..],
+            )?
+        };
         if count == 0 {
             return Ok(());
         }

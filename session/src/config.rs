@@ -20,7 +20,9 @@ use snapshot::ClientSettings;
 /// 5: native entity lists name a removal by its place among the entities
 /// the client holds (`fields::codec::HeldNumbers`): a peer of version 4
 /// would read other removals.
-pub const SESSION_VERSION: u32 = 5;
+/// 6: command packets have a "viewed" flag and may carry each command's
+/// view stamp (`wire::CommandPacket`), for lag compensation.
+pub const SESSION_VERSION: u32 = 6;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec and (native codec) the
@@ -71,7 +73,15 @@ pub struct ServerConfig {
     pub keyframe_ms: u32,
     /// Netchan settings of every connection (idle timeout, rates…).
     pub connection: ConnectionConfig,
+    /// Lag compensation: the furthest [`crate::Server::rewind`] reaches back
+    /// behind the newest frame, ms (clamped to
+    /// [`snapshot::rewind::REWIND_LIMIT_MS`]). A client's view older than
+    /// this is rewound to this much only.
+    pub max_rewind_ms: u32,
 }
+
+/// [`ServerConfig::max_rewind_ms`]'s default: 200 ms.
+pub const DEFAULT_MAX_REWIND_MS: u32 = 200;
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -84,6 +94,7 @@ impl Default for ServerConfig {
             game_version: 1,
             keyframe_ms: 5000,
             connection: ConnectionConfig::default(),
+            max_rewind_ms: DEFAULT_MAX_REWIND_MS,
         }
     }
 }

@@ -39,4 +39,14 @@ pub enum SessionError {
     /// A message could not be encoded.
     #[error("wire: {0}")]
     Wire(#[from] WireError),
+    /// The command carried no view (the client drew nothing before it, or
+    /// it is no longer among the commands kept).
+    #[error("command {command} has no view to rewind to")]
+    NoView {
+        /// The command's number.
+        command: u32,
+    },
+    /// The rewind query failed (nothing sent to the client recently).
+    #[error("rewind: {0}")]
+    Rewind(#[from] snapshot::RewindError),
 }

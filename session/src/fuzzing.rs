@@ -4,6 +4,8 @@
 
 use fields::{net_struct, signed, unsigned, Codec};
 
+use snapshot::ViewStamp;
+
 use crate::wire::{ClientMessage, CommandPacket, ServerMessage, SnapshotPayload};
 
 net_struct! {
@@ -68,29 +70,34 @@ pub fn client_input(data: &[u8]) {
                 yaw: 900,
                 ..FuzzCommand::default()
             };
-            let mut commands: Vec<(u32, FuzzCommand)> = Vec::new();
+            let mut commands: Vec<(u32, FuzzCommand, Option<ViewStamp>)> = Vec::new();
             if let Ok(based) =
-                CommandPacket::decode_with(codec, body, |_| Some(held), &mut commands)
+                CommandPacket::decode_viewed(codec, body, |_| Some(held), &mut commands)
             {
                 assert!(
                     !commands.is_empty() && commands.len() <= crate::wire::MAX_COMMANDS_PER_PACKET
                 );
                 assert!(commands.windows(2).all(|w| w[1].0 == w[0].0 + 1));
                 let mut buf = [0u8; crate::wire::MAX_COMMAND_PACKET];
-                let (len, count) = CommandPacket::encode_from(
+                let (len, count) = CommandPacket::encode_viewed(
                     codec,
                     commands[0].0,
                     based.then_some(&held),
-                    commands.iter().map(|(_, c)| c),
+                    commands.iter().map(|(_, c, v)| (c, v.as_ref())),
                     &mut buf,
                 )
                 .expect("decoded commands encode");
                 assert_eq!(count, commands.len());
                 let mut again = Vec::new();
                 let based_again =
-                    CommandPacket::decode_with(codec, &buf[..len], |_| Some(held), &mut again)
+                    CommandPacket::decode_viewed(codec, &buf[..len], |_| Some(held), &mut again)
                         .expect("round trip");
                 assert_eq!((based_again, again), (based, commands));
+                // The view-less decoder reads the same commands.
+                let mut plain = Vec::new();
+                CommandPacket::decode_with(codec, body, |_| Some(held), &mut plain)
+                    .expect("same packet");
+                assert_eq!(plain.len(), count);
             }
         }
     }

@@ -69,6 +69,11 @@
 //!   updates when the client asks;
 //! * delivers the client's commands to the game in order, each exactly once
 //!   ([`ServerEvent::Command`]);
+//! * lag compensation ([`Server::rewind`]): every entity as a client drew
+//!   it when it made a command — the command carries which snapshots it
+//!   drew between and its render time ([`ViewStamp`]) — interpolated exactly
+//!   as the client did from the shared frame history, bounded by
+//!   [`ServerConfig::max_rewind_ms`] and checked against what was sent;
 //! * sends reliable game commands (chat, events) and configstring changes,
 //!   with a bounded queue per client: overflow disconnects that client with
 //!   [`DisconnectReason::ReliableOverflow`] instead of growing;
@@ -88,7 +93,10 @@
 //!   `max_packets` packets a second whatever the frame rate, several
 //!   commands per packet, each delta-coded against the previous one, every
 //!   command repeated until a packet holding it is reported delivered — so
-//!   a lost datagram loses no command, and the upstream stays small;
+//!   a lost datagram loses no command, and the upstream stays small; draws
+//!   the others between its two newest snapshots with the game's
+//!   [`Interpolate`] ([`Client::render`]), and stamps every command with
+//!   what it drew;
 //! * surfaces why it was disconnected, and reconnects on its own when the
 //!   server restarts or times out (a new session, a full resync).
 //!
@@ -134,5 +142,7 @@ pub use reason::DisconnectReason;
 pub use server::{ClientInfo, ClientKey, Server, ServerEvent};
 #[cfg(feature = "record")]
 pub use server::{RecordView, RecordingStats};
-pub use snapshot::{AllInScope, Scope};
+pub use snapshot::{
+    AllInScope, Clamp, Interpolate, RenderPoint, Rendered, Rewind, Scope, ViewStamp,
+};
 pub use stats::{ClientStats, ServerClientStats, ServerStats};

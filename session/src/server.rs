@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use fields::NetFields;
 use netchan::{ConnectionId, Endpoint, EndpointConfig, Event, StateId};
-use snapshot::{BuildOutcome, ClientSettings, Scope};
+use snapshot::{BuildOutcome, ClientSettings, Interpolate, Rewind, Scope, ViewStamp};
 
 use crate::config::{client_settings, ServerConfig};
 use crate::error::SessionError;
@@ -110,8 +110,9 @@ struct Slot<C> {
     /// The newest command executed.
     last_command: u32,
     /// The last [`COMMAND_HISTORY`] commands executed, oldest first
-    /// (consecutive numbers): bases of the client's packets.
-    history: VecDeque<(u32, C)>,
+    /// (consecutive numbers), with their views: bases of the client's
+    /// packets, and what lag compensation rewinds to.
+    history: VecDeque<(u32, C, Option<ViewStamp>)>,
     /// Disconnect requested by the server (the event follows).
     closing: bool,
 }
@@ -135,7 +136,7 @@ pub struct Server<E, P, C> {
     buf: Vec<u8>,
     payload: Vec<u8>,
     message: Vec<u8>,
-    commands: Vec<(u32, C)>,
+    commands: Vec<(u32, C, Option<ViewStamp>)>,
 }
 
 impl<E, P, C> std::fmt::Debug for Server<E, P, C> {
@@ -427,14 +428,15 @@ where
         let base = |number: u32| {
             let oldest = history.front()?.0;
             let index = number.checked_sub(oldest)? as usize;
-            history.get(index).map(|(_, c)| c.clone())
+            history.get(index).map(|(_, c, _)| c.clone())
         };
-        if CommandPacket::decode_with(self.config.codec, data, base, &mut self.commands).is_err() {
+        if CommandPacket::decode_viewed(self.config.codec, data, base, &mut self.commands).is_err()
+        {
             slot.info.stats.bad_packets += 1;
             return;
         }
         slot.info.stats.command_packets += 1;
-        for (number, command) in self.commands.drain(..) {
+        for (number, command, view) in self.commands.drain(..) {
             if number <= slot.last_command {
                 // A repeat for loss: already executed.
                 slot.info.stats.repeated_commands += 1;
@@ -447,13 +449,13 @@ where
             slot.info.stats.commands += 1;
             // Keep a run of consecutive numbers (a gap, which cannot happen,
             // restarts it).
-            if slot.history.back().is_some_and(|(n, _)| n + 1 != number) {
+            if slot.history.back().is_some_and(|(n, _, _)| n + 1 != number) {
                 slot.history.clear();
             }
             if slot.history.len() == COMMAND_HISTORY {
                 slot.history.pop_front();
             }
-            slot.history.push_back((number, command.clone()));
+            slot.history.push_back((number, command.clone(), view));
             self.events.push_back(ServerEvent::Command {
                 client: slot.info.key,
                 number,
@@ -687,6 +689,40 @@ where
                 .connection(s.conn)
                 .is_none_or(|c| c.metrics().ordered_queue_len == 0)
         })
+    }
+
+    /// What client `client` was drawing when it made command `number` (as
+    /// it says: unchecked), while the command is among the last
+    /// [`COMMAND_HISTORY`] executed.
+    pub fn command_view(&self, client: ClientKey, number: u32) -> Option<ViewStamp> {
+        let slot = self.slot(client)?;
+        let oldest = slot.history.front()?.0;
+        let index = number.checked_sub(oldest)? as usize;
+        slot.history.get(index).and_then(|(_, _, view)| *view)
+    }
+
+    /// Lag compensation: every entity as `client` drew it when it made
+    /// command `number` — the two snapshots it was drawing between, as they
+    /// were sent to it, interpolated by the game's [`Interpolate`] at its
+    /// render time — into `out` (number order, cleared first). Bounded by
+    /// [`ServerConfig::max_rewind_ms`] behind the newest frame and checked
+    /// against what was really sent ([`snapshot::rewind`]: a client cannot
+    /// claim a view it could not have had). Call it while handling the
+    /// command's [`ServerEvent::Command`], before the next frame.
+    pub fn rewind(&self, client: ClientKey, number: u32, out: &mut Vec<(u32, E)>) -> Result<Rewind>
+    where
+        E: Interpolate,
+    {
+        out.clear();
+        let slot = self
+            .slot(client)
+            .ok_or(SessionError::UnknownClient(client))?;
+        let view = self
+            .command_view(client, number)
+            .ok_or(SessionError::NoView { command: number })?;
+        Ok(self
+            .snap
+            .rewind(slot.snap, view, self.config.max_rewind_ms, out)?)
     }
 
     /// The netchan connection of a client (RTT, metrics).

@@ -16,12 +16,18 @@
 //! the one before it (the game's `net_struct!` type, through its codec).
 //! The client repeats every command until netchan reports a packet carrying
 //! it delivered, so a lost datagram loses no command; the server executes
-//! commands by number, each exactly once and in order.
+//! commands by number, each exactly once and in order. Each command may
+//! carry what the client was drawing when it made it (a
+//! [`ViewStamp`]: the two snapshots and the render time, Quake 3's
+//! `serverTime` made exact), which lag compensation rewinds to.
 //!
 //! Every decoder returns a [`WireError`] on bad input and never allocates
 //! more than a fixed bound.
 
+use fields::varcode::{get_exp_golomb, put_exp_golomb, unzigzag, zigzag};
 use fields::{BitReader, BitSink, BitSource, BitWriter, Codec, NetFields};
+use snapshot::config::RING_SIZE;
+use snapshot::interp::{ViewStamp, MAX_VIEW_OFFSET_MS};
 
 /// Most commands in one packet.
 pub const MAX_COMMANDS_PER_PACKET: usize = 64;
@@ -69,6 +75,9 @@ pub enum WireError {
     /// A command packet is larger than [`MAX_COMMAND_PACKET`].
     #[error("command packet of {0} bytes (at most {MAX_COMMAND_PACKET})")]
     TooLarge(usize),
+    /// A command's view stamp is out of range or refers to no earlier view.
+    #[error("bad view stamp: {0}")]
+    BadView(&'static str),
     /// The bit stream of a command packet was malformed.
     #[error("command packet: {0}")]
     Bits(#[from] fields::BitError),
@@ -269,15 +278,100 @@ impl<'a> SnapshotPayload<'a> {
 }
 
 /// Quake 3's `clc_move`: consecutive commands `first, first + 1, …`, each
-/// delta-coded against the one before. The first is delta-coded against
-/// command `first − 1` when the client knows the server holds it (a packet
-/// carrying it was reported delivered: the *based* flag), else against a
-/// zeroed command as in Quake 3.
+/// delta-coded against the one before, each with an optional [`ViewStamp`].
+/// The first is delta-coded against command `first − 1` when the client
+/// knows the server holds it (a packet carrying it was reported delivered:
+/// the *based* flag), else against a zeroed command as in Quake 3.
 ///
-/// Layout (bits, LSB first): `first` (32), `count − 1` (6), based (1), then
-/// each command as a [`Codec::write_delta`].
+/// Layout (bits, LSB first): `first` (32), `count − 1` (6), based (1),
+/// viewed (1), then each command as a [`Codec::write_delta`], followed —
+/// in a viewed packet — by its view:
+///
+/// * has a view (1); if so, the same snapshots as the previous view in the
+///   packet (1), and unless so: for the packet's first view the newest
+///   snapshot's 16 sequence bits, for a later one its difference to the
+///   previous view's (zigzag, exp-Golomb order 0), then the distance back to
+///   the previous snapshot (5 bits, 0: none);
+/// * the render offset from the newest snapshot's time (zigzag, exp-Golomb
+///   order 3: a dozen bits for the usual ±100 ms).
+///
+/// A command with the same snapshots as the one before costs 14 bits or so.
 #[derive(Debug)]
 pub struct CommandPacket;
+
+/// The view coding's state within one packet: the previous view.
+#[derive(Debug, Default)]
+struct ViewChain {
+    previous: Option<ViewStamp>,
+}
+
+impl ViewChain {
+    fn write(
+        &mut self,
+        w: &mut BitWriter<'_>,
+        view: Option<&ViewStamp>,
+    ) -> Result<(), fields::BitError> {
+        let Some(view) = view else {
+            return w.put_bit(false);
+        };
+        w.put_bit(true)?;
+        let same = self
+            .previous
+            .is_some_and(|p| p.newest == view.newest && p.previous_back == view.previous_back);
+        w.put_bit(same)?;
+        if !same {
+            match self.previous {
+                None => w.put_bits(view.newest as u32, 16)?,
+                Some(p) => {
+                    let delta = view.newest.wrapping_sub(p.newest) as i16;
+                    put_exp_golomb(w, zigzag(delta as i32), 0)?;
+                }
+            }
+            w.put_bits(view.previous_back.min(RING_SIZE as u8 - 1) as u32, 5)?;
+        }
+        let offset = view
+            .offset_ms
+            .clamp(-MAX_VIEW_OFFSET_MS, MAX_VIEW_OFFSET_MS);
+        put_exp_golomb(w, zigzag(offset), 3)?;
+        self.previous = Some(*view);
+        Ok(())
+    }
+
+    fn read(&mut self, r: &mut BitReader<'_>) -> Result<Option<ViewStamp>, WireError> {
+        if !r.get_bit()? {
+            return Ok(None);
+        }
+        let same = r.get_bit()?;
+        let (newest, previous_back) = if same {
+            let p = self
+                .previous
+                .ok_or(WireError::BadView("the same snapshots as no earlier view"))?;
+            (p.newest, p.previous_back)
+        } else {
+            let newest = match self.previous {
+                None => r.get_bits(16)? as u16,
+                Some(p) => {
+                    let delta = unzigzag(get_exp_golomb(r, 0)?);
+                    let delta = i16::try_from(delta)
+                        .map_err(|_| WireError::BadView("snapshot difference out of range"))?;
+                    p.newest.wrapping_add(delta as u16)
+                }
+            };
+            (newest, r.get_bits(5)? as u8)
+        };
+        let offset_ms = unzigzag(get_exp_golomb(r, 3)?);
+        if !(-MAX_VIEW_OFFSET_MS..=MAX_VIEW_OFFSET_MS).contains(&offset_ms) {
+            return Err(WireError::BadView("render offset out of range"));
+        }
+        let view = ViewStamp {
+            newest,
+            previous_back,
+            offset_ms,
+        };
+        self.previous = Some(view);
+        Ok(Some(view))
+    }
+}
 
 impl CommandPacket {
     /// Writes as many of `commands` (numbered from `first`) as fit in
@@ -302,6 +396,36 @@ impl CommandPacket {
         commands: impl IntoIterator<Item = &'c C>,
         buf: &mut [u8],
     ) -> Result<(usize, usize), WireError> {
+        Self::encode_inner(
+            codec,
+            first,
+            base,
+            false,
+            commands.into_iter().map(|c| (c, None)),
+            buf,
+        )
+    }
+
+    /// [`Self::encode_from`] for commands with the views they were made
+    /// from (a viewed packet).
+    pub fn encode_viewed<'c, C: NetFields + 'c>(
+        codec: Codec,
+        first: u32,
+        base: Option<&C>,
+        commands: impl IntoIterator<Item = (&'c C, Option<&'c ViewStamp>)>,
+        buf: &mut [u8],
+    ) -> Result<(usize, usize), WireError> {
+        Self::encode_inner(codec, first, base, true, commands, buf)
+    }
+
+    fn encode_inner<'c, C: NetFields + 'c>(
+        codec: Codec,
+        first: u32,
+        base: Option<&C>,
+        viewed: bool,
+        commands: impl IntoIterator<Item = (&'c C, Option<&'c ViewStamp>)>,
+        buf: &mut [u8],
+    ) -> Result<(usize, usize), WireError> {
         let limit = buf.len().min(MAX_COMMAND_PACKET);
         let zero = C::default();
         let mut count = 0usize;
@@ -311,15 +435,26 @@ impl CommandPacket {
             if writer.put_bits(first, 32).is_err()
                 || writer.put_bits(0, 6).is_err()
                 || writer.put_bit(base.is_some()).is_err()
+                || writer.put_bit(viewed).is_err()
             {
                 return Ok((0, 0));
             }
             let mut previous = base.unwrap_or(&zero);
-            for command in commands.into_iter().take(MAX_COMMANDS_PER_PACKET) {
+            let mut views = ViewChain::default();
+            for (command, view) in commands.into_iter().take(MAX_COMMANDS_PER_PACKET) {
                 if first.checked_add(count as u32).is_none() {
                     break;
                 }
-                match codec.write_delta(&mut writer, previous, command) {
+                let written = codec
+                    .write_delta(&mut writer, previous, command)
+                    .and_then(|()| {
+                        if viewed {
+                            views.write(&mut writer, view)
+                        } else {
+                            Ok(())
+                        }
+                    });
+                match written {
                     Ok(()) => {
                         count += 1;
                         end_bits = writer.bits_written();
@@ -347,7 +482,8 @@ impl CommandPacket {
     }
 
     /// Decodes a packet into `out` (cleared first) as `(number, command)`
-    /// pairs; a based packet is an error ([`WireError::MissingBase`]).
+    /// pairs, dropping any views; a based packet is an error
+    /// ([`WireError::MissingBase`]).
     pub fn decode<C: NetFields>(
         codec: Codec,
         bytes: &[u8],
@@ -366,6 +502,32 @@ impl CommandPacket {
         out: &mut Vec<(u32, C)>,
     ) -> Result<bool, WireError> {
         out.clear();
+        Self::decode_inner(codec, bytes, base, |number, command, _| {
+            out.push((number, command))
+        })
+    }
+
+    /// [`Self::decode_with`] keeping each command's view (`None` in a
+    /// packet without views, or for a command made before the client drew
+    /// anything).
+    pub fn decode_viewed<C: NetFields>(
+        codec: Codec,
+        bytes: &[u8],
+        base: impl FnOnce(u32) -> Option<C>,
+        out: &mut Vec<(u32, C, Option<ViewStamp>)>,
+    ) -> Result<bool, WireError> {
+        out.clear();
+        Self::decode_inner(codec, bytes, base, |number, command, view| {
+            out.push((number, command, view))
+        })
+    }
+
+    fn decode_inner<C: NetFields>(
+        codec: Codec,
+        bytes: &[u8],
+        base: impl FnOnce(u32) -> Option<C>,
+        mut sink: impl FnMut(u32, C, Option<ViewStamp>),
+    ) -> Result<bool, WireError> {
         if bytes.len() > MAX_COMMAND_PACKET {
             return Err(WireError::TooLarge(bytes.len()));
         }
@@ -373,6 +535,7 @@ impl CommandPacket {
         let first = reader.get_bits(32)?;
         let count = reader.get_bits(6)? as usize + 1;
         let based = reader.get_bit()?;
+        let viewed = reader.get_bit()?;
         if first == 0 || first.checked_add(count as u32 - 1).is_none() || (based && first == 1) {
             return Err(WireError::BadNumber { first, count });
         }
@@ -381,9 +544,15 @@ impl CommandPacket {
         } else {
             C::default()
         };
+        let mut views = ViewChain::default();
         for i in 0..count {
             codec.read_delta(&mut reader, &mut command)?;
-            out.push((first + i as u32, command.clone()));
+            let view = if viewed {
+                views.read(&mut reader)?
+            } else {
+                None
+            };
+            sink(first + i as u32, command.clone(), view);
         }
         Ok(based)
     }

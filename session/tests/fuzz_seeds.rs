@@ -11,6 +11,7 @@ use netq3_session::fuzzing::{client_input, server_input, FuzzCommand};
 use netq3_session::wire::{
     ClientMessage, CommandPacket, ServerMessage, SnapshotPayload, MAX_COMMAND_PACKET,
 };
+use netq3_session::ViewStamp;
 
 fn seeds_dir(target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -42,7 +43,7 @@ fn replay(target: &str, run: fn(&[u8])) -> usize {
 #[test]
 fn every_seed_replays() {
     assert!(replay("server_input", server_input) >= 4);
-    assert!(replay("client_input", client_input) >= 8);
+    assert!(replay("client_input", client_input) >= 9);
 }
 
 /// The seed inputs: one valid input per message kind.
@@ -121,6 +122,29 @@ fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
         input.extend_from_slice(&buf[..len]);
         out.push(("client_input", name, input));
     }
+    // Commands with the views they were made from: the same snapshots for
+    // a while, then a newer one, one without a view.
+    let views: Vec<Option<ViewStamp>> = (0..11u16)
+        .map(|i| {
+            (i != 3).then_some(ViewStamp {
+                newest: 65_530u16.wrapping_add(i / 3),
+                previous_back: 1 + (i % 2) as u8,
+                offset_ms: -50 + 16 * (i % 3) as i32,
+            })
+        })
+        .collect();
+    let mut buf = [0u8; MAX_COMMAND_PACKET];
+    let (len, _) = CommandPacket::encode_viewed(
+        Codec::Native,
+        40,
+        Some(&commands[0]),
+        commands[1..].iter().zip(views.iter().map(Option::as_ref)),
+        &mut buf,
+    )
+    .unwrap();
+    let mut input = vec![1];
+    input.extend_from_slice(&buf[..len]);
+    out.push(("client_input", "commands_native_viewed", input));
     out
 }
 

@@ -7,6 +7,7 @@ use netq3_session::wire::{
     ClientMessage, CommandPacket, ServerMessage, SnapshotPayload, WireError,
     MAX_COMMANDS_PER_PACKET, MAX_COMMAND_PACKET,
 };
+use netq3_session::ViewStamp;
 use proptest::prelude::*;
 
 fn command() -> impl Strategy<Value = FuzzCommand> {
@@ -46,6 +47,40 @@ fn commands() -> impl Strategy<Value = Vec<FuzzCommand>> {
                         _ => c.msec = 16 + (delta as u8 % 2),
                     }
                     c
+                })
+                .collect()
+        })
+}
+
+/// Views as a client makes them: the same snapshots for a few commands,
+/// then newer ones (or, now and then, none or anything at all).
+fn views(len: usize) -> impl Strategy<Value = Vec<Option<ViewStamp>>> {
+    (
+        any::<u16>(),
+        prop::collection::vec(
+            (0u8..10, 0u8..4, -120i32..120, any::<(u16, u8, i32)>()),
+            len,
+        ),
+    )
+        .prop_map(|(start, steps)| {
+            let mut newest = start;
+            steps
+                .into_iter()
+                .map(|(kind, step, offset, wild)| match kind {
+                    0 => None,
+                    1 => Some(ViewStamp {
+                        newest: wild.0,
+                        previous_back: wild.1 % 32,
+                        offset_ms: wild.2 % (1 << 20),
+                    }),
+                    _ => {
+                        newest = newest.wrapping_add(step as u16 / 2);
+                        Some(ViewStamp {
+                            newest,
+                            previous_back: 1 + step % 2,
+                            offset_ms: offset,
+                        })
+                    }
                 })
                 .collect()
         })
@@ -95,6 +130,35 @@ proptest! {
     }
 
     #[test]
+    fn viewed_packets_round_trip_every_view(
+        codec in codec(),
+        first in 2u32..u32::MAX / 2,
+        base in command(),
+        (list, views) in commands().prop_flat_map(|l| { let n = l.len(); (Just(l), views(n)) }),
+    ) {
+        let mut buf = [0u8; MAX_COMMAND_PACKET];
+        let (len, count) = CommandPacket::encode_viewed(
+            codec,
+            first,
+            Some(&base),
+            list.iter().zip(views.iter().map(Option::as_ref)),
+            &mut buf,
+        )
+        .unwrap();
+        prop_assert_eq!(count, list.len().min(MAX_COMMANDS_PER_PACKET));
+        let mut out = Vec::new();
+        prop_assert!(CommandPacket::decode_viewed(codec, &buf[..len], |_| Some(base), &mut out).unwrap());
+        let expected: Vec<(u32, FuzzCommand, Option<ViewStamp>)> = list
+            .iter()
+            .zip(&views)
+            .take(count)
+            .enumerate()
+            .map(|(i, (c, v))| (first + i as u32, *c, *v))
+            .collect();
+        prop_assert_eq!(out, expected);
+    }
+
+    #[test]
     fn a_small_buffer_takes_a_prefix(codec in codec(), list in commands(), size in 6usize..64) {
         let mut buf = vec![0u8; size];
         let (len, count) = CommandPacket::encode(codec, 9, list.iter(), &mut buf).unwrap();
@@ -110,12 +174,19 @@ proptest! {
     #[test]
     fn mutated_packets_never_panic(
         codec in codec(),
-        list in commands(),
+        (list, views) in commands().prop_flat_map(|l| { let n = l.len(); (Just(l), views(n)) }),
         flips in prop::collection::vec((any::<usize>(), 0u8..8), 1..4),
         cut in any::<prop::sample::Index>(),
     ) {
         let mut buf = [0u8; MAX_COMMAND_PACKET];
-        let (len, _) = CommandPacket::encode(codec, 1, list.iter(), &mut buf).unwrap();
+        let (len, _) = CommandPacket::encode_viewed(
+            codec,
+            1,
+            None,
+            list.iter().zip(views.iter().map(Option::as_ref)),
+            &mut buf,
+        )
+        .unwrap();
         let mut bytes = buf[..len].to_vec();
         for (at, bit) in flips {
             let i = at % bytes.len();
@@ -192,6 +263,69 @@ fn repeated_commands_cost_almost_nothing() {
     let (based, _) =
         CommandPacket::encode_from(Codec::Native, 5, Some(&c), [c; 10].iter(), &mut buf).unwrap();
     assert_eq!(based, 7);
+}
+
+#[test]
+fn views_cost_a_few_bits_per_command() {
+    let c = FuzzCommand {
+        msec: 16,
+        buttons: 1,
+        forward: 127,
+        right: -64,
+        yaw: 12_345,
+        pitch: -300,
+    };
+    let mut buf = [0u8; MAX_COMMAND_PACKET];
+    let (plain, _) =
+        CommandPacket::encode_from(Codec::Native, 5, Some(&c), [c; 3].iter(), &mut buf).unwrap();
+    // Three commands of a 60 fps client in one packet: the same two
+    // snapshots, the render time 16 or 17 ms later each time.
+    let view = |offset_ms| ViewStamp {
+        newest: 700,
+        previous_back: 1,
+        offset_ms,
+    };
+    let views = [view(-40), view(-24), view(-7)];
+    let (viewed, count) = CommandPacket::encode_viewed(
+        Codec::Native,
+        5,
+        Some(&c),
+        [c; 3].iter().zip(views.iter().map(Some)),
+        &mut buf,
+    )
+    .unwrap();
+    assert_eq!(count, 3);
+    // 1 + 1 + 16 + 5 + 9..12 bits for the first view, 2 + 9..12 for the others.
+    assert_eq!(plain, 6);
+    assert_eq!(viewed, 12);
+    let mut out = Vec::new();
+    CommandPacket::decode_viewed(Codec::Native, &buf[..viewed], |_| Some(c), &mut out).unwrap();
+    assert_eq!(
+        out.iter().map(|(_, _, v)| *v).collect::<Vec<_>>(),
+        views.map(Some)
+    );
+    // A view "the same snapshots as before" with no view before it is an error.
+    let mut bad = [0u8; 32];
+    let bits = {
+        use fields::{BitSink, BitWriter};
+        let mut w = BitWriter::new(&mut bad);
+        w.put_bits(5, 32).unwrap();
+        w.put_bits(0, 6).unwrap();
+        w.put_bit(false).unwrap();
+        w.put_bit(true).unwrap();
+        Codec::Native
+            .write_delta(&mut w, &FuzzCommand::default(), &c)
+            .unwrap();
+        w.put_bit(true).unwrap();
+        w.put_bit(true).unwrap();
+        w.put_bits(0, 16).unwrap();
+        w.bits_written()
+    };
+    let mut out: Vec<(u32, FuzzCommand, Option<ViewStamp>)> = Vec::new();
+    assert!(matches!(
+        CommandPacket::decode_viewed(Codec::Native, &bad[..bits.div_ceil(8)], |_| None, &mut out),
+        Err(WireError::BadView(_))
+    ));
 }
 
 #[test]

@@ -117,9 +117,7 @@ impl<E: fields::Fields + Interpolate, P: fields::Fields> crate::Client<E, P> {
     pub fn render(&self, render_ms: u32, out: &mut Vec<(u32, E)>) -> Option<Rendered> {
         out.clear();
         let newest = self.newest()?;
-        let previous = self
-            .previous()
-            .filter(|p| p.sequence() < newest.sequence());
+        let previous = self.previous().filter(|p| p.sequence() < newest.sequence());
         let point = RenderPoint::between(
             previous.map(|p| p.server_time()),
             newest.server_time(),

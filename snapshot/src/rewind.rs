@@ -29,11 +29,30 @@
 //!   the ones named already surround it).
 //!
 //! So a lying client gets at most what an honest client with a round trip of
-//! the maximum rewind would get. The query reads the history and changes
-//! nothing; its cost is one interpolation of the client's view (a pass over
-//! the entities of one snapshot), and its memory is what the history keeps
-//! anyway: the frames a client's ring refers to stay alive for as long as
-//! the ring holds them.
+//! the maximum rewind would get: it can neither see the future nor reach
+//! further back than the game allows, and anything it names must be what
+//! the server really sent it.
+//!
+//! ## Cost
+//!
+//! The query reads the history and changes nothing. Its time is one
+//! interpolation of the client's view — a pass over the entities of one
+//! snapshot, no allocation beyond the caller's reused `out` (the
+//! unverifiable path looks at the ring's 32 records once). Its memory is
+//! nothing new: the shared history already keeps every frame a client's
+//! ring of [`RING_SIZE`] snapshots refers to (at 20 snapshots a second,
+//! 1.6 s), which is why the rewind can never reach further than that, and
+//! [`REWIND_LIMIT_MS`] caps it below.
+//!
+//! ## The trade-off
+//!
+//! Judging a shot by what the shooter saw is fair to the shooter and unfair
+//! to the target: a target that ducked behind cover on its own screen can
+//! still be hit, up to the rewind later — the shooter saw it in the open.
+//! The longer the round trips the game accepts (its maximum rewind), the
+//! further behind cover such hits happen. Quake 3's Unlagged, Source and
+//! Overwatch all make this trade (Source's `sv_maxunlag`); the bound is
+//! where the game says a player on a bad link stops being compensated.
 
 use fields::Fields;
 

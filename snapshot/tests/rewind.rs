@@ -15,7 +15,7 @@ use netq3_snapshot::{
 /// changed (a respawn) is drawn where it is now.
 impl Interpolate for Ent {
     fn interpolate(newest: &Self, previous: Option<&Self>, at: &RenderPoint) -> Self {
-        let mut drawn = newest.clone();
+        let mut drawn = *newest;
         if let Some(old) = previous.filter(|o| o.model == newest.model) {
             let f = at.fraction;
             drawn.x = old.x + (newest.x - old.x) * f;
@@ -31,7 +31,15 @@ const MAX_REWIND: u32 = 200;
 /// A server with one client and a few moving entities, `frames` frames
 /// long (a frame every 50 ms), each snapshot lost with probability `loss`
 /// (the client then draws between older ones).
-fn play(frames: u32, loss: f64, seed: u64) -> (Server<Ent, Player>, netq3_snapshot::ClientId, Client<Ent, Player>) {
+fn play(
+    frames: u32,
+    loss: f64,
+    seed: u64,
+) -> (
+    Server<Ent, Player>,
+    netq3_snapshot::ClientId,
+    Client<Ent, Player>,
+) {
     let mut server: Server<Ent, Player> = Server::new(ServerConfig::default()).unwrap();
     let id = server.add_client(ClientSettings::unlimited()).unwrap();
     let mut client = Client::new();
@@ -69,16 +77,17 @@ fn the_rewind_is_exactly_what_the_client_drew() {
         let mut rng = Rng::new(100 + seed);
         let mut bytes = Vec::new();
         for frame in 3..120u32 {
-            server.set_entity(
-                1,
-                Ent {
-                    x: (frame * 7) as f32,
-                    y: (frame % 13) as f32 * 3.5,
-                    model: (frame / 40) as u16,
-                    ..Ent::default()
-                },
-            )
-            .unwrap();
+            server
+                .set_entity(
+                    1,
+                    Ent {
+                        x: (frame * 7) as f32,
+                        y: (frame % 13) as f32 * 3.5,
+                        model: (frame / 40) as u16,
+                        ..Ent::default()
+                    },
+                )
+                .unwrap();
             server.commit_frame(frame * TICK).unwrap();
             build(&mut server, id, &mut bytes);
             if !rng.chance(0.25) {
@@ -98,7 +107,10 @@ fn the_rewind_is_exactly_what_the_client_drew() {
             // (A bound far beyond this test's reach: the rewind is never clamped.)
             let rewind = server.rewind(id, view.stamp, 1000, &mut rewound).unwrap();
             assert_eq!(rewind.clamp, None, "frame {frame}: {rewind:?}");
-            assert_eq!((rewind.newest, rewind.previous), (view.newest, view.previous));
+            assert_eq!(
+                (rewind.newest, rewind.previous),
+                (view.newest, view.previous)
+            );
             assert_eq!(rewind.point, view.point);
             assert_eq!(rewind.rewind_ms, frame * TICK - render);
             // Bit for bit: the same snapshots, the same fraction, the same code.
@@ -110,7 +122,10 @@ fn the_rewind_is_exactly_what_the_client_drew() {
     }
     assert_eq!(compared, 4 * 117);
     // Draws between two snapshots, and stalls past the newest, both checked.
-    assert!(stalled > 20 && between > 200, "{stalled} stalled, {between} between");
+    assert!(
+        stalled > 20 && between > 200,
+        "{stalled} stalled, {between} between"
+    );
 }
 
 #[test]
@@ -141,7 +156,9 @@ fn stamps_reaching_too_far_or_naming_what_was_never_sent_are_bounded() {
         previous_back: 1,
         offset_ms: -30,
     };
-    let rewind = server.rewind(id, long_trip, MAX_REWIND, &mut rewound).unwrap();
+    let rewind = server
+        .rewind(id, long_trip, MAX_REWIND, &mut rewound)
+        .unwrap();
     assert_eq!(rewind.clamp, Some(Clamp::TooOld));
     assert_eq!((rewind.newest, rewind.previous), (35, Some(34)));
     assert_eq!(rewind.point.fraction, 1.0);
@@ -172,7 +189,9 @@ fn stamps_reaching_too_far_or_naming_what_was_never_sent_are_bounded() {
         newest: honest.stamp.newest.wrapping_add(5),
         ..honest.stamp
     };
-    let rewind = server.rewind(id, invented, MAX_REWIND, &mut rewound).unwrap();
+    let rewind = server
+        .rewind(id, invented, MAX_REWIND, &mut rewound)
+        .unwrap();
     assert_eq!(rewind.clamp, Some(Clamp::Unverified));
     assert_eq!(rewind.rewind_ms, MAX_REWIND);
     assert_eq!(rewind.point.render_ms, now - MAX_REWIND);
