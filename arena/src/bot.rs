@@ -8,7 +8,7 @@ use netchan::SeededRng;
 use crate::interp::RenderEntity;
 use crate::physics::{Map, MoveState, EYE_HEIGHT, PLAYER_HEIGHT};
 use crate::protocol::{item, kind};
-use crate::world::PROJECTILE_SPEED;
+use crate::world::{PROJECTILE_SPEED, RAIL_RELOAD_MS};
 
 /// Lines bots say now and then.
 const CHAT: &[&str] = &[
@@ -36,8 +36,10 @@ pub struct Intent {
     pub yaw: u16,
     /// View pitch.
     pub pitch: i16,
-    /// Fire.
+    /// Fire a rocket.
     pub fire: bool,
+    /// Fire the rail.
+    pub rail: bool,
     /// Jump.
     pub jump: bool,
     /// Something to say.
@@ -53,7 +55,8 @@ impl Intent {
         crate::protocol::Command {
             msec,
             buttons: if self.fire { buttons::FIRE } else { 0 }
-                | if self.jump { buttons::JUMP } else { 0 },
+                | if self.jump { buttons::JUMP } else { 0 }
+                | if self.rail { buttons::RAIL } else { 0 },
             forward: self.forward,
             right: self.right,
             yaw: self.yaw,
@@ -87,7 +90,14 @@ pub struct Bot {
     strafe_until: u64,
     next_chat: u64,
     stuck_since: Option<u64>,
+    /// Local time from which the bot believes its rail is loaded again
+    /// (the server keeps the real reload; a little margin for the clocks).
+    rail_ready_at: u64,
 }
+
+/// How far a bot's rail aim strays from the point it aims at, radians
+/// (either way): about 9 units at 600 units, a player is 30 wide.
+const RAIL_AIM_NOISE: f32 = 0.015;
 
 /// Radians to 65536ths of a turn.
 fn to_angle(radians: f32) -> i32 {
@@ -107,6 +117,7 @@ impl Bot {
             strafe_until: 0,
             next_chat,
             stuck_since: None,
+            rail_ready_at: 0,
         }
     }
 
@@ -163,7 +174,25 @@ impl Bot {
             .min_by(|a, b| a.1.total_cmp(&b.1))
             .map(|(e, _)| e.pos);
 
-        if let Some((enemy, d)) = target {
+        if let Some((enemy, d)) = target.filter(|_| now >= self.rail_ready_at) {
+            // The rail hits at once: aim at the middle of the body exactly
+            // where it is drawn (lag compensation makes that a hit).
+            let aim = [
+                enemy.pos[0],
+                enemy.pos[1],
+                enemy.pos[2] + PLAYER_HEIGHT * 0.5,
+            ];
+            let noise = |rng: &mut SeededRng| (rng.next_f64() as f32 - 0.5) * 2.0 * RAIL_AIM_NOISE;
+            let yaw = (aim[1] - eye[1]).atan2(aim[0] - eye[0]) + noise(&mut self.rng);
+            let flat = (aim[0] - eye[0]).hypot(aim[1] - eye[1]);
+            let pitch = (aim[2] - eye[2]).atan2(flat) + noise(&mut self.rng);
+            intent.yaw = to_angle(yaw) as u16;
+            intent.pitch = to_angle(pitch).clamp(-16384, 16384) as i16;
+            intent.rail = true;
+            intent.forward = if d > 600.0 { 127 } else { 0 };
+            intent.right = self.strafe;
+            self.rail_ready_at = now + RAIL_RELOAD_MS as u64 + 50;
+        } else if let Some((enemy, d)) = target {
             // Lead the target by the projectile's flight time, and aim at
             // the feet when close enough: a miss still explodes by them.
             let flight = d / PROJECTILE_SPEED;
@@ -267,11 +296,25 @@ mod tests {
             ..MoveState::default()
         };
         let mut bot = Bot::new(1);
-        let intent = bot.think(me(&motion, 0), &[player(3, [-400.0, -200.0, 0.0])], &map);
-        assert!(intent.fire);
-        // Facing +x, give or take the aim noise (0.03 rad ≈ 313 units).
+        let enemy = [player(3, [-400.0, -200.0, 0.0])];
+        // The rail first, straight at the body as drawn (noise of at most
+        // 0.015 rad ≈ 157 sixty-five-thousandths of a turn).
+        let intent = bot.think(me(&motion, 0), &enemy, &map);
+        assert!(intent.rail && !intent.fire);
+        let yaw = intent.yaw as i16 as i32;
+        assert!(yaw.abs() <= 157, "yaw {yaw}");
+        // Pitch: from the eye (40) down to mid-body (28) over 400 units,
+        // −0.03 rad ≈ −313, ± the noise.
+        let pitch = intent.pitch as i32;
+        assert!((-313 - 157..=-313 + 157).contains(&pitch), "pitch {pitch}");
+        // Reloading the rail: rockets, led and noisier (0.03 rad ≈ 313).
+        let intent = bot.think(me(&motion, 16), &enemy, &map);
+        assert!(intent.fire && !intent.rail);
         let yaw = intent.yaw as i16 as i32;
         assert!(yaw.abs() < 350, "yaw {yaw}");
+        // Loaded again after the rail's reload.
+        let later = crate::world::RAIL_RELOAD_MS as u64 + 100;
+        assert!(bot.think(me(&motion, later), &enemy, &map).rail);
         // Nobody in sight (behind the central block): no shooting.
         let motion = MoveState {
             pos: [-300.0, 0.0, 0.0],

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::config::{Args, CodecArg, ModelKind};
+use crate::config::{Args, CodecArg, ModelKind, Switch, DEFAULT_MAX_REWIND_MS};
 use crate::world::MAX_PLAYERS;
 
 /// `arena [FLAGS]` plays one match in one process; `arena serve`, `arena
@@ -71,6 +71,12 @@ pub struct ServeArgs {
     /// Lockstep: the session starts once this many participants connected.
     #[arg(long, default_value_t = 2)]
     pub participants: usize,
+    /// Lag compensation for rail shots.
+    #[arg(long, value_enum, default_value_t = Switch::On)]
+    pub lag_comp: Switch,
+    /// Lag compensation reaches at most this far back, ms (at most 1000).
+    #[arg(long, default_value_t = DEFAULT_MAX_REWIND_MS)]
+    pub max_rewind_ms: u32,
 }
 
 /// `arena bots`.
@@ -146,6 +152,12 @@ impl ServeArgs {
         }
         if !(1..=1000).contains(&self.tick_hz) {
             return Err("--tick-hz must be 1..=1000".into());
+        }
+        if self.max_rewind_ms > snapshot::rewind::REWIND_LIMIT_MS {
+            return Err(format!(
+                "--max-rewind-ms must be at most {}",
+                snapshot::rewind::REWIND_LIMIT_MS
+            ));
         }
         if self.model == ModelKind::Lockstep && !(1..=MAX_PLAYERS).contains(&self.participants) {
             return Err(format!("--participants must be 1..={MAX_PLAYERS}"));

@@ -17,7 +17,7 @@ use session::{ClientConfig, ClientEvent, DisconnectReason};
 use snapshot::SyncCheck;
 
 use crate::bot::{Bot, SelfView};
-use crate::interp::{interpolate, RenderEntity, ServerClock};
+use crate::interp::{render, RenderEntity, ServerClock};
 use crate::physics::Map;
 use crate::predict::Predictor;
 use crate::protocol::{ClientMessage, Command, EntityState, PlayerState, ServerMessage};
@@ -118,6 +118,8 @@ pub struct GameClient {
     bot: Bot,
     map: Map,
     view: Vec<RenderEntity>,
+    /// The interpolated states behind `view`.
+    drawn: Vec<(u32, EntityState)>,
     epoch: Instant,
     next_frame: Instant,
     last_command_ms: u64,
@@ -163,6 +165,7 @@ impl GameClient {
             clock: ServerClock::new(),
             map: Map::arena(),
             view: Vec::new(),
+            drawn: Vec::new(),
             epoch,
             next_frame: epoch,
             last_command_ms: 0,
@@ -486,22 +489,23 @@ impl GameClient {
         }
     }
 
-    /// Interpolates the others for local time `local_ms`.
+    /// Interpolates the others for local time `local_ms` (through the
+    /// session, so every command after carries what was drawn).
     fn render(&mut self, local_ms: f64) {
-        let snapshots = self.session.snapshots();
-        let (Some(newest), Some(server_now)) =
-            (snapshots.newest(), self.clock.server_time(local_ms))
-        else {
+        let Some(server_now) = self.clock.server_time(local_ms) else {
             return;
         };
-        // One snapshot interval behind the estimated server time.
+        // One snapshot interval behind the estimated server time, in whole
+        // milliseconds of server time (what the command's view stamp says).
         let delay = 1000.0 / self.options.snaps.max(1) as f64;
-        let result = interpolate(
-            snapshots.previous(),
-            newest,
-            server_now - delay,
+        let render_ms = (server_now - delay).clamp(0.0, u32::MAX as f64) as u32;
+        if let Some(point) = render(
+            &mut self.session,
+            render_ms,
+            &mut self.drawn,
             &mut self.view,
-        );
-        self.stats.interp_stalls += result.stalled as u64;
+        ) {
+            self.stats.interp_stalls += point.stalled as u64;
+        }
     }
 }

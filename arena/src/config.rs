@@ -48,6 +48,22 @@ pub enum ModelKind {
     Lockstep,
 }
 
+/// On or off, as a command line says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Switch {
+    /// On.
+    On,
+    /// Off.
+    Off,
+}
+
+impl Switch {
+    /// Whether it is on.
+    pub fn on(self) -> bool {
+        self == Switch::On
+    }
+}
+
 /// Which clock drives the match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum ClockKind {
@@ -125,7 +141,22 @@ pub struct Args {
     /// must detect it within one sync interval and fail naming the turn).
     #[arg(long, value_name = "TURN")]
     pub inject_desync: Option<u32>,
+    /// Lag compensation: judge rail shots against the players as the
+    /// shooter's client drew them.
+    #[arg(long, value_enum, default_value_t = Switch::On)]
+    pub lag_comp: Switch,
+    /// Lag compensation reaches at most this far back, ms (at most 1000).
+    #[arg(long, default_value_t = DEFAULT_MAX_REWIND_MS)]
+    pub max_rewind_ms: u32,
 }
+
+/// `--max-rewind-ms`'s default: 300 ms, above the library's 200. An arena
+/// client's view is about 2 × one-way latency + 50 ms (it draws one
+/// snapshot interval behind its estimate of the server clock, which itself
+/// trails by the one-way latency) + up to 50 ms waiting for a packet (20 a
+/// second) − the age of the server's newest frame: about 250 ms at 75 ms
+/// one way, which 200 ms would cut short for most shots.
+pub const DEFAULT_MAX_REWIND_MS: u32 = 300;
 
 /// One bot's part in the match.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -179,6 +210,10 @@ pub struct MatchConfig {
     pub model: ModelKind,
     /// Lockstep: the turn after which one participant's state is perturbed.
     pub inject_desync: Option<u32>,
+    /// Lag compensation for rail shots.
+    pub lag_comp: bool,
+    /// How far back lag compensation reaches, ms.
+    pub max_rewind_ms: u32,
 }
 
 impl Default for MatchConfig {
@@ -226,6 +261,8 @@ impl MatchConfig {
             drain_limit: Duration::from_secs(5),
             model: args.model,
             inject_desync: args.inject_desync,
+            lag_comp: args.lag_comp.on(),
+            max_rewind_ms: args.max_rewind_ms,
         }
     }
 
@@ -273,6 +310,12 @@ impl MatchConfig {
         }
         if self.inject_desync.is_some() && self.model != ModelKind::Lockstep {
             return Err("--inject-desync needs --model lockstep".into());
+        }
+        if self.max_rewind_ms > snapshot::rewind::REWIND_LIMIT_MS {
+            return Err(format!(
+                "--max-rewind-ms must be at most {}",
+                snapshot::rewind::REWIND_LIMIT_MS
+            ));
         }
         Ok(())
     }

@@ -99,6 +99,8 @@ impl Match {
             seed: derive(config.seed, 2),
             keyframe_ms: config.keyframe_ms,
             connection: connection_config(&config),
+            lag_comp: config.lag_comp,
+            max_rewind_ms: config.max_rewind_ms,
         };
         let mut net = network.bind(Endpoint::new(options.endpoint_config(), start))?;
         net.set_conditioner(config.link.clone(), derive(config.seed, 1));

@@ -6,11 +6,17 @@
 //! and players move smoothly between two known positions. Projectiles are
 //! not interpolated at all: their trajectory is in the entity, so they are
 //! evaluated at the render time.
+//!
+//! The rule is the arena's [`Interpolate`] for [`EntityState`]; where the
+//! render time falls and the loop over entities are the snapshot crate's
+//! (`snapshot::interp`), so the server's rewind for lag compensation runs
+//! exactly the code the client drew with.
 
-use snapshot::Snapshot;
+use snapshot::{Interpolate, RenderPoint};
 
+use crate::client::SessionClient;
 use crate::physics::lerp;
-use crate::protocol::{kind, EntityState, PlayerState};
+use crate::protocol::{kind, EntityState};
 use crate::world::position_at;
 
 /// Estimates the server's clock from snapshot arrivals.
@@ -71,59 +77,66 @@ pub struct RenderEntity {
     pub item: u8,
 }
 
-/// What one interpolation produced besides positions.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Interpolated {
-    /// The fraction of the way from the previous to the newest snapshot.
-    pub fraction: f32,
-    /// The render time was past the newest snapshot (held at it).
-    pub stalled: bool,
-}
-
-/// Fills `out` with every entity of `newest`, players placed `fraction` of
-/// the way from `previous` (when they were in it and did not respawn),
-/// projectiles on their trajectory at `render_ms`.
-pub fn interpolate(
-    previous: Option<&Snapshot<EntityState, PlayerState>>,
-    newest: &Snapshot<EntityState, PlayerState>,
-    render_ms: f64,
-    out: &mut Vec<RenderEntity>,
-) -> Interpolated {
-    out.clear();
-    let (fraction, stalled) = match previous {
-        Some(prev) if newest.server_time() > prev.server_time() => {
-            let span = (newest.server_time() - prev.server_time()) as f64;
-            let f = (render_ms - prev.server_time() as f64) / span;
-            (f.clamp(0.0, 1.0) as f32, f > 1.0)
-        }
-        _ => (1.0, render_ms > newest.server_time() as f64),
-    };
-    for (number, e) in newest.entities() {
-        let now = [e.x, e.y, e.z];
-        let pos = match e.kind {
-            kind::PLAYER => match previous.and_then(|p| p.entity(number)) {
-                Some(old) if old.kind == kind::PLAYER && old.spawn == e.spawn => {
-                    lerp([old.x, old.y, old.z], now, fraction)
-                }
-                _ => now,
-            },
-            kind::PROJECTILE if e.active => {
-                let at = render_ms.max(e.time as f64).min(u32::MAX as f64) as u32;
-                position_at(now, [e.vx, e.vy, e.vz], e.time, at)
-            }
-            _ => now,
-        };
-        out.push(RenderEntity {
+impl RenderEntity {
+    /// The entity as drawn from its interpolated state (the position
+    /// fields of an interpolated state hold where it is drawn).
+    pub fn of(number: u32, e: &EntityState) -> RenderEntity {
+        RenderEntity {
             number,
             kind: e.kind,
-            pos,
+            pos: [e.x, e.y, e.z],
             vel: [e.vx, e.vy, e.vz],
             owner: e.owner,
             active: e.active,
             item: e.item,
-        });
+        }
     }
-    Interpolated { fraction, stalled }
+}
+
+/// How the arena draws an entity between two snapshots — the rule both
+/// the client's render and the server's rewind (lag compensation) run:
+/// players `fraction` of the way from where they were (unless they
+/// respawned: a new spawn counter is a teleport, not a move), projectiles
+/// on their trajectory at the render time, everything else where it is.
+impl Interpolate for EntityState {
+    fn interpolate(newest: &Self, previous: Option<&Self>, at: &RenderPoint) -> Self {
+        let mut drawn = *newest;
+        let now = [newest.x, newest.y, newest.z];
+        let pos = match newest.kind {
+            kind::PLAYER => match previous {
+                Some(old) if old.kind == kind::PLAYER && old.spawn == newest.spawn => {
+                    lerp([old.x, old.y, old.z], now, at.fraction)
+                }
+                _ => now,
+            },
+            kind::PROJECTILE if newest.active => position_at(
+                now,
+                [newest.vx, newest.vy, newest.vz],
+                newest.time,
+                at.render_ms.max(newest.time),
+            ),
+            _ => now,
+        };
+        [drawn.x, drawn.y, drawn.z] = pos;
+        drawn
+    }
+}
+
+/// Fills `view` with every entity of the newest snapshot drawn at
+/// `render_ms` (the server time the client renders), through the session
+/// ([`session::Client::render`]: the shared interpolation, and the view
+/// stamp every command then carries); `scratch` holds the interpolated
+/// states. `None` before the first snapshot.
+pub fn render(
+    session: &mut SessionClient,
+    render_ms: u32,
+    scratch: &mut Vec<(u32, EntityState)>,
+    view: &mut Vec<RenderEntity>,
+) -> Option<RenderPoint> {
+    let rendered = session.render(render_ms, scratch)?;
+    view.clear();
+    view.extend(scratch.iter().map(|(n, e)| RenderEntity::of(*n, e)));
+    Some(rendered.point)
 }
 
 #[cfg(test)]
@@ -146,9 +159,9 @@ mod tests {
 
     /// A snapshot client holding two snapshots 50 ms apart, in which player
     /// 1 moved from x = 0 to x = 100 and projectile 100 flies along x.
-    fn two_snapshots() -> snapshot::Client<EntityState, PlayerState> {
+    fn two_snapshots() -> snapshot::Client<EntityState, crate::protocol::PlayerState> {
         use snapshot::{BuildOutcome, ClientSettings, Server, ServerConfig};
-        let mut server: Server<EntityState, PlayerState> =
+        let mut server: Server<EntityState, crate::protocol::PlayerState> =
             Server::new(ServerConfig::default()).unwrap();
         let id = server.add_client(ClientSettings::unlimited()).unwrap();
         let mut client = snapshot::Client::new();
@@ -185,29 +198,34 @@ mod tests {
     #[test]
     fn players_are_interpolated_and_projectiles_follow_their_trajectory() {
         let client = two_snapshots();
-        let newest = client.newest().unwrap();
         let mut out = Vec::new();
-        let result = interpolate(client.previous(), newest, 25.0, &mut out);
-        assert_eq!(
-            result,
-            Interpolated {
-                fraction: 0.5,
-                stalled: false
-            }
-        );
-        let player = out.iter().find(|e| e.number == 1).unwrap();
-        assert_eq!(player.pos[0], 50.0);
-        let projectile = out.iter().find(|e| e.number == 100).unwrap();
-        assert!((projectile.pos[0] - 22.5).abs() < 1e-3);
+        let drawn = |out: &Vec<(u32, EntityState)>, number: u32| {
+            let (n, e) = out.iter().find(|(n, _)| *n == number).unwrap();
+            RenderEntity::of(*n, e)
+        };
+        let result = client.render(25, &mut out).unwrap();
+        assert_eq!((result.point.fraction, result.point.stalled), (0.5, false));
+        assert_eq!(drawn(&out, 1).pos[0], 50.0);
+        assert!((drawn(&out, 100).pos[0] - 22.5).abs() < 1e-3);
 
         // Past the newest snapshot the player holds there.
-        let result = interpolate(client.previous(), newest, 80.0, &mut out);
-        assert!(result.stalled);
-        assert_eq!(out.iter().find(|e| e.number == 1).unwrap().pos[0], 100.0);
+        let result = client.render(80, &mut out).unwrap();
+        assert!(result.point.stalled);
+        assert_eq!(drawn(&out, 1).pos[0], 100.0);
 
         // A respawn (new spawn counter) is not interpolated from the old spot.
-        let result = interpolate(None, newest, 25.0, &mut out);
-        assert_eq!(result.fraction, 1.0);
-        assert_eq!(out.iter().find(|e| e.number == 1).unwrap().pos[0], 100.0);
+        let newest = client.newest().unwrap();
+        let mut moved = *newest.entity(1).unwrap();
+        let respawned = EntityState { spawn: 2, ..moved };
+        let at = RenderPoint::between(Some(0), 50, 25);
+        moved.x = 0.0;
+        assert_eq!(
+            EntityState::interpolate(&respawned, Some(&moved), &at).x,
+            100.0
+        );
+        assert_eq!(
+            EntityState::interpolate(newest.entity(1).unwrap(), Some(&moved), &at).x,
+            50.0
+        );
     }
 }

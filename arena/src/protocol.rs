@@ -163,7 +163,8 @@ pub fn schema_fingerprint(codec: Codec) -> u64 {
 }
 
 /// Version of the arena's game protocol, checked in the handshake.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// 3: the command has a third button, the rail.
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Longest chat line or name, in bytes.
 pub const MAX_TEXT: usize = 120;
@@ -205,10 +206,13 @@ impl std::error::Error for ProtocolError {}
 
 /// Command buttons.
 pub mod buttons {
-    /// Fire the weapon.
+    /// Fire the rocket launcher (a projectile).
     pub const FIRE: u8 = 1;
     /// Jump.
     pub const JUMP: u8 = 2;
+    /// Fire the rail (hitscan: an instant trace, judged against what the
+    /// shooter saw when lag compensation is on).
+    pub const RAIL: u8 = 4;
 }
 
 /// Longest duration one command may cover, in ms; the server clamps to it.
@@ -224,7 +228,7 @@ net_struct! {
         /// [`MAX_COMMAND_MSEC`]).
         pub msec: u8 = unsigned(8),
         /// [`buttons`] bits.
-        pub buttons: u8 = unsigned(2),
+        pub buttons: u8 = unsigned(3),
         /// Forward intent, −127..=127.
         pub forward: i8 = signed(8),
         /// Strafe-right intent, −127..=127.
@@ -243,7 +247,7 @@ impl Command {
     pub fn sanitized(&self) -> Command {
         Command {
             msec: self.msec.min(MAX_COMMAND_MSEC),
-            buttons: self.buttons & (buttons::FIRE | buttons::JUMP),
+            buttons: self.buttons & (buttons::FIRE | buttons::JUMP | buttons::RAIL),
             forward: self.forward.max(-127),
             right: self.right.max(-127),
             yaw: self.yaw,

@@ -61,6 +61,10 @@ pub struct ServedClient {
     pub reliable_sent: u64,
     /// Its guaranteed messages received out of sequence (must stay 0).
     pub upstream_out_of_order: u64,
+    /// Rail shots it fired.
+    pub rail_shots: u64,
+    /// Of which hit a player.
+    pub rail_hits: u64,
 }
 
 /// What `arena serve` writes to `--summary-json`.
@@ -100,6 +104,12 @@ pub struct ServeSummary {
     pub recorded_snapshots: u64,
     /// Whether every guaranteed message was acknowledged before the goodbyes.
     pub drain_complete: bool,
+    /// Whether rail shots were lag compensated.
+    pub lag_comp: bool,
+    /// Median of how far back rail shots were judged, ms.
+    pub rewind_ms_p50: f64,
+    /// Furthest a rail shot was judged back, ms.
+    pub rewind_ms_max: f64,
     /// Every client that connected.
     pub clients: Vec<ServedClient>,
 }
@@ -160,6 +170,8 @@ impl Dedicated {
                 idle_timeout: CLIENT_TIMEOUT,
                 ..ConnectionConfig::default()
             },
+            lag_comp: args.lag_comp.on(),
+            max_rewind_ms: args.max_rewind_ms,
         };
         let mut endpoint = options.endpoint_config();
         // The session has a slot for every player the world holds; netchan
@@ -416,6 +428,8 @@ impl Dedicated {
             .collect();
         frame_ms.sort_by(f64::total_cmp);
         let q = |p: f64| crate::summary::quantile(&frame_ms, p);
+        let mut rewinds: Vec<f64> = stats.rewind_ms.iter().map(|&r| r as f64).collect();
+        rewinds.sort_by(f64::total_cmp);
         let m = self.server.net().endpoint().metrics();
         ServeSummary {
             bind: self.local_addr(),
@@ -435,6 +449,9 @@ impl Dedicated {
             status_answered: m.status_answered,
             recorded_snapshots: stats.recorded,
             drain_complete: self.drain_complete,
+            lag_comp: self.args.lag_comp.on(),
+            rewind_ms_p50: crate::summary::quantile(&rewinds, 0.5),
+            rewind_ms_max: rewinds.last().copied().unwrap_or(0.0),
             clients: self
                 .server
                 .reports()
@@ -448,6 +465,8 @@ impl Dedicated {
                     full_snapshots: r.session.full_snapshots,
                     reliable_sent: r.reliable_sent,
                     upstream_out_of_order: r.upstream_out_of_order,
+                    rail_shots: r.rail_shots,
+                    rail_hits: r.rail_hits,
                 })
                 .collect(),
         }

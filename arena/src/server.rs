@@ -24,12 +24,12 @@ use snapshot::{ClientId, Scope};
 use crate::error::Error;
 use crate::physics::Map;
 use crate::protocol::{
-    kind, ClientMessage, Command, EntityState, LeaveReason, PlayerState, ServerMessage,
+    buttons, kind, ClientMessage, Command, EntityState, LeaveReason, PlayerState, ServerMessage,
     PROTOCOL_VERSION,
 };
 use crate::transport::Net;
 use crate::world::{
-    item_state, GameEvent, World, ENTITY_LIMIT, ITEM_BASE, MAX_PLAYERS, PROJECTILE_BASE,
+    item_state, GameEvent, Seen, World, ENTITY_LIMIT, ITEM_BASE, MAX_PLAYERS, PROJECTILE_BASE,
     PROJECTILE_SLOTS,
 };
 
@@ -72,6 +72,12 @@ pub struct ServerOptions {
     pub keyframe_ms: u32,
     /// Netchan settings of every connection (idle timeout, rates).
     pub connection: ConnectionConfig,
+    /// Lag compensation: rail shots are judged against the players as the
+    /// shooter's client drew them (the session's rewind), not where they
+    /// are now.
+    pub lag_comp: bool,
+    /// The furthest the rewind reaches back, ms.
+    pub max_rewind_ms: u32,
 }
 
 impl ServerOptions {
@@ -86,6 +92,7 @@ impl ServerOptions {
             game_version: PROTOCOL_VERSION,
             keyframe_ms: self.keyframe_ms,
             connection: self.connection.clone(),
+            max_rewind_ms: self.max_rewind_ms,
         }
     }
 
@@ -133,6 +140,10 @@ pub struct PeerReport {
     pub upstream_out_of_order: u64,
     /// Reliable game commands from it received.
     pub upstream_received: u64,
+    /// Rail shots it fired.
+    pub rail_shots: u64,
+    /// Of which hit a player.
+    pub rail_hits: u64,
     /// The session's counters for it (snapshots, acks, command packets…).
     pub session: ServerClientStats,
 }
@@ -154,6 +165,15 @@ pub struct ServerStats {
     pub chat: u64,
     /// Kill-feed lines broadcast.
     pub kills: u64,
+    /// How far back each rail shot that fired was judged (lag
+    /// compensation), ms.
+    pub rewind_ms: Vec<u32>,
+    /// Rail shots whose rewind the session bounded (too old, too new,
+    /// unverified).
+    pub rewinds_clamped: u64,
+    /// Rail shots that could not be rewound (no view yet): judged against
+    /// the present.
+    pub rewinds_failed: u64,
 }
 
 /// A client the game knows (it said hello).
@@ -207,6 +227,10 @@ pub struct GameServer {
     stats: ServerStats,
     message: Vec<u8>,
     ended: bool,
+    /// The rewound entities of the command being applied.
+    rewound: Vec<(u32, EntityState)>,
+    /// The players in them.
+    seen: Vec<Seen>,
 }
 
 impl std::fmt::Debug for GameServer {
@@ -266,6 +290,8 @@ impl GameServer {
             stats: ServerStats::default(),
             message: Vec::new(),
             ended: false,
+            rewound: Vec::new(),
+            seen: Vec::new(),
         })
     }
 
@@ -333,16 +359,7 @@ impl GameServer {
                 client,
                 number,
                 command,
-            } => {
-                if let Some(peer) = self.peers.get(&client) {
-                    if let Some(report) = self.reports.get_mut(&peer.client_id) {
-                        report.commands += 1;
-                    }
-                    if peer.spawned {
-                        self.world.apply_command(peer.slot, number, &command);
-                    }
-                }
-            }
+            } => self.command(client, number, &command),
             ServerEvent::Message { client, data } => self.client_message(client, &data),
             ServerEvent::Disconnected {
                 client,
@@ -351,6 +368,58 @@ impl GameServer {
             } => self.disconnected(client, reason, stats)?,
         }
         Ok(())
+    }
+
+    /// Applies a client's command (Quake 3's `ClientThink`). A rail shot
+    /// with lag compensation on is traced against the players as that
+    /// client drew them when it made the command.
+    fn command(&mut self, client: ClientKey, number: u32, command: &Command) {
+        let Some(peer) = self.peers.get(&client) else {
+            return;
+        };
+        let (slot, client_id) = (peer.slot, peer.client_id);
+        if let Some(report) = self.reports.get_mut(&client_id) {
+            report.commands += 1;
+        }
+        if !peer.spawned {
+            return;
+        }
+        let mut rewind = None;
+        if self.options.lag_comp && command.buttons & buttons::RAIL != 0 {
+            match self.session.rewind(client, number, &mut self.rewound) {
+                Ok(r) => {
+                    self.seen.clear();
+                    self.seen.extend(
+                        self.rewound
+                            .iter()
+                            .filter(|(_, e)| e.kind == kind::PLAYER)
+                            .map(|(_, e)| Seen {
+                                slot: e.owner,
+                                feet: [e.x, e.y, e.z],
+                                alive: e.active,
+                            }),
+                    );
+                    rewind = Some(r);
+                }
+                Err(_) => self.stats.rewinds_failed += 1,
+            }
+        }
+        let applied = match rewind {
+            Some(_) => self
+                .world
+                .apply_command_seen(slot, number, command, &self.seen),
+            None => self.world.apply_command(slot, number, command),
+        };
+        if let Some(rail) = applied.rail {
+            if let Some(r) = rewind {
+                self.stats.rewind_ms.push(r.rewind_ms);
+                self.stats.rewinds_clamped += r.clamp.is_some() as u64;
+            }
+            if let Some(report) = self.reports.get_mut(&client_id) {
+                report.rail_shots += 1;
+                report.rail_hits += rail.victim.is_some() as u64;
+            }
+        }
     }
 
     fn connected(&mut self, client: ClientKey, name: &str) -> Result<(), Error> {
@@ -378,6 +447,8 @@ impl GameServer {
                 bad_messages: 0,
                 upstream_out_of_order: 0,
                 upstream_received: 0,
+                rail_shots: 0,
+                rail_hits: 0,
                 session: ServerClientStats::default(),
             },
         );

@@ -4,15 +4,16 @@
 //! JSON layout (`--summary-json FILE`):
 //!
 //! ```text
-//! { "clients": N, "seconds": S, "codec": "native", "tick_hz": H,
+//! { "lag_comp": true, "clients": N, "seconds": S, "codec": "native", "tick_hz": H,
 //!   "transport": "udp", "seed": n,
-//!   "server": { "frames": n, "frame_ms_p50": x, "frame_ms_p99": x, "timeouts": n, ... },
+//!   "server": { "frames": n, "frame_ms_p50": x, "frame_ms_p99": x, "timeouts": n, ...
+//!               "rail_shots": n, "rail_hits": n, "rewind_ms_p50": x, "rewind_ms_max": x, ... },
 //!   "per_client": [ { "id": n, "kbps_down": x, "kbps_up": x, "snapshots": n,
 //!       "full_snapshots": n, "delta_snapshots": n, "mean_snapshot_bytes": x,
 //!       "p99_snapshot_bytes": x, "max_datagram_bytes": n, "reliable_sent": n,
 //!       "reliable_delivered": n, "reliable_lost": n, "reliable_out_of_order": n,
 //!       "checksum_mismatches": n, "prediction_error_mean": x, "rtt_ms": x,
-//!       "name": "bot0", "status": "connected", ... } ],
+//!       "name": "bot0", "status": "connected", ..., "rail_shots": n, "rail_hits": n } ],
 //!   "violations": [ "..." ] }
 //! ```
 
@@ -49,6 +50,16 @@ pub struct ServerSummary {
     pub pickups: u64,
     /// Chat lines broadcast.
     pub chat: u64,
+    /// Rail shots fired.
+    pub rail_shots: u64,
+    /// Rail shots that hit.
+    pub rail_hits: u64,
+    /// Median of how far back rail shots were judged (lag compensation), ms.
+    pub rewind_ms_p50: f64,
+    /// Furthest a rail shot was judged back, ms.
+    pub rewind_ms_max: f64,
+    /// Rail shots whose view the server bounded (too old, too new, unverified).
+    pub rewinds_clamped: u64,
     /// Snapshots recorded to the demo.
     pub recorded_snapshots: u64,
     /// Of which keyframes.
@@ -124,6 +135,11 @@ pub struct ClientSummary {
     pub interp_stalls: u64,
     /// Frags, as its newest snapshot showed them.
     pub score: i32,
+    /// Rail shots it fired (the server's count; 0 in `arena bots`, whose
+    /// server has them in its own summary).
+    pub rail_shots: u64,
+    /// Of which hit a player.
+    pub rail_hits: u64,
 }
 
 /// A client's guaranteed-message figures, as its summary counts them.
@@ -200,6 +216,8 @@ impl ClientSummary {
                 .snapshots()
                 .newest()
                 .map_or(0, |s| s.player().score as i32),
+            rail_shots: 0,
+            rail_hits: 0,
         }
     }
 
@@ -291,6 +309,8 @@ pub fn client_table(per_client: &[ClientSummary]) -> String {
 /// The whole summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
+    /// Whether rail shots were lag compensated.
+    pub lag_comp: bool,
     /// Bots.
     pub clients: usize,
     /// Match length, s.
@@ -375,7 +395,9 @@ impl Summary {
                 count_lost: connected_at_end,
                 upstream_out_of_order: report.map_or(0, |r| r.upstream_out_of_order),
             };
-            let summary = ClientSummary::of(id, client, status, reliable);
+            let mut summary = ClientSummary::of(id, client, status, reliable);
+            summary.rail_shots = report.map_or(0, |r| r.rail_shots);
+            summary.rail_hits = report.map_or(0, |r| r.rail_hits);
             summary.check(client, &mut violations);
             if seat.plan.silent_at.is_some() && status != PeerStatus::TimedOut {
                 violations.push(format!(
@@ -395,7 +417,10 @@ impl Summary {
             violations.push("guaranteed messages still unacknowledged after the drain".into());
         }
         let world_stats = world.stats();
+        let mut rewinds: Vec<f64> = stats.rewind_ms.iter().map(|&r| r as f64).collect();
+        rewinds.sort_by(f64::total_cmp);
         Summary {
+            lag_comp: config.lag_comp,
             clients: config.clients,
             seconds: config.duration.as_secs_f64(),
             codec: config.codec.name(),
@@ -413,6 +438,11 @@ impl Summary {
                 kills: world_stats.kills,
                 pickups: world_stats.pickups,
                 chat: stats.chat,
+                rail_shots: world_stats.rail_shots,
+                rail_hits: world_stats.rail_hits,
+                rewind_ms_p50: quantile(&rewinds, 0.5),
+                rewind_ms_max: rewinds.last().copied().unwrap_or(0.0),
+                rewinds_clamped: stats.rewinds_clamped,
                 recorded_snapshots: stats.recorded,
                 recorded_keyframes: stats.recorded_keyframes,
                 max_datagram_bytes: max_datagram,
@@ -436,6 +466,15 @@ impl Summary {
     /// Whether every invariant held.
     pub fn ok(&self) -> bool {
         self.violations.is_empty()
+    }
+
+    /// Rail hits per rail shot, over all clients (0 without shots).
+    pub fn rail_hit_ratio(&self) -> f64 {
+        if self.server.rail_shots == 0 {
+            0.0
+        } else {
+            self.server.rail_hits as f64 / self.server.rail_shots as f64
+        }
     }
 
     /// Share of decoded snapshots that were deltas, over all clients.
@@ -471,6 +510,22 @@ impl Summary {
             out,
             "server: {} frames, frame p50 {:.3} ms, p99 {:.3} ms, {} timeouts, {} shots, {} hits, {} kills, {} pickups, {} chat lines, largest datagram {} B, {} datagrams rejected",
             s.frames, s.frame_ms_p50, s.frame_ms_p99, s.timeouts, s.shots, s.hits, s.kills, s.pickups, s.chat, s.max_datagram_bytes, s.rejected_input.values().sum::<u64>()
+        );
+        let _ = writeln!(
+            out,
+            "rail: {} shots, {} hits ({:.1}%), lag compensation {}{}",
+            s.rail_shots,
+            s.rail_hits,
+            self.rail_hit_ratio() * 100.0,
+            if self.lag_comp { "on" } else { "off" },
+            if self.lag_comp {
+                format!(
+                    ": rewind p50 {:.0} ms, max {:.0} ms, {} bounded",
+                    s.rewind_ms_p50, s.rewind_ms_max, s.rewinds_clamped
+                )
+            } else {
+                String::new()
+            }
         );
         let _ = writeln!(
             out,

@@ -34,6 +34,12 @@ pub const PROJECTILE_RADIUS: f32 = 4.0;
 pub const PROJECTILE_LIFE_MS: u32 = 2500;
 /// Time between shots, ms.
 pub const RELOAD_MS: u32 = 600;
+/// Time between rail shots, ms (Quake 3's railgun: 1.5 s).
+pub const RAIL_RELOAD_MS: u32 = 1500;
+/// Damage of a rail hit.
+pub const RAIL_DAMAGE: i32 = 60;
+/// Reach of the rail, units (across the whole arena).
+pub const RAIL_RANGE: f32 = 4096.0;
 /// Damage of a direct hit.
 pub const HIT_DAMAGE: i32 = 30;
 /// Most damage of an explosion near a player (at the centre).
@@ -86,6 +92,8 @@ pub struct Player {
     pub spawn: u8,
     /// World time when the weapon is ready.
     pub ready_ms: u32,
+    /// World time when the rail is ready.
+    pub rail_ready_ms: u32,
     /// World time of respawn while dead.
     pub respawn_ms: u32,
     /// The newest event and its counter.
@@ -143,6 +151,33 @@ pub struct Item {
     pub respawn_ms: u32,
 }
 
+/// Another player as a shooter saw them: where the rail is traced against.
+/// With lag compensation these are the rewound players (what the shooter's
+/// client drew); without, where everyone is now.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Seen {
+    /// Their slot.
+    pub slot: u8,
+    /// Their feet.
+    pub feet: [f32; 3],
+    /// Alive as seen.
+    pub alive: bool,
+}
+
+/// A rail shot that fired.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RailShot {
+    /// The player it hit (alive both as seen and now), if any.
+    pub victim: Option<u8>,
+}
+
+/// What applying a command did besides moving.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Applied {
+    /// The rail fired.
+    pub rail: Option<RailShot>,
+}
+
 /// Something the game tells everyone about (the kill feed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GameEvent {
@@ -172,6 +207,10 @@ pub struct WorldStats {
     pub slots_full: u64,
     /// Commands ignored as older than the newest applied.
     pub stale_commands: u64,
+    /// Rail shots fired.
+    pub rail_shots: u64,
+    /// Rail shots that hit a player.
+    pub rail_hits: u64,
 }
 
 /// The whole game state on the server.
@@ -279,6 +318,7 @@ impl World {
             deaths: 0,
             spawn: 0,
             ready_ms: 0,
+            rail_ready_ms: 0,
             respawn_ms: 0,
             event: (event::NONE, 0),
         });
@@ -335,23 +375,66 @@ impl World {
     }
 
     /// Applies command `number` of the player in `slot` (sanitized first):
-    /// movement (when alive), view angles, jumping and firing. Older
-    /// commands than the newest applied are ignored.
-    pub fn apply_command(&mut self, slot: u8, number: u32, command: &Command) {
+    /// the rail (traced against where everyone is now), movement (when
+    /// alive), view angles, jumping and firing. Older commands than the
+    /// newest applied are ignored.
+    pub fn apply_command(&mut self, slot: u8, number: u32, command: &Command) -> Applied {
+        self.apply(slot, number, command, None)
+    }
+
+    /// [`Self::apply_command`] with the rail traced against the other
+    /// players as the shooter saw them (lag compensation: the rewound
+    /// players its client drew). Damage goes to a player alive now.
+    pub fn apply_command_seen(
+        &mut self,
+        slot: u8,
+        number: u32,
+        command: &Command,
+        seen: &[Seen],
+    ) -> Applied {
+        self.apply(slot, number, command, Some(seen))
+    }
+
+    fn apply(
+        &mut self,
+        slot: u8,
+        number: u32,
+        command: &Command,
+        seen: Option<&[Seen]>,
+    ) -> Applied {
         let command = &command.sanitized();
         let time = self.time_ms;
+        let mut applied = Applied::default();
         let Some(Some(player)) = self.players.get_mut(slot as usize) else {
-            return;
+            return applied;
         };
         if number <= player.command {
             self.stats.stale_commands += 1;
-            return;
+            return applied;
         }
         player.command = number;
         player.yaw = command.yaw;
         player.pitch = command.pitch;
         if !player.alive {
-            return;
+            return applied;
+        }
+        // The rail fires from where the player stood when it aimed: before
+        // this command's movement, as its client drew itself.
+        let rail =
+            (command.buttons & buttons::RAIL != 0 && time >= player.rail_ready_ms).then(|| {
+                player.rail_ready_ms = time + RAIL_RELOAD_MS;
+                player.raise(event::FIRE);
+                let pos = player.motion.pos;
+                [pos[0], pos[1], pos[2] + EYE_HEIGHT]
+            });
+        if let Some(eye) = rail {
+            applied.rail = Some(self.fire_rail(slot, eye, command, seen));
+        }
+        let Some(Some(player)) = self.players.get_mut(slot as usize) else {
+            return applied;
+        };
+        if !player.alive {
+            return applied;
         }
         if pmove(&mut player.motion, command, &self.map).jumped {
             player.raise(event::JUMP);
@@ -377,7 +460,7 @@ impl World {
             snap(&mut vel);
             let Some(free) = self.projectiles.iter().position(Option::is_none) else {
                 self.stats.slots_full += 1;
-                return;
+                return applied;
             };
             player.ready_ms = time + RELOAD_MS;
             player.raise(event::FIRE);
@@ -390,6 +473,61 @@ impl World {
             });
             self.stats.shots += 1;
         }
+        applied
+    }
+
+    /// Traces the rail of `shooter` from `eye` along its aim against the
+    /// walls and the other players (`seen`, or where they are now), and
+    /// damages the first player it meets if that player is alive now.
+    fn fire_rail(
+        &mut self,
+        shooter: u8,
+        eye: [f32; 3],
+        command: &Command,
+        seen: Option<&[Seen]>,
+    ) -> RailShot {
+        self.stats.rail_shots += 1;
+        let dir = direction(command.yaw, command.pitch);
+        let end = [
+            eye[0] + dir[0] * RAIL_RANGE,
+            eye[1] + dir[1] * RAIL_RANGE,
+            eye[2] + dir[2] * RAIL_RANGE,
+        ];
+        let wall = trace_world(&self.map, eye, end, 0.0).unwrap_or(1.0);
+        let present: Vec<Seen>;
+        let targets = match seen {
+            Some(seen) => seen,
+            None => {
+                present = self
+                    .players()
+                    .map(|(slot, p)| Seen {
+                        slot,
+                        feet: p.motion.pos,
+                        alive: p.alive,
+                    })
+                    .collect();
+                &present
+            }
+        };
+        let mut hit: Option<(f32, u8)> = None;
+        for target in targets {
+            if target.slot == shooter || !target.alive {
+                continue;
+            }
+            if let Some(t) = trace_player(eye, end, 0.0, target.feet) {
+                if t < wall && hit.is_none_or(|(best, _)| t < best) {
+                    hit = Some((t, target.slot));
+                }
+            }
+        }
+        let victim = hit
+            .map(|(_, slot)| slot)
+            .filter(|&slot| self.player(slot).is_some_and(|p| p.alive));
+        if let Some(victim) = victim {
+            self.stats.rail_hits += 1;
+            self.damage(victim, shooter, RAIL_DAMAGE, dir, 1.0);
+        }
+        RailShot { victim }
     }
 
     /// Advances the world by `dt_ms`: respawns, projectiles, items. Kill
@@ -873,6 +1011,67 @@ mod tests {
             pos,
             true
         )));
+    }
+
+    #[test]
+    fn the_rail_hits_what_the_shooter_saw_and_reloads() {
+        // Player 1 stands 300 units ahead on the line of fire (the duel).
+        let mut world = duel();
+        let rail = command(buttons::RAIL, 0);
+        let applied = world.apply_command(0, 1, &rail);
+        assert_eq!(applied.rail, Some(RailShot { victim: Some(1) }));
+        assert_eq!(world.player(1).unwrap().health, MAX_HEALTH - RAIL_DAMAGE);
+        assert_eq!((world.stats().rail_shots, world.stats().rail_hits), (1, 1));
+        // Reloading: nothing fires.
+        assert_eq!(world.apply_command(0, 2, &rail).rail, None);
+        for _ in 0..(RAIL_RELOAD_MS / 50) {
+            world.tick(50);
+        }
+        // Moved 60 units aside: the trace misses where it is now...
+        world.players[1].as_mut().unwrap().motion.pos = [-500.0, -140.0, 0.0];
+        let present = world.apply_command(0, 3, &rail);
+        assert_eq!(present.rail, Some(RailShot { victim: None }));
+        for _ in 0..(RAIL_RELOAD_MS / 50) {
+            world.tick(50);
+        }
+        // ... and hits where the shooter saw it (lag compensation), the
+        // damage going to the player as it is now.
+        let seen = [Seen {
+            slot: 1,
+            feet: [-500.0, -200.0, 0.0],
+            alive: true,
+        }];
+        let compensated = world.apply_command_seen(0, 4, &rail, &seen);
+        assert_eq!(compensated.rail, Some(RailShot { victim: Some(1) }));
+        assert_eq!(
+            world.player(1).unwrap().health,
+            MAX_HEALTH - 2 * RAIL_DAMAGE
+        );
+        for _ in 0..(RAIL_RELOAD_MS / 50) {
+            world.tick(50);
+        }
+        // Seen dead, or not seen at all: no hit.
+        let dead = [Seen {
+            alive: false,
+            ..seen[0]
+        }];
+        assert_eq!(
+            world.apply_command_seen(0, 5, &rail, &dead).rail,
+            Some(RailShot { victim: None })
+        );
+        assert_eq!((world.stats().rail_shots, world.stats().rail_hits), (4, 2));
+    }
+
+    #[test]
+    fn walls_stop_the_rail() {
+        let mut world = duel();
+        // The central block lies between (-300, 0) and (300, 0).
+        world.players[0].as_mut().unwrap().motion.pos = [-300.0, 0.0, 0.0];
+        world.players[1].as_mut().unwrap().motion.pos = [300.0, 0.0, 0.0];
+        assert!(!world.map().line_of_sight([-300.0, 0.0], [300.0, 0.0]));
+        let applied = world.apply_command(0, 1, &command(buttons::RAIL, 0));
+        assert_eq!(applied.rail, Some(RailShot { victim: None }));
+        assert_eq!(world.player(1).unwrap().health, MAX_HEALTH);
     }
 
     #[test]

@@ -288,14 +288,16 @@ impl<'a> SnapshotPayload<'a> {
 /// in a viewed packet — by its view:
 ///
 /// * has a view (1); if so, the same snapshots as the previous view in the
-///   packet (1), and unless so: for the packet's first view the newest
-///   snapshot's 16 sequence bits, for a later one its difference to the
-///   previous view's (zigzag, exp-Golomb order 0), then the distance back to
-///   the previous snapshot (5 bits, 0: none);
-/// * the render offset from the newest snapshot's time (zigzag, exp-Golomb
-///   order 3: a dozen bits for the usual ±100 ms).
+///   packet (1), and unless so: for the packet's first view the low 8 bits
+///   of the newest snapshot's sequence (the server resolves them against
+///   the 32 it still holds), for a later one the difference to the previous
+///   view's (zigzag, exp-Golomb order 0), then the distance back to the
+///   previous snapshot, xor 1 (exp-Golomb order 0: one bit for the usual 1);
+/// * the render offset from the newest snapshot's time, less the previous
+///   view's offset in the packet (zigzag, exp-Golomb order 3).
 ///
-/// A command with the same snapshots as the one before costs 14 bits or so.
+/// The packet's first view costs about 22 bits, each next one with the same
+/// snapshots about 10.
 #[derive(Debug)]
 pub struct CommandPacket;
 
@@ -304,6 +306,9 @@ pub struct CommandPacket;
 struct ViewChain {
     previous: Option<ViewStamp>,
 }
+
+/// Bits of the first view's newest-snapshot sequence (all a stamp has).
+const VIEW_SEQUENCE_BITS: u32 = snapshot::interp::STAMP_SEQUENCE_BITS;
 
 impl ViewChain {
     fn write(
@@ -321,19 +326,27 @@ impl ViewChain {
         w.put_bit(same)?;
         if !same {
             match self.previous {
-                None => w.put_bits(view.newest as u32, 16)?,
+                None => w.put_bits(view.newest as u32, VIEW_SEQUENCE_BITS)?,
                 Some(p) => {
-                    let delta = view.newest.wrapping_sub(p.newest) as i16;
+                    let delta = view.newest.wrapping_sub(p.newest) as i8;
                     put_exp_golomb(w, zigzag(delta as i32), 0)?;
                 }
             }
-            w.put_bits(view.previous_back.min(RING_SIZE as u8 - 1) as u32, 5)?;
+            // Usually 1 (the snapshot before): one bit.
+            let back = view.previous_back.min(RING_SIZE as u8 - 1);
+            put_exp_golomb(w, (back ^ 1) as u32, 0)?;
         }
         let offset = view
             .offset_ms
             .clamp(-MAX_VIEW_OFFSET_MS, MAX_VIEW_OFFSET_MS);
-        put_exp_golomb(w, zigzag(offset), 3)?;
-        self.previous = Some(*view);
+        // Within a packet, the render time moves on by a frame or so.
+        let predicted = self.previous.map_or(0, |p| p.offset_ms);
+        put_exp_golomb(w, zigzag(offset.wrapping_sub(predicted)), 3)?;
+        self.previous = Some(ViewStamp {
+            offset_ms: offset,
+            previous_back: view.previous_back.min(RING_SIZE as u8 - 1),
+            newest: view.newest,
+        });
         Ok(())
     }
 
@@ -349,24 +362,29 @@ impl ViewChain {
             (p.newest, p.previous_back)
         } else {
             let newest = match self.previous {
-                None => r.get_bits(16)? as u16,
+                None => r.get_bits(VIEW_SEQUENCE_BITS)? as u8,
                 Some(p) => {
                     let delta = unzigzag(get_exp_golomb(r, 0)?);
-                    let delta = i16::try_from(delta)
+                    let delta = i8::try_from(delta)
                         .map_err(|_| WireError::BadView("snapshot difference out of range"))?;
-                    p.newest.wrapping_add(delta as u16)
+                    p.newest.wrapping_add(delta as u8)
                 }
             };
-            (newest, r.get_bits(5)? as u8)
+            let back = get_exp_golomb(r, 0)? ^ 1;
+            if back >= RING_SIZE as u32 {
+                return Err(WireError::BadView("previous snapshot beyond the ring"));
+            }
+            (newest, back as u8)
         };
-        let offset_ms = unzigzag(get_exp_golomb(r, 3)?);
-        if !(-MAX_VIEW_OFFSET_MS..=MAX_VIEW_OFFSET_MS).contains(&offset_ms) {
+        let predicted = self.previous.map_or(0, |p| p.offset_ms) as i64;
+        let offset_ms = predicted + unzigzag(get_exp_golomb(r, 3)?) as i64;
+        if !(-(MAX_VIEW_OFFSET_MS as i64)..=MAX_VIEW_OFFSET_MS as i64).contains(&offset_ms) {
             return Err(WireError::BadView("render offset out of range"));
         }
         let view = ViewStamp {
             newest,
             previous_back,
-            offset_ms,
+            offset_ms: offset_ms as i32,
         };
         self.previous = Some(view);
         Ok(Some(view))

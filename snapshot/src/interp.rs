@@ -75,19 +75,26 @@ pub fn interpolate_into<'a, E: Interpolate + 'a>(
     }
 }
 
+/// Bits of a snapshot sequence a [`ViewStamp`] carries: ample for the
+/// [`RING_SIZE`](crate::config::RING_SIZE) snapshots a server holds per
+/// client, so a stamp resolves to one of them or to none.
+pub const STAMP_SEQUENCE_BITS: u32 = 8;
+
 /// Largest render-time offset a [`ViewStamp`] carries, ms (either way).
 pub const MAX_VIEW_OFFSET_MS: i32 = 1 << 20;
 
 /// What a client drew for one command, as it tells the server: the newest
-/// snapshot (the low 16 bits of its sequence — the server resolves them
-/// against what it sent), how many sequences before it the previous one
-/// was, and the render time relative to the newest snapshot's server time.
+/// snapshot (the low bits of its sequence — the server resolves them
+/// against the snapshots it still holds for the client; 8 are enough, as
+/// it holds 32), how many sequences before it the previous one was, and the
+/// render time relative to the newest snapshot's server time.
 /// Nothing in it is trusted: [`crate::Server::rewind`] checks it against
 /// what was really sent and bounds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ViewStamp {
-    /// Low 16 bits of the newest snapshot's sequence.
-    pub newest: u16,
+    /// The low [`STAMP_SEQUENCE_BITS`] bits of the newest snapshot's
+    /// sequence.
+    pub newest: u8,
     /// The previous snapshot is this many sequences older (0: none), at
     /// most [`RING_SIZE`](crate::config::RING_SIZE) − 1.
     pub previous_back: u8,
@@ -134,7 +141,7 @@ impl<E: fields::Fields + Interpolate, P: fields::Fields> crate::Client<E, P> {
         Some(Rendered {
             point,
             stamp: ViewStamp {
-                newest: newest.sequence() as u16,
+                newest: newest.sequence() as u8,
                 previous_back: previous
                     .map_or(0, |p| (newest.sequence() - p.sequence()).min(255) as u8),
                 offset_ms: offset as i32,

@@ -57,7 +57,7 @@
 use fields::Fields;
 
 use crate::config::RING_SIZE;
-use crate::interp::{interpolate_into, Interpolate, RenderPoint, ViewStamp};
+use crate::interp::{interpolate_into, Interpolate, RenderPoint, ViewStamp, STAMP_SEQUENCE_BITS};
 use crate::server::{ClientId, Server};
 
 /// Most milliseconds a rewind may ever reach back, whatever the game asks.
@@ -148,7 +148,11 @@ impl<E: Fields + PartialEq + Interpolate, P: Fields + PartialEq> Server<E, P> {
         let ceiling = latest.time;
 
         // The snapshots the stamp names, if they were sent and are held.
-        let back = (latest.sequence as u16).wrapping_sub(stamp.newest) as u32;
+        let mask = (1u32 << STAMP_SEQUENCE_BITS) - 1;
+        let back = latest.sequence.wrapping_sub(stamp.newest as u32) & mask;
+        // (A stamp older than 2^8 snapshots would alias to a newer one: it
+        // is bounded like any other claim, and honest ones are never that old
+        // when the ring holds 32.)
         let claimed_newest = latest.sequence.checked_sub(back).and_then(held);
         let claimed_previous = match (claimed_newest, stamp.previous_back) {
             (Some(_), 0) => Some(None),

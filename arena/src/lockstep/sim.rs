@@ -62,6 +62,7 @@ struct PlayerData {
     deaths: u32,
     spawn: u8,
     ready_ms: u32,
+    rail_ready_ms: u32,
     respawn_ms: u32,
     event: (u8, u8),
 }
@@ -92,7 +93,7 @@ struct State {
     items: Vec<ItemData>,
     rng: netchan::SeededRng,
     time_ms: u32,
-    stats: [u64; 7],
+    stats: [u64; 9],
 }
 
 impl ArenaSim {
@@ -122,6 +123,7 @@ impl ArenaSim {
                         deaths: p.deaths,
                         spawn: p.spawn,
                         ready_ms: p.ready_ms,
+                        rail_ready_ms: p.rail_ready_ms,
                         respawn_ms: p.respawn_ms,
                         event: p.event,
                     })
@@ -166,6 +168,8 @@ impl ArenaSim {
                 s.pickups,
                 s.slots_full,
                 s.stale_commands,
+                s.rail_shots,
+                s.rail_hits,
             ],
         }
     }
@@ -199,7 +203,8 @@ impl ArenaSim {
                 map.items.len()
             )));
         }
-        let [shots, hits, splash_hits, kills, pickups, slots_full, stale_commands] = state.stats;
+        let [shots, hits, splash_hits, kills, pickups, slots_full, stale_commands, rail_shots, rail_hits] =
+            state.stats;
         let parts = WorldParts {
             players: state
                 .players
@@ -223,6 +228,7 @@ impl ArenaSim {
                         deaths: p.deaths,
                         spawn: p.spawn,
                         ready_ms: p.ready_ms,
+                        rail_ready_ms: p.rail_ready_ms,
                         respawn_ms: p.respawn_ms,
                         event: p.event,
                     })
@@ -249,6 +255,8 @@ impl ArenaSim {
                 pickups,
                 slots_full,
                 stale_commands,
+                rail_shots,
+                rail_hits,
             },
         };
         Ok(ArenaSim {
@@ -303,7 +311,9 @@ impl Simulation for ArenaSim {
         for (p, set) in &turn.sets {
             for bytes in &set.commands {
                 match crate::lockstep::command::decode(bytes) {
-                    Ok((number, command)) => self.world.apply_command(*p, number, &command),
+                    Ok((number, command)) => {
+                        self.world.apply_command(*p, number, &command);
+                    }
                     Err(_) => self.bad_commands += 1,
                 }
             }
