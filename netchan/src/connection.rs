@@ -17,7 +17,9 @@ use crate::crypto::{Direction, PresharedKey, SessionCipher, TAG_LEN};
 use crate::error::SendError;
 pub use crate::event::{codes, DisconnectReason, Event};
 use crate::fragment::ReassemblyLimits;
-use crate::handshake::{ConnectRequest, Cookie, Handshake, OPT_COMPRESS, OPT_ENCRYPT};
+use crate::handshake::{
+    ConnectRequest, Cookie, Handshake, RejectReason, OPT_COMPRESS, OPT_ENCRYPT,
+};
 use crate::metrics::Metrics;
 use crate::notify::{RttEstimator, SentTracker};
 use crate::outcome::DropReason;
@@ -529,6 +531,20 @@ impl Connection {
     /// Returns `false` when the packet does not fit this connection's phase
     /// (or grants what was never asked for) and was ignored.
     pub(crate) fn handle_handshake(&mut self, now: Instant, packet: Handshake) -> bool {
+        if let Handshake::Reject {
+            client_id,
+            reason: reason @ RejectReason::UnknownConnection,
+        } = packet
+        {
+            // The server no longer holds this connection (it restarted, or
+            // closed it and every notice was lost): waiting for the idle
+            // timeout would only stall the client.
+            if client_id == self.client_id && self.phase == Phase::Established {
+                self.close(DisconnectReason::Rejected(reason), false);
+                return true;
+            }
+            return false;
+        }
         let Some(hs) = self.handshake.as_mut() else {
             return false;
         };
@@ -571,8 +587,11 @@ impl Connection {
                 // The server waits for our first datagram: send one at once.
                 self.last_sent = None;
             }
+            // A refusing server (shutting down, restarting) answers the
+            // challenge itself with a reject.
             Handshake::Reject { client_id, reason }
-                if client_id == self.client_id && self.phase == Phase::Connecting =>
+                if client_id == self.client_id
+                    && matches!(self.phase, Phase::Challenging | Phase::Connecting) =>
             {
                 self.close(DisconnectReason::Rejected(reason), false);
             }

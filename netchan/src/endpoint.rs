@@ -78,6 +78,15 @@ pub struct ServerConfig {
     pub allow_compression: bool,
     /// Rate limits on connectionless status replies.
     pub status_limits: StatusLimits,
+    /// Answer a data datagram of a connection this server does not hold
+    /// with [`RejectReason::UnknownConnection`] (ioquake3 answers such
+    /// packets with a `disconnect`), so a client of a restarted server, or
+    /// one that missed every disconnect notice, learns it at once instead of
+    /// at its idle timeout. `None` (the default): such datagrams get no
+    /// reply. The answers (10 bytes) are smaller than what they answer (13
+    /// bytes of header at least) and limited per source address and in
+    /// total by these limits.
+    pub unknown_connection_replies: Option<StatusLimits>,
 }
 
 impl Default for ServerConfig {
@@ -91,6 +100,7 @@ impl Default for ServerConfig {
             require_encryption: false,
             allow_compression: true,
             status_limits: StatusLimits::default(),
+            unknown_connection_replies: None,
         }
     }
 }
@@ -240,6 +250,10 @@ pub struct Endpoint {
     /// Replies are rendered at send time from the newest payload, so the
     /// queue holds only who asked and how large the reply may be.
     status_out: VecDeque<(SocketAddr, StatusRequest)>,
+    /// Why new connections are refused, while they are.
+    refusing: Option<RejectReason>,
+    /// Limits answers to unknown connections' data, when they are given.
+    unknown_limiter: Option<StatusLimiter>,
 }
 
 impl Endpoint {
@@ -283,6 +297,12 @@ impl Endpoint {
                 now,
             ),
             status_out: VecDeque::new(),
+            refusing: None,
+            unknown_limiter: config
+                .server
+                .as_ref()
+                .and_then(|s| s.unknown_connection_replies.as_ref())
+                .map(|limits| StatusLimiter::new(limits, now)),
             config,
         }
     }
@@ -311,6 +331,26 @@ impl Endpoint {
         status.clear();
         status.extend_from_slice(payload);
         Ok(())
+    }
+
+    /// Refuses every new connection from now on, answering challenge and
+    /// connect requests with `reason` (typically [`RejectReason::ShuttingDown`]
+    /// or [`RejectReason::Restarting`]): a server on its way out must not
+    /// accept a client that would then talk to an endpoint nobody pumps.
+    /// Existing connections are untouched. Undone by
+    /// [`Self::accept_connections`].
+    pub fn refuse_connections(&mut self, reason: RejectReason) {
+        self.refusing = Some(reason);
+    }
+
+    /// Accepts new connections again (after [`Self::refuse_connections`]).
+    pub fn accept_connections(&mut self) {
+        self.refusing = None;
+    }
+
+    /// Why new connections are refused, if they are.
+    pub fn refusing(&self) -> Option<RejectReason> {
+        self.refusing
     }
 
     /// The sizes of the endpoint's internal tables.
@@ -491,7 +531,10 @@ impl Endpoint {
             Some(&id) => (id, false),
             None => match self.by_client.get(&(from.ip(), header.client_id)) {
                 Some(&id) => (id, true),
-                None => return unknown,
+                None => {
+                    self.answer_unknown(from, header.client_id);
+                    return unknown;
+                }
             },
         };
         let Some(conn) = self
@@ -526,6 +569,27 @@ impl Endpoint {
         }
     }
 
+    /// Tells the sender of data for a connection this server does not hold
+    /// (it restarted, or closed it unheard), when the server is configured to
+    /// ([`ServerConfig::unknown_connection_replies`]) and the sender is
+    /// within its limits.
+    fn answer_unknown(&mut self, from: SocketAddr, client_id: u32) {
+        let now = self.now;
+        let Some(limiter) = self.unknown_limiter.as_mut() else {
+            return;
+        };
+        if limiter.allow(now, from.ip()).is_err() {
+            return;
+        }
+        let reject = Handshake::Reject {
+            client_id,
+            reason: RejectReason::UnknownConnection,
+        };
+        if self.queue_response(from, reject) {
+            self.metrics.unknown_connection_replies += 1;
+        }
+    }
+
     fn handle_status(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) -> HandleOutcome {
         let request = match StatusRequest::parse(datagram) {
             Ok(request) => request,
@@ -555,6 +619,16 @@ impl Endpoint {
             Handshake::ChallengeRequest { client_id } => {
                 if self.config.server.is_none() {
                     return HandleOutcome::Rejected(DropReason::Unexpected);
+                }
+                if let Some(reason) = self.refusing {
+                    // No cookie: this server takes nobody new. The reject is
+                    // smaller than the padded request, so it amplifies nothing.
+                    let reject = Handshake::Reject { client_id, reason };
+                    if !self.queue_response(from, reject) {
+                        return HandleOutcome::Rejected(DropReason::RateLimited);
+                    }
+                    self.metrics.refused += 1;
+                    return HandleOutcome::Refused(reason);
                 }
                 let cookie = self.cookie_key.issue(from, client_id, self.millis(now));
                 let response = Handshake::ChallengeResponse { client_id, cookie };
@@ -640,7 +714,9 @@ impl Endpoint {
         }
         // The address is proven from here on, so a reject may be sent.
         let wants_encrypt = req.options & OPT_ENCRYPT != 0;
-        let reason = if req.version != self.config.protocol_version {
+        let reason = if let Some(refusing) = self.refusing {
+            Some(refusing)
+        } else if req.version != self.config.protocol_version {
             Some(RejectReason::VersionMismatch)
         } else if req.schema != self.config.schema_fingerprint {
             Some(RejectReason::SchemaMismatch)

@@ -161,6 +161,15 @@ pub enum RejectReason {
     EncryptionRequired,
     /// The client asked for encryption the server cannot provide (no pre-shared key).
     EncryptionUnavailable,
+    /// The server is shutting down and accepts no new connection.
+    ShuttingDown,
+    /// The server is restarting: it accepts no new connection now, but will
+    /// again soon (a client backs off and retries).
+    Restarting,
+    /// The server holds no connection for this client's data: it restarted,
+    /// or closed the connection while the client did not hear of it. Sent in
+    /// answer to data, not to a handshake; it ends the client's connection.
+    UnknownConnection,
 }
 
 impl RejectReason {
@@ -171,6 +180,9 @@ impl RejectReason {
             RejectReason::ServerFull => 3,
             RejectReason::EncryptionRequired => 4,
             RejectReason::EncryptionUnavailable => 5,
+            RejectReason::ShuttingDown => 6,
+            RejectReason::Restarting => 7,
+            RejectReason::UnknownConnection => 8,
         }
     }
 
@@ -181,6 +193,9 @@ impl RejectReason {
             3 => RejectReason::ServerFull,
             4 => RejectReason::EncryptionRequired,
             5 => RejectReason::EncryptionUnavailable,
+            6 => RejectReason::ShuttingDown,
+            7 => RejectReason::Restarting,
+            8 => RejectReason::UnknownConnection,
             other => {
                 return Err(DecodeError::BadValue {
                     what: "reject reason",
@@ -462,14 +477,17 @@ mod tests {
                     rate
                 }
             ),
-            (any::<u32>(), 0usize..5).prop_map(|(client_id, r)| Handshake::Reject {
+            (any::<u32>(), 0usize..8).prop_map(|(client_id, r)| Handshake::Reject {
                 client_id,
                 reason: [
                     RejectReason::VersionMismatch,
                     RejectReason::SchemaMismatch,
                     RejectReason::ServerFull,
                     RejectReason::EncryptionRequired,
-                    RejectReason::EncryptionUnavailable
+                    RejectReason::EncryptionUnavailable,
+                    RejectReason::ShuttingDown,
+                    RejectReason::Restarting,
+                    RejectReason::UnknownConnection,
                 ][r]
             }),
         ]

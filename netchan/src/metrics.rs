@@ -113,8 +113,13 @@ pub struct EndpointMetrics {
     pub challenges_answered: u64,
     /// Connections accepted.
     pub accepted: u64,
-    /// Connect requests refused with a reason sent back ([`crate::RejectReason`]).
+    /// Challenge and connect requests refused with a reason sent back
+    /// ([`crate::RejectReason`]).
     pub refused: u64,
+    /// Data datagrams of a connection this server does not hold, answered
+    /// with [`crate::RejectReason::UnknownConnection`] (each is also counted
+    /// in [`Self::rejected`] as [`DropReason::UnknownConnection`]).
+    pub unknown_connection_replies: u64,
     /// Connections whose client moved to a new port (NAT rebinding).
     pub migrations: u64,
     /// Status requests answered with the status payload.
@@ -124,7 +129,8 @@ pub struct EndpointMetrics {
     /// Status requests refused by the per-source, total or table limits
     /// (also counted in [`Self::rejected`] as [`DropReason::RateLimited`]).
     pub status_rate_limited: u64,
-    /// Received datagrams dropped without a reply, by reason.
+    /// Received datagrams dropped, by reason: without a reply, except
+    /// unknown connections' data ([`Self::unknown_connection_replies`]).
     pub rejected: RejectedCounts,
 }
 

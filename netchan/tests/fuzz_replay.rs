@@ -127,7 +127,7 @@ fn shapes(outcomes: Vec<HandleOutcome>) -> Vec<O> {
 #[test]
 fn each_seed_reaches_what_it_was_written_for() {
     use DropReason::*;
-    use RejectReason::*;
+    use RejectReason::{EncryptionUnavailable, SchemaMismatch, ServerFull, VersionMismatch};
     use O::*;
     let cases: [(&str, &str, Vec<O>); 7] = [
         (
