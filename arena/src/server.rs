@@ -562,7 +562,7 @@ impl GameServer {
             let queued = self
                 .session
                 .send_reliable(self.net.endpoint_mut(), key, &self.message)
-                .unwrap_or(false);
+                .is_ok();
             if queued {
                 peer.next_seq = peer.next_seq.wrapping_add(1);
                 if let Some(report) = self.reports.get_mut(&peer.client_id) {

@@ -97,6 +97,10 @@ pub(crate) struct ClientHandshake {
     pub max_interval: Duration,
     /// Connect requests sent with the current cookie.
     pub connect_attempts: u32,
+    /// When the connect request went out, if it went out once only: its
+    /// accept then measures a round trip (a resent request would make the
+    /// sample ambiguous, as Karn's algorithm says).
+    pub connect_sent_at: Option<Instant>,
     pub deadline: Instant,
     pub version: u32,
     pub schema: u64,
@@ -148,6 +152,9 @@ pub struct Connection {
     pub(crate) cookie_mac: [u8; 16],
     pub(crate) session_nonce: [u8; 12],
     pending_deadline: Instant,
+    /// Server: when the accept went out, if only once: the client answers
+    /// it at once, so its first datagram measures a round trip.
+    accepted_at: Option<Instant>,
     announced: bool,
 
     seen: SeqWindow,
@@ -211,6 +218,7 @@ impl Connection {
             cookie_mac: [0; 16],
             session_nonce: [0; 12],
             pending_deadline: now,
+            accepted_at: None,
             announced: false,
             seen: SeqWindow::new(),
             acked: SeqWindow::new(),
@@ -455,6 +463,12 @@ impl Connection {
         self.remote = addr;
     }
 
+    /// Server: the accept went out at `now` (`None`: it went out again, so
+    /// the client's first datagram no longer measures a round trip).
+    pub(crate) fn set_accepted_at(&mut self, now: Option<Instant>) {
+        self.accepted_at = now;
+    }
+
     pub(crate) fn set_pending_deadline(&mut self, deadline: Instant) {
         self.pending_deadline = deadline;
     }
@@ -564,6 +578,7 @@ impl Connection {
                 session_nonce,
                 rate,
             } if client_id == self.client_id && self.phase == Phase::Connecting => {
+                let round_trip = hs.connect_sent_at.map(|t| now.saturating_duration_since(t));
                 // The server may only grant what was asked for.
                 if options & !self.options != 0
                     || (self.options & OPT_ENCRYPT) != (options & OPT_ENCRYPT)
@@ -583,6 +598,10 @@ impl Connection {
                 self.cipher = cipher;
                 self.session_nonce = session_nonce;
                 self.set_peer_rate(rate);
+                // The first RTT sample (see `accepted_at` for the server's).
+                if let Some(rtt) = round_trip {
+                    self.rtt.sample(rtt);
+                }
                 self.establish(now);
                 // The server waits for our first datagram: send one at once.
                 self.last_sent = None;
@@ -669,6 +688,11 @@ impl Connection {
         self.metrics.datagrams_received += 1;
         self.metrics.bytes_received += datagram.len() as u64;
         if self.phase == Phase::Pending {
+            // The first RTT sample: without it the first drop timeouts
+            // would assume `initial_rtt` and hold lost messages longer.
+            if let Some(accepted) = self.accepted_at.take() {
+                self.rtt.sample(now.saturating_duration_since(accepted));
+            }
             self.establish(now);
         }
         if header.flags & FLAG_HAS_ACK != 0 {
@@ -957,6 +981,7 @@ impl Connection {
         hs.interval = (hs.interval * 2).min(hs.max_interval);
         if self.phase == Phase::Connecting {
             hs.connect_attempts += 1;
+            hs.connect_sent_at = (hs.connect_attempts == 1).then_some(now);
             if hs.connect_attempts > CONNECT_ATTEMPTS_PER_COOKIE {
                 // The accept keeps getting lost; by now the server may have
                 // dropped the pending slot and would refuse the used cookie.

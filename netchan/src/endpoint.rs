@@ -458,6 +458,7 @@ impl Endpoint {
             interval: self.config.handshake_retry,
             max_interval: self.config.handshake_retry_max,
             connect_attempts: 0,
+            connect_sent_at: None,
             deadline: now + self.config.connect_timeout,
             version: self.config.protocol_version,
             schema: self.config.schema_fingerprint,
@@ -681,6 +682,9 @@ impl Endpoint {
                     if !self.queue_response(from, accept) {
                         return HandleOutcome::Rejected(DropReason::RateLimited);
                     }
+                    if let Some(conn) = self.connection_mut(id) {
+                        conn.set_accepted_at(None);
+                    }
                     return HandleOutcome::AcceptRepeated(id);
                 }
             }
@@ -795,6 +799,7 @@ impl Endpoint {
             c.cookie_mac = req.cookie.mac;
             c.session_nonce = session_nonce;
             c.set_pending_deadline(now + server.pending_timeout);
+            c.set_accepted_at(Some(now));
             c
         });
         self.metrics.accepted += 1;

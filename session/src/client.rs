@@ -25,6 +25,14 @@ use crate::wire::{
 /// report, even with no new command (a lost packet and an idle player).
 const RESEND_AFTER: Duration = Duration::from_millis(250);
 
+/// The wait before connecting again after a restarting server refused,
+/// doubling with each refusal up to [`BACKOFF_MAX`]: a few small datagrams
+/// a second at most, and a server back on the same address is found within
+/// half a second.
+const BACKOFF_FIRST: Duration = Duration::from_millis(100);
+/// The longest wait between refused connect attempts.
+const BACKOFF_MAX: Duration = Duration::from_millis(500);
+
 /// Where a client is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClientState {
@@ -53,6 +61,8 @@ pub enum ClientEvent {
     Gamestate {
         /// Its epoch.
         epoch: u8,
+        /// This client's player slot on the server ([`Client::slot`]).
+        slot: usize,
     },
     /// A configstring changed.
     Configstring {
@@ -75,7 +85,10 @@ pub enum ClientEvent {
         /// Why the old session ended.
         reason: DisconnectReason,
     },
-    /// The client is disconnected for good.
+    /// The client is disconnected for good: the server ended the session
+    /// (kick, shutdown, refusal…), or the game did ([`Client::disconnect`],
+    /// [`Client::abandon`], reason [`DisconnectReason::Left`]). Either way
+    /// [`Client::snapshots`] holds nothing of the ended session any more.
     Disconnected {
         /// Why, in words a player can read (`Display`).
         reason: DisconnectReason,
@@ -94,9 +107,13 @@ pub struct Client<E, P, C> {
     server: Option<SocketAddr>,
     conn: Option<ConnectionId>,
     epoch: Option<u8>,
+    /// The player slot the newest gamestate named.
+    slot: Option<usize>,
     full_requested: bool,
     deadline: Option<Instant>,
     retry_at: Option<Instant>,
+    /// The wait after the next refusal by a restarting server.
+    backoff: Duration,
     reason: Option<DisconnectReason>,
     /// Commands not yet known delivered, oldest first, numbered from
     /// `pending_first`, each with the view it was made from.
@@ -149,9 +166,11 @@ where
             server: None,
             conn: None,
             epoch: None,
+            slot: None,
             full_requested: false,
             deadline: None,
             retry_at: None,
+            backoff: BACKOFF_FIRST,
             reason: None,
             pending: VecDeque::new(),
             view: None,
@@ -193,6 +212,15 @@ where
     /// The epoch of the gamestate held.
     pub fn epoch(&self) -> Option<u8> {
         self.epoch
+    }
+
+    /// This client's player slot on the server (the server's
+    /// [`ClientKey::slot`](crate::ClientKey::slot) for it), from the
+    /// gamestate; `None` before the first one. A game that numbers player
+    /// entities by slot finds its own player's entity with it (to predict it,
+    /// or not to draw it in first person). It may change after a reconnect.
+    pub fn slot(&self) -> Option<usize> {
+        self.slot
     }
 
     /// Why the client is disconnected (after [`ClientEvent::Disconnected`]),
@@ -295,6 +323,7 @@ where
         });
         self.conn = None;
         self.epoch = None;
+        self.slot = None;
         self.full_requested = false;
         self.pending.clear();
         self.view = None;
@@ -306,26 +335,60 @@ where
         self.last_packet_at = None;
     }
 
-    /// Leaves the server cleanly.
+    /// Leaves the server cleanly: the server is told, and the session ends
+    /// here at once, as a kick would end it — [`ClientEvent::Disconnected`]
+    /// with [`DisconnectReason::Left`] is queued, and [`Self::snapshots`]
+    /// is emptied. The client stays [`ClientState::Leaving`] while its
+    /// notice goes out (keep pumping the driver a moment), then
+    /// [`ClientState::Disconnected`]; [`Self::connect`] starts a new session.
     pub fn disconnect(&mut self, endpoint: &mut Endpoint) {
-        if let Some(conn) = self.conn {
+        let ends_a_session = self.in_session();
+        let conn = self
+            .conn
+            .filter(|&conn| endpoint.connection(conn).is_some());
+        if let Some(conn) = conn {
             endpoint.disconnect(conn, codes::NORMAL);
         }
         self.retry_at = None;
-        self.state = match self.conn {
+        self.reset_session();
+        // The close is still going out; its netchan event ends `Leaving`.
+        self.conn = conn;
+        self.state = match conn {
             Some(_) => ClientState::Leaving,
             None => ClientState::Disconnected,
         };
         self.reason = Some(DisconnectReason::Left);
+        if ends_a_session {
+            self.events.push_back(ClientEvent::Disconnected {
+                reason: DisconnectReason::Left,
+            });
+        }
     }
 
     /// Stops without telling the server (a crashed or unplugged client);
-    /// the server times it out.
+    /// the server times it out. The session ends here as with
+    /// [`Self::disconnect`]: a [`ClientEvent::Disconnected`] with
+    /// [`DisconnectReason::Left`], and no snapshots held.
     pub fn abandon(&mut self) {
-        self.conn = None;
+        let ends_a_session = self.in_session();
         self.retry_at = None;
+        self.reset_session();
         self.state = ClientState::Disconnected;
         self.reason = Some(DisconnectReason::Left);
+        if ends_a_session {
+            self.events.push_back(ClientEvent::Disconnected {
+                reason: DisconnectReason::Left,
+            });
+        }
+    }
+
+    /// Whether a session is connecting or under way (so ending it is news
+    /// for the game).
+    fn in_session(&self) -> bool {
+        matches!(
+            self.state,
+            ClientState::Connecting | ClientState::Loading | ClientState::Active
+        )
     }
 
     /// Draws every entity of the newest snapshot at server time
@@ -376,7 +439,12 @@ where
         Ok(number)
     }
 
-    /// Sends a reliable game command (chat…) to the server.
+    /// Sends a reliable game command (chat…) to the server: delivered once,
+    /// in order. `Ok` once it is queued; [`SessionError::NotConnected`]
+    /// before the connection is up or after it ended,
+    /// [`SessionError::Send`] if the message itself is refused (too large,
+    /// or the queue is full). The same shape as
+    /// [`crate::Server::send_reliable`].
     pub fn send_reliable(&mut self, endpoint: &mut Endpoint, data: &[u8]) -> Result<()> {
         if !matches!(self.state, ClientState::Loading | ClientState::Active) {
             return Err(SessionError::NotConnected);
@@ -426,9 +494,25 @@ where
 
     fn handle(&mut self, endpoint: &mut Endpoint, now: Instant, event: Event) -> Result<()> {
         let ours = |conn: ConnectionId| Some(conn) == self.conn;
+        if self.state == ClientState::Leaving {
+            // The session is over for the game: only the close matters.
+            match event {
+                Event::Disconnected { conn, .. } if ours(conn) => {
+                    self.conn = None;
+                    self.state = ClientState::Disconnected;
+                }
+                Event::Message { data, .. }
+                | Event::State { data, .. }
+                | Event::Quickest { data, .. }
+                | Event::Unguaranteed { data, .. } => endpoint.recycle(data),
+                _ => {}
+            }
+            return Ok(());
+        }
         match event {
             Event::Connected { conn, .. } if ours(conn) => {
                 self.state = ClientState::Loading;
+                self.backoff = BACKOFF_FIRST;
                 self.stats.sessions += 1;
                 self.events.push_back(ClientEvent::Connected);
             }
@@ -456,18 +540,27 @@ where
     }
 
     fn disconnected(&mut self, now: Instant, reason: DisconnectReason) {
-        if self.state == ClientState::Leaving {
-            self.state = ClientState::Disconnected;
-            return;
-        }
         let in_time = self.deadline.is_none_or(|d| now < d);
         if reason == DisconnectReason::ConnectFailed && in_time {
             // netchan gave up on this handshake; Quake 3 keeps trying.
             self.retry_at = Some(now);
             return;
         }
+        if reason == DisconnectReason::ServerRestarting
+            && self.state == ClientState::Connecting
+            && in_time
+        {
+            // A restarting server turned the handshake away: it (or its
+            // successor on the same address) takes clients again shortly.
+            self.stats.connect_refusals += 1;
+            self.retry_at = Some(now + self.backoff);
+            self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
+            return;
+        }
         self.reason = Some(reason);
-        if reason.reconnects() && self.config.reconnect {
+        // Only a session that was under way comes back on its own; a
+        // handshake that failed past the deadline gives up.
+        if reason.reconnects() && self.config.reconnect && self.state != ClientState::Connecting {
             self.stats.reconnects += 1;
             self.reset_session();
             self.deadline = self.config.connect_deadline.map(|d| now + d);
@@ -495,17 +588,22 @@ where
             return Ok(());
         };
         match message {
-            ServerMessage::Gamestate { epoch, bytes } => match self.snap.read_message(bytes) {
-                Ok(Received::Gamestate) => {
-                    self.epoch = Some(epoch);
-                    self.full_requested = false;
-                    self.state = ClientState::Active;
-                    self.stats.gamestates += 1;
-                    self.send_session(endpoint, ClientMessage::Begin { epoch })?;
-                    self.events.push_back(ClientEvent::Gamestate { epoch });
+            ServerMessage::Gamestate { epoch, slot, bytes } => {
+                match self.snap.read_message(bytes) {
+                    Ok(Received::Gamestate) => {
+                        let slot = usize::from(slot);
+                        self.epoch = Some(epoch);
+                        self.slot = Some(slot);
+                        self.full_requested = false;
+                        self.state = ClientState::Active;
+                        self.stats.gamestates += 1;
+                        self.send_session(endpoint, ClientMessage::Begin { epoch })?;
+                        self.events
+                            .push_back(ClientEvent::Gamestate { epoch, slot });
+                    }
+                    _ => self.stats.bad_messages += 1,
                 }
-                _ => self.stats.bad_messages += 1,
-            },
+            }
             ServerMessage::Configstring(bytes) => match self.snap.read_message(bytes) {
                 Ok(Received::Configstring { index }) => {
                     self.events.push_back(ClientEvent::Configstring { index })

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use fields::schema::combined_fingerprint;
 use fields::{Codec, NetFields};
-use netchan::{ConnectionConfig, EndpointConfig, RateAnnounce};
+use netchan::{ConnectionConfig, EndpointConfig, RateAnnounce, StatusLimits};
 use snapshot::ClientSettings;
 
 /// The session protocol's own version, mixed into the handshake's version.
@@ -22,7 +22,8 @@ use snapshot::ClientSettings;
 /// would read other removals.
 /// 6: command packets have a "viewed" flag and may carry each command's
 /// view stamp (`wire::CommandPacket`), for lag compensation.
-pub const SESSION_VERSION: u32 = 6;
+/// 7: the gamestate message carries the client's player slot.
+pub const SESSION_VERSION: u32 = 7;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec and (native codec) the
@@ -114,6 +115,17 @@ impl ServerConfig {
             let headroom = self.max_clients / 4 + 4;
             server.max_clients = self.max_clients + headroom;
             server.max_pending = server.max_pending.max(self.max_clients + headroom);
+            // A client still talking to a connection this server does not
+            // hold (it restarted, or every disconnect notice was lost) is
+            // told at once and reconnects, instead of waiting out its idle
+            // timeout.
+            // Several players may share an address (a LAN, a NAT): each
+            // address gets room for a burst from all of them at once.
+            server.unknown_connection_replies = Some(StatusLimits {
+                per_source_rate: 10,
+                per_source_burst: 32,
+                ..StatusLimits::default()
+            });
         }
         endpoint
     }
@@ -124,7 +136,12 @@ impl ServerConfig {
 pub struct ClientConfig {
     /// Player name sent in the hello.
     pub name: String,
-    /// The client id (Quake 3's qport): random per client process, nonzero.
+    /// The client id (Quake 3's qport), nonzero: it lets the server follow
+    /// the client to a new port after a NAT rebinding, and must differ
+    /// between clients behind one IP address. [`ClientConfig::default`]
+    /// draws a random one from the operating system for each configuration;
+    /// [`ClientConfig::named`] derives one from the name (reproducible, for
+    /// bots and tests: give such clients distinct names).
     pub client_id: u32,
     /// Snapshots per second wanted.
     pub snaps: u32,
@@ -154,7 +171,7 @@ impl Default for ClientConfig {
     fn default() -> Self {
         ClientConfig {
             name: "player".into(),
-            client_id: 1,
+            client_id: random_client_id(),
             snaps: 20,
             rate: 25_000,
             max_packets: 30,
@@ -183,13 +200,14 @@ impl ClientConfig {
 
     /// The netchan endpoint configuration of a client for `E`, `P`, `C`:
     /// its receive rate announced, its packet rate capped, and handshake
-    /// retries every half second at most (a lost handshake packet costs little).
+    /// retries every quarter second (a handshake packet is small, and a
+    /// client coming back to a restarted server should not wait long).
     pub fn endpoint<E: NetFields, P: NetFields, C: NetFields>(&self) -> EndpointConfig {
         let mut endpoint = EndpointConfig::client();
         endpoint.protocol_version = protocol_version(self.game_version);
         endpoint.schema_fingerprint = schema_fingerprint::<E, P, C>(self.codec);
         endpoint.handshake_retry = Duration::from_millis(250);
-        endpoint.handshake_retry_max = Duration::from_millis(500);
+        endpoint.handshake_retry_max = Duration::from_millis(250);
         endpoint.connection = self.connection.clone();
         endpoint.connection.receive_rate = RateAnnounce {
             bytes_per_sec: self.rate,
@@ -202,6 +220,13 @@ impl ClientConfig {
         };
         endpoint
     }
+}
+
+/// A random nonzero client id from the operating system's random source.
+fn random_client_id() -> u32 {
+    let secret = netchan::random_secret();
+    let id = u32::from_le_bytes([secret[0], secret[1], secret[2], secret[3]]);
+    id.max(1)
 }
 
 fn protocol_version(game: u32) -> u32 {
@@ -230,6 +255,23 @@ pub fn client_settings(snaps: u32, rate: u32) -> ClientSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn default_client_ids_are_random_and_named_ones_reproducible() {
+        let ids: std::collections::HashSet<u32> =
+            (0..16).map(|_| ClientConfig::default().client_id).collect();
+        // 16 draws of 32 random bits: a collision has odds of about 3e-8.
+        assert_eq!(ids.len(), 16);
+        assert!(!ids.contains(&0));
+        assert_eq!(
+            ClientConfig::named("ada").client_id,
+            ClientConfig::named("ada").client_id
+        );
+        assert_ne!(
+            ClientConfig::named("ada").client_id,
+            ClientConfig::named("bob").client_id
+        );
+    }
 
     #[test]
     fn client_settings_follow_the_requested_rates() {

@@ -19,6 +19,15 @@ pub enum SessionError {
     /// The client is not in a game (not connected, or no gamestate yet).
     #[error("not connected")]
     NotConnected,
+    /// The server is disconnecting this client (kicked, shut down, or its
+    /// reliable queue overflowed earlier): nothing more is sent to it.
+    #[error("client {0:?} is being disconnected")]
+    ClientClosing(ClientKey),
+    /// This message would have overflowed the client's reliable queue
+    /// ([`crate::ServerConfig::max_reliable`]): the client is being
+    /// disconnected with [`crate::DisconnectReason::ReliableOverflow`].
+    #[error("client {0:?} fell too far behind: its reliable queue overflowed")]
+    ReliableOverflow(ClientKey),
     /// Too many commands wait for acknowledgement (the server stopped
     /// answering): the command was not queued.
     #[error("{pending} commands wait for acknowledgement; the command was not queued")]

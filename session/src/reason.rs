@@ -49,6 +49,9 @@ pub enum DisconnectReason {
     /// The reliable command queue to the client overflowed (a client too
     /// slow to keep up).
     ReliableOverflow,
+    /// The server no longer holds this client's session: it restarted, or
+    /// dropped the client while every notice of it was lost.
+    SessionLost,
     /// Another code from the peer.
     Other(u8),
 }
@@ -71,6 +74,9 @@ impl DisconnectReason {
             N::Rejected(RejectReason::SchemaMismatch) => DisconnectReason::SchemaMismatch,
             N::Rejected(RejectReason::VersionMismatch) => DisconnectReason::VersionMismatch,
             N::Rejected(RejectReason::ServerFull) => DisconnectReason::ServerFull,
+            N::Rejected(RejectReason::ShuttingDown) => DisconnectReason::ServerShutdown,
+            N::Rejected(RejectReason::Restarting) => DisconnectReason::ServerRestarting,
+            N::Rejected(RejectReason::UnknownConnection) => DisconnectReason::SessionLost,
             N::Rejected(other) => DisconnectReason::Rejected(other),
             N::HandshakeTimedOut => DisconnectReason::ConnectFailed,
         }
@@ -90,11 +96,13 @@ impl DisconnectReason {
     }
 
     /// Whether a client should reconnect on its own after this: the server
-    /// restarted or stopped answering.
+    /// restarted, lost the session or stopped answering.
     pub fn reconnects(self) -> bool {
         matches!(
             self,
-            DisconnectReason::ServerRestarting | DisconnectReason::TimedOut
+            DisconnectReason::ServerRestarting
+                | DisconnectReason::TimedOut
+                | DisconnectReason::SessionLost
         )
     }
 }
@@ -124,6 +132,9 @@ impl fmt::Display for DisconnectReason {
                     "too slow to keep up: the reliable command queue overflowed"
                 )
             }
+            DisconnectReason::SessionLost => {
+                write!(f, "the server lost the session (it restarted)")
+            }
             DisconnectReason::Other(code) => write!(f, "disconnected (code {code})"),
         }
     }
@@ -152,6 +163,20 @@ mod tests {
             DisconnectReason::from_netchan(N::Peer(200)),
             DisconnectReason::Other(200)
         );
+        assert_eq!(
+            DisconnectReason::from_netchan(N::Rejected(RejectReason::Restarting)),
+            DisconnectReason::ServerRestarting
+        );
+        assert_eq!(
+            DisconnectReason::from_netchan(N::Rejected(RejectReason::ShuttingDown)),
+            DisconnectReason::ServerShutdown
+        );
+        assert_eq!(
+            DisconnectReason::from_netchan(N::Rejected(RejectReason::UnknownConnection)),
+            DisconnectReason::SessionLost
+        );
+        assert!(DisconnectReason::SessionLost.reconnects());
+        assert!(!DisconnectReason::ServerShutdown.reconnects());
         assert!(DisconnectReason::TimedOut.reconnects());
         assert!(!DisconnectReason::Kicked.reconnects());
         assert!(DisconnectReason::SchemaMismatch

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use fields::NetFields;
-use netchan::{ConnectionId, Endpoint, EndpointConfig, Event, StateId};
+use netchan::{ConnectionId, Endpoint, EndpointConfig, Event, RejectReason, StateId};
 use snapshot::{BuildOutcome, ClientSettings, Interpolate, Rewind, Scope, ViewStamp};
 
 use crate::config::{client_settings, ServerConfig};
@@ -50,6 +50,16 @@ pub enum ServerEvent<C> {
     },
     /// The client holds the current gamestate and now gets snapshots
     /// (Quake 3's `ClientBegin`): on connect and after every map change.
+    ///
+    /// This is when a game spawns the player's entity (Quake 3's
+    /// `ClientSpawn` runs from `ClientBegin`) and sets its player state with
+    /// [`Server::set_player_state`]: the next [`Server::send_snapshots`]
+    /// carries both to the client. Spawning at [`ServerEvent::Connected`]
+    /// works too, but then other players see an entity whose client is still
+    /// loading. After a map change every client enters again: spawn it on the
+    /// new map then. The client learns its slot from the gamestate
+    /// ([`crate::Client::slot`]), so a game that numbers player entities by
+    /// slot lets each client find its own.
     Entered {
         /// The client.
         client: ClientKey,
@@ -492,70 +502,91 @@ where
 
     /// Queues a session message to a client, enforcing the reliable bound:
     /// a client whose queue is full is disconnected instead.
-    fn send(&mut self, endpoint: &mut Endpoint, index: usize, message: ServerMessage<'_>) -> bool {
+    fn send(
+        &mut self,
+        endpoint: &mut Endpoint,
+        index: usize,
+        message: ServerMessage<'_>,
+    ) -> Result<()> {
         let Some(slot) = self.slots[index].as_mut() else {
-            return false;
+            return Err(SessionError::NotConnected);
         };
+        let key = slot.info.key;
         if slot.closing {
-            return false;
+            return Err(SessionError::ClientClosing(key));
         }
         let Some(connection) = endpoint.connection_mut(slot.conn) else {
-            return false;
+            return Err(SessionError::ClientClosing(key));
         };
         if connection.metrics().ordered_queue_len >= self.config.max_reliable {
             slot.closing = true;
             self.stats.overflows += 1;
             endpoint.disconnect(slot.conn, codes::RELIABLE_OVERFLOW);
-            return false;
+            return Err(SessionError::ReliableOverflow(key));
         }
         message.encode(&mut self.message);
-        if connection.send_ordered(&self.message).is_ok() {
-            slot.info.stats.reliable_sent += 1;
-            true
-        } else {
-            false
+        connection.send_ordered(&self.message)?;
+        slot.info.stats.reliable_sent += 1;
+        Ok(())
+    }
+
+    /// Queues a session message to every client that said hello. A client
+    /// on its way out is skipped (its `Disconnected` event tells the game);
+    /// only what is wrong with the message itself is an error.
+    fn send_to_all(&mut self, endpoint: &mut Endpoint, message: ServerMessage<'_>) -> Result<()> {
+        for index in 0..self.slots.len() {
+            if self.slots[index]
+                .as_ref()
+                .is_some_and(|s| s.info.name.is_some())
+            {
+                client_fate(self.send(endpoint, index, message))?;
+            }
         }
+        Ok(())
     }
 
     fn send_gamestate(&mut self, endpoint: &mut Endpoint, index: usize) -> Result<()> {
         let mut bytes = std::mem::take(&mut self.buf);
         self.snap.write_gamestate(&mut bytes)?;
         let epoch = self.epoch;
-        self.send(
+        let sent = self.send(
             endpoint,
             index,
             ServerMessage::Gamestate {
                 epoch,
+                slot: index as u16,
                 bytes: &bytes,
             },
         );
         self.buf = bytes;
-        Ok(())
+        client_fate(sent)
     }
 
-    /// Sends a reliable game command to one client. Returns whether it was
-    /// queued (`false`: the client is closing, or its queue overflowed and
-    /// it is being disconnected).
+    /// Sends a reliable game command to one client: delivered once, in
+    /// order. `Ok` once it is queued. Errors: [`SessionError::UnknownClient`]
+    /// (gone), [`SessionError::ClientClosing`] (being disconnected),
+    /// [`SessionError::ReliableOverflow`] (this message found its queue full:
+    /// it is disconnected now), [`SessionError::Send`] (the message itself
+    /// is refused, e.g. too large). The same shape as
+    /// [`crate::Client::send_reliable`] and [`Self::broadcast`].
     pub fn send_reliable(
         &mut self,
         endpoint: &mut Endpoint,
         client: ClientKey,
         data: &[u8],
-    ) -> Result<bool> {
+    ) -> Result<()> {
         let index = self.index_of(client)?;
-        Ok(self.send(endpoint, index, ServerMessage::Game(data)))
+        self.send(endpoint, index, ServerMessage::Game(data))
     }
 
-    /// Sends a reliable game command to every client that said hello.
-    pub fn broadcast(&mut self, endpoint: &mut Endpoint, data: &[u8]) {
-        for index in 0..self.slots.len() {
-            if self.slots[index]
-                .as_ref()
-                .is_some_and(|s| s.info.name.is_some())
-            {
-                self.send(endpoint, index, ServerMessage::Game(data));
-            }
-        }
+    /// Sends a reliable game command to every client that said hello. `Ok`
+    /// once it is queued to every client still in the game; a client being
+    /// disconnected, or one whose queue this message overflowed (it is
+    /// disconnected now), is skipped and its [`ServerEvent::Disconnected`]
+    /// tells the game. An error is about the message itself (e.g. too large
+    /// for [`SessionError::Send`]).
+    pub fn broadcast(&mut self, endpoint: &mut Endpoint, data: &[u8]) -> Result<()> {
+        self.send_to_all(endpoint, ServerMessage::Game(data))
     }
 
     /// Changes a configstring and tells every client (and the recording).
@@ -568,18 +599,11 @@ where
         self.snap.set_configstring(index, value)?;
         let mut bytes = std::mem::take(&mut self.buf);
         self.snap.write_configstring(index, &mut bytes)?;
-        for slot in 0..self.slots.len() {
-            if self.slots[slot]
-                .as_ref()
-                .is_some_and(|s| s.info.name.is_some())
-            {
-                self.send(endpoint, slot, ServerMessage::Configstring(&bytes));
-            }
-        }
+        let sent = self.send_to_all(endpoint, ServerMessage::Configstring(&bytes));
         #[cfg(feature = "record")]
-        self.record_configstring(&bytes)?;
+        let sent = sent.and_then(|()| self.record_configstring(&bytes));
         self.buf = bytes;
-        Ok(())
+        sent
     }
 
     /// Starts a new gamestate — a map change or restart: call it after
@@ -662,14 +686,19 @@ where
     }
 
     /// Disconnects every client, telling each that the server shuts down
-    /// (`restarting`: that it restarts, so clients reconnect on their own).
-    /// Keep pumping the endpoint for a moment so the notices go out.
+    /// (`restarting`: that it restarts, so clients reconnect on their own),
+    /// and refuses every new connection from now on with the same reason: a
+    /// client reconnecting at once is turned away (and backs off) instead
+    /// of joining an endpoint that is about to stop. Keep pumping the
+    /// endpoint for a moment so the notices go out; a new server may then
+    /// bind the same address, and clients join it within a second or so.
     pub fn shutdown(&mut self, endpoint: &mut Endpoint, restarting: bool) {
-        let code = if restarting {
-            codes::RESTARTING
+        let (code, refusal) = if restarting {
+            (codes::RESTARTING, RejectReason::Restarting)
         } else {
-            codes::SHUTDOWN
+            (codes::SHUTDOWN, RejectReason::ShuttingDown)
         };
+        endpoint.refuse_connections(refusal);
         for slot in self.slots.iter_mut().flatten() {
             slot.closing = true;
             endpoint.disconnect(slot.conn, code);
@@ -732,5 +761,15 @@ where
         client: ClientKey,
     ) -> Option<&'a netchan::Connection> {
         endpoint.connection(self.slot(client)?.conn)
+    }
+}
+
+/// A send to one client whose failure is that client's own fate (it is
+/// being disconnected, and its event will say so) is not an error of a call
+/// that sends to several; what is wrong with the message itself is.
+fn client_fate(sent: Result<()>) -> Result<()> {
+    match sent {
+        Err(SessionError::ClientClosing(_) | SessionError::ReliableOverflow(_)) => Ok(()),
+        other => other,
     }
 }

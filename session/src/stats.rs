@@ -61,6 +61,9 @@ pub struct ClientStats {
     pub sessions: u64,
     /// Automatic reconnects after a server restart or timeout.
     pub reconnects: u64,
+    /// Connect attempts a restarting server refused (each followed by a
+    /// longer wait before the next).
+    pub connect_refusals: u64,
     /// Gamestates received.
     pub gamestates: u64,
     /// Snapshots decoded as the newest.

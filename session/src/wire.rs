@@ -2,7 +2,7 @@
 //!
 //! | direction | netchan class | message |
 //! | --- | --- | --- |
-//! | server → client | guaranteed ordered | [`ServerMessage`]: gamestate (with its epoch), configstring change, game command |
+//! | server → client | guaranteed ordered | [`ServerMessage`]: gamestate (with its epoch and the client's player slot), configstring change, game command |
 //! | client → server | guaranteed ordered | [`ClientMessage`]: hello, begin, full-update request, game command |
 //! | server → client | most-recent state | a snapshot: `[epoch u8][snapshot message]` ([`SnapshotPayload`]) |
 //! | client → server | most-recent state | a command packet ([`CommandPacket`]) |
@@ -95,10 +95,15 @@ const TAG_CLIENT_GAME: u8 = 19;
 /// A guaranteed-ordered message from the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServerMessage<'a> {
-    /// A new gamestate (on connect, map change, restart) and its epoch.
+    /// A new gamestate (on connect, map change, restart), its epoch, and
+    /// the receiving client's player slot.
     Gamestate {
         /// Epoch of every snapshot built against it.
         epoch: u8,
+        /// The client's player slot on the server (its
+        /// [`ClientKey::slot`](crate::ClientKey::slot)): how a client learns
+        /// which player, and by the game's convention which entity, it is.
+        slot: u16,
         /// The snapshot layer's gamestate message.
         bytes: &'a [u8],
     },
@@ -113,8 +118,9 @@ impl<'a> ServerMessage<'a> {
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.clear();
         match *self {
-            ServerMessage::Gamestate { epoch, bytes } => {
+            ServerMessage::Gamestate { epoch, slot, bytes } => {
                 out.extend_from_slice(&[TAG_GAMESTATE, epoch]);
+                out.extend_from_slice(&slot.to_le_bytes());
                 out.extend_from_slice(bytes);
             }
             ServerMessage::Configstring(bytes) => {
@@ -135,10 +141,17 @@ impl<'a> ServerMessage<'a> {
             .ok_or(WireError::Truncated { needed: 1, len: 0 })?;
         Ok(match tag {
             TAG_GAMESTATE => {
-                let (&epoch, bytes) = body
-                    .split_first()
-                    .ok_or(WireError::Truncated { needed: 2, len: 1 })?;
-                ServerMessage::Gamestate { epoch, bytes }
+                let [epoch, slot_lo, slot_hi, ..] = *body else {
+                    return Err(WireError::Truncated {
+                        needed: 4,
+                        len: bytes.len(),
+                    });
+                };
+                ServerMessage::Gamestate {
+                    epoch,
+                    slot: u16::from_le_bytes([slot_lo, slot_hi]),
+                    bytes: &body[3..],
+                }
             }
             TAG_CONFIGSTRING => ServerMessage::Configstring(body),
             TAG_SERVER_GAME => ServerMessage::Game(body),

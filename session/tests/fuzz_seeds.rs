@@ -60,6 +60,7 @@ fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
         "gamestate",
         ServerMessage::Gamestate {
             epoch: 3,
+            slot: 5,
             bytes: &[0, 1, 2, 3, 4],
         },
     );

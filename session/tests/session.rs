@@ -177,9 +177,11 @@ fn clients_reconnect_and_resync_after_a_server_restart() {
         )));
     }
 
-    // A crash: the server vanishes; clients time out and come back.
+    // A crash: the server vanishes for longer than the idle timeout (3 s);
+    // clients time out and come back. (A server back sooner tells them their
+    // session is gone: tests/restart.rs.)
     sim.stop_server(false);
-    sim.run_ms(1_000);
+    sim.run_ms(3_500);
     sim.start_server();
     let took = sim
         .run_until(20_000, |s| {
@@ -258,7 +260,9 @@ fn reliable_overflow_disconnects_only_the_slow_client() {
     sim.bots[2].net.as_mut().unwrap().set_conditioner(cut, 1);
     for line in 0..100u32 {
         let (server, sv) = (sim.server.as_mut().unwrap(), sim.sv.as_mut().unwrap());
-        server.broadcast(sv.endpoint_mut(), &line.to_le_bytes());
+        server
+            .broadcast(sv.endpoint_mut(), &line.to_le_bytes())
+            .unwrap();
         sim.run_ms(20);
     }
     sim.run_ms(1_000);

@@ -206,7 +206,7 @@ proptest! {
     ) {
         let mut out = Vec::new();
         for message in [
-            ServerMessage::Gamestate { epoch, bytes: &bytes },
+            ServerMessage::Gamestate { epoch, slot: rate as u16, bytes: &bytes },
             ServerMessage::Configstring(&bytes),
             ServerMessage::Game(&bytes),
         ] {
