@@ -147,7 +147,7 @@ fn hundred_thousand_messages_lossless() {
 
 #[test]
 fn hundred_thousand_messages_10_percent_loss() {
-    assert_eq!(stream(0.10, 2, 100_000, 10_000), (16842, 251, 106));
+    assert_eq!(stream(0.10, 2, 100_000, 10_000), (16033, 237, 106));
 }
 
 #[test]
@@ -157,7 +157,7 @@ fn hundred_thousand_messages_30_percent_loss() {
 
 #[test]
 fn hundred_thousand_messages_50_percent_loss() {
-    assert_eq!(stream(0.50, 4, 100_000, 10_000), (180_886, 2694, 144));
+    assert_eq!(stream(0.50, 4, 100_000, 10_000), (175_081, 2603, 141));
 }
 
 #[test]
