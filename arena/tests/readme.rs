@@ -1,10 +1,10 @@
 //! The README's promises about itself: its first lines are the two
 //! commands, and its embedding example is the code of
-//! `session/examples/embed.rs` (which `cargo test` compiles), in at most 40
+//! `netq3/examples/embed.rs` (which `cargo test` compiles), in at most 40
 //! lines of code.
 
 const README: &str = include_str!("../../README.md");
-const EMBED: &str = include_str!("../../session/examples/embed.rs");
+const EMBED: &str = include_str!("../../netq3/examples/embed.rs");
 
 #[test]
 fn the_readme_starts_with_the_two_commands() {
@@ -26,11 +26,11 @@ fn the_readme_example_is_the_compiled_one() {
         .split("// README:begin\n")
         .nth(1)
         .and_then(|rest| rest.split("// README:end").next())
-        .expect("markers in session/examples/embed.rs");
+        .expect("markers in netq3/examples/embed.rs");
     assert!(excerpt.lines().count() >= 15, "an excerpt worth showing");
     assert!(
         README.contains(excerpt.trim_end()),
-        "README.md must show session/examples/embed.rs between its README markers verbatim"
+        "README.md must show netq3/examples/embed.rs between its README markers verbatim"
     );
     // The whole example, not only the excerpt: a server and a client in one
     // loop in at most 40 lines of code (blank lines and comments not counted).

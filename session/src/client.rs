@@ -96,7 +96,7 @@ pub enum ClientEvent {
 }
 
 /// The client end of the session, generic over the game's entity `E`,
-/// player state `P` and command `C` (all `net_struct!` types).
+/// player state `P` and command `C` (all [`net_struct!`](crate::net_struct) types).
 ///
 /// Sans-IO: every call that talks to the server takes the netchan
 /// [`Endpoint`] (from any driver: `driver.endpoint_mut()`).
@@ -205,7 +205,7 @@ where
 
     /// The snapshots received (newest and previous for interpolation) and
     /// the gamestate.
-    pub fn snapshots(&self) -> &snapshot::Client<E, P> {
+    pub fn snapshots(&self) -> &crate::Snapshots<E, P> {
         &self.snap
     }
 

@@ -47,10 +47,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Generic over the game's three `net_struct!` types: the entity `E`, the
+//! Generic over the game's three [`net_struct!`] types: the entity `E`, the
 //! player state `P` and the command `C` (a frame of input, Quake 3's
 //! `usercmd_t`). Sans-IO like netchan: every call takes the current time
-//! and the netchan [`Endpoint`](netchan::Endpoint) (from any driver — UDP,
+//! and the netchan [`Endpoint`] (from any driver — UDP,
 //! the in-process link, a test harness), and nothing here sleeps or reads
 //! a clock.
 //!
@@ -102,12 +102,17 @@
 //!
 //! ## A loop
 //!
-//! `examples/embed.rs` is a complete server and client in one loop over
-//! the in-process link with the link conditioner:
+//! `examples/udp.rs` runs a server and clients in threads over real UDP
+//! sockets and the real clock, through the link conditioner, each loop
+//! sleeping until its next frame or its endpoint's next deadline, whichever
+//! comes first:
 //!
 //! ```sh
-//! cargo run -p netq3-session --example embed
+//! cargo run -p netq3-session --example udp
 //! ```
+//!
+//! (The `netq3` facade's `examples/embed.rs` is the shortest complete
+//! program: a server and a client in one loop over the in-process link.)
 //!
 //! Per frame the server pumps its driver, calls [`Server::update`] and
 //! drains [`Server::poll_event`] (connects, commands, messages,
@@ -146,3 +151,20 @@ pub use snapshot::{
     AllInScope, Clamp, Interpolate, RenderPoint, Rendered, Rewind, Scope, ViewStamp,
 };
 pub use stats::{ClientStats, ServerClientStats, ServerStats};
+
+// What a game touches in the layers below, so that it needs this one
+// dependency (or the `netq3` facade): the layers themselves, for anything
+// further, and the names every game uses.
+pub use ::fields;
+pub use ::netchan;
+pub use ::snapshot;
+pub use fields::{
+    array, boolean, net_struct, q3_float, quantized, signed, unsigned, Codec, NetFields,
+};
+pub use netchan::{
+    ConditionerConfig, Endpoint, EndpointConfig, LocalDriver, LocalHub, RejectReason, UdpDriver,
+};
+pub use snapshot::{Gamestate, Snapshot, SnapshotReport};
+/// The snapshots a client holds ([`Client::snapshots`]): the gamestate and
+/// the newest snapshots, the two newest for interpolation.
+pub type Snapshots<E, P> = snapshot::Client<E, P>;

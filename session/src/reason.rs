@@ -35,7 +35,7 @@ pub enum DisconnectReason {
     Kicked,
     /// Every slot on the server is taken.
     ServerFull,
-    /// Client and server were built with different `net_struct!` tables,
+    /// Client and server were built with different [`net_struct!`](crate::net_struct) tables,
     /// codec or models.
     SchemaMismatch,
     /// Client and server speak different protocol versions.

@@ -128,7 +128,7 @@ struct Slot<C> {
 }
 
 /// The server end of the session, generic over the game's entity `E`,
-/// player state `P` and command `C` (all `net_struct!` types).
+/// player state `P` and command `C` (all [`net_struct!`](crate::net_struct) types).
 ///
 /// Sans-IO: every call that talks to clients takes the netchan
 /// [`Endpoint`] (from any driver: `driver.endpoint_mut()`).

@@ -13,7 +13,7 @@
 //!
 //! Command packets are Quake 3's `clc_move`: several commands per datagram,
 //! the first delta-coded against a zeroed command and each next one against
-//! the one before it (the game's `net_struct!` type, through its codec).
+//! the one before it (the game's [`net_struct!`](crate::net_struct) type, through its codec).
 //! The client repeats every command until netchan reports a packet carrying
 //! it delivered, so a lost datagram loses no command; the server executes
 //! commands by number, each exactly once and in order. Each command may

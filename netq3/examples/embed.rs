@@ -4,16 +4,18 @@
 //! — handshake, gamestate, snapshot acknowledgements, command packets — so
 //! the game only moves its ball and reads what arrives.
 //!
+//! One dependency, `netq3` with its default features:
+//!
 //! ```sh
-//! cargo run -p netq3-session --example embed
+//! cargo run -p netq3 --example embed
 //! ```
 
 // README:begin
 use std::time::{Duration, Instant};
 
-use fields::{net_struct, q3_float, signed, unsigned};
-use netchan::{ConditionerConfig, Endpoint, LocalDriver, LocalHub};
-use netq3_session::{AllInScope, Client, ClientConfig, Server, ServerConfig, ServerEvent};
+use netq3::{net_struct, q3_float, signed, unsigned};
+use netq3::{AllInScope, Client, ClientConfig, Server, ServerConfig, ServerEvent};
+use netq3::{ConditionerConfig, Endpoint, LocalDriver, LocalHub};
 
 // The game's three types: the entity, the player state, the command.
 net_struct! { struct Ball { x: f32 = q3_float(), } }
