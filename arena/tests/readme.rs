@@ -1,5 +1,5 @@
-//! The README's promises about itself: its first lines are the two
-//! commands, and its embedding example is the code of
+//! The README's promises about itself: its title, then the two commands,
+//! then the embedding section, whose example is the code of
 //! `netq3/examples/embed.rs` (which `cargo test` compiles), in at most 40
 //! lines of code.
 
@@ -7,17 +7,29 @@ const README: &str = include_str!("../../README.md");
 const EMBED: &str = include_str!("../../netq3/examples/embed.rs");
 
 #[test]
-fn the_readme_starts_with_the_two_commands() {
-    let first: Vec<&str> = README.lines().take(4).collect();
+fn the_readme_starts_with_its_title_and_the_two_commands() {
+    let first: Vec<&str> = README.lines().take(6).collect();
+    assert!(first[0].starts_with("# netq3"), "{}", first[0]);
     assert_eq!(
-        first,
+        first[1..],
         [
+            "",
             "```sh",
             "cargo run --release",
             "cargo test --workspace",
             "```"
         ]
     );
+}
+
+#[test]
+fn the_embedding_section_comes_first() {
+    let sections: Vec<&str> = README.lines().filter(|l| l.starts_with("## ")).collect();
+    assert_eq!(
+        sections.first(),
+        Some(&"## Embedding the library in a game loop")
+    );
+    assert!(README.contains("session/examples/udp.rs"));
 }
 
 #[test]
