@@ -546,6 +546,24 @@ impl<'a> BitReader<'a> {
         Ok(())
     }
 
+    /// The next 64 bits from the read position (low bit first) and the bits
+    /// left. At least the first 57 are the buffer's; past the logical end
+    /// they are unmasked, so a caller may use only bits it then finds to be
+    /// in range (see [`advance_within`](Self::advance_within)).
+    #[inline]
+    pub(crate) fn wide_window(&self) -> (u64, usize) {
+        (self.raw_window(), self.remaining_bits())
+    }
+
+    /// Consumes `count` bits the caller has checked are there (`count <=
+    /// remaining_bits()`): what a decoder that read them from
+    /// [`wide_window`](Self::wide_window) does.
+    #[inline]
+    pub(crate) fn advance_within(&mut self, count: usize) {
+        debug_assert!(count <= self.remaining_bits());
+        self.position += count.min(self.remaining_bits());
+    }
+
     fn end_of_input(&self, requested: u32) -> BitError {
         BitError::EndOfInput {
             position: self.position,

@@ -154,6 +154,17 @@ impl LookupTable {
         )
     }
 
+    /// The code word at the start of `window` when the primary table
+    /// decodes it whole: `(symbol, length)`, `length <= 12`. `None` for a
+    /// word that continues in a sub-table or an invalid pattern, which
+    /// [`decode`](Self::decode) then handles with its errors.
+    #[inline]
+    pub(super) fn primary_leaf(&self, window: u64) -> Option<(u8, u32)> {
+        let index = (window & u64::from(low_mask(self.primary_bits))) as usize;
+        let entry = *self.entries.get(index)?;
+        (entry & KIND_MASK == KIND_LEAF).then_some((entry as u8, (entry >> 8) & 0x3F))
+    }
+
     /// Entry `index` of the primary table.
     pub(super) fn entry(&self, index: usize) -> u32 {
         self.entries[index]

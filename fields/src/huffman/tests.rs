@@ -392,6 +392,52 @@ fn bitstream_mode_failures_are_atomic() {
     assert!(hr.get_bit().is_err());
 }
 
+/// Bitstream mode read the slow, obvious way: raw bits, then one tree walk
+/// per byte, the reader put back on any error. The oracle for
+/// `HuffmanReader::get_bits`, whose one-window fast path must agree with it
+/// on every value, error and position.
+fn stream_read_by_tree(
+    code: &HuffmanCode,
+    reader: &mut BitReader<'_>,
+    count: u32,
+) -> Result<u32, BitError> {
+    if count == 0 || count > 32 {
+        return Err(BitError::BadWidth(count));
+    }
+    let saved = reader.clone();
+    let raw = count % 8;
+    let result = (|| {
+        let mut value = if raw > 0 { reader.get_bits(raw)? } else { 0 };
+        for i in 0..count / 8 {
+            let byte = code.tree_decoder().decode_symbol(reader)?;
+            value |= u32::from(byte) << (raw + 8 * i);
+        }
+        Ok(value)
+    })();
+    if result.is_err() {
+        *reader = saved;
+    }
+    result
+}
+
+/// Reads `widths` from `bytes` cut to `bits` through `code` both ways,
+/// asserting the same outcome and position after every read.
+fn stream_agrees_with_tree(
+    code: &HuffmanCode,
+    bytes: &[u8],
+    bits: usize,
+    widths: &[u32],
+) -> Result<(), TestCaseError> {
+    let mut fast = HuffmanReader::new(BitReader::with_bit_len(bytes, bits), code);
+    let mut slow = BitReader::with_bit_len(bytes, bits);
+    for &n in widths {
+        let expected = stream_read_by_tree(code, &mut slow, n);
+        prop_assert_eq!(fast.get_bits(n), expected, "width {}", n);
+        prop_assert_eq!(fast.bits_read(), slow.bits_read());
+    }
+    Ok(())
+}
+
 fn frequencies() -> impl Strategy<Value = [u32; 256]> {
     let count = prop_oneof![Just(0u32), 1u32..16, 0u32..100_000, any::<u32>()];
     prop::collection::vec(count, 256).prop_map(|v| v.try_into().unwrap())
@@ -475,6 +521,36 @@ proptest! {
     #[test]
     fn bitstream_mode_round_trips_with_random_tables(freqs in frequencies(), values in values()) {
         stream_round_trip(&HuffmanCode::from_frequencies(&freqs).unwrap(), &values)?;
+    }
+
+    /// The fast path of bitstream reads (one window, primary-table words)
+    /// gives what the tree walk gives, on valid streams of Quake 3's code
+    /// and on garbage cut anywhere, for Quake 3's code, narrow primary
+    /// tables (whose long words fall back to sub-tables) and a deep code.
+    #[test]
+    fn bitstream_reads_agree_with_the_tree_walk(values in values(),
+                                                garbage in prop::collection::vec(any::<u8>(), 0..64),
+                                                cut in 0usize..80,
+                                                widths in prop::collection::vec(0u32..40, 0..48),
+                                                table_bits in 1u32..=12) {
+        let code = HuffmanCode::quake3();
+        let mut buf = vec![0u8; 512];
+        let mut w = BitWriter::new(&mut buf);
+        let mut hw = HuffmanWriter::new(&mut w, code);
+        for &(v, n) in &values {
+            hw.put_bits(v, n).unwrap();
+        }
+        let end = hw.bits_written().saturating_sub(cut);
+        let valid_widths: Vec<u32> = values.iter().map(|&(_, n)| n).chain([8, 1]).collect();
+        let narrow = code.clone().with_table_bits(table_bits);
+        let deep = deep_sparse_code();
+        for code in [code, &narrow] {
+            stream_agrees_with_tree(code, &buf, end, &valid_widths)?;
+        }
+        let bits = (garbage.len() * 8).saturating_sub(cut % 8);
+        for code in [code, &narrow, &deep] {
+            stream_agrees_with_tree(code, &garbage, bits, &widths)?;
+        }
     }
 
     #[test]
