@@ -342,24 +342,31 @@ where
             Some(state) => state,
             None => baseline(number).unwrap_or(zero),
         };
-        let mut state = start.clone();
+        // Decoded in place at the end of `out`: one copy of the start
+        // state per entity, not a copy and then a move of a large state.
+        let slot = out.len();
+        out.push((number, start.clone()));
         let at = source.bits_read();
         let spawn = context.with_spawn(previous.is_none());
-        let body = codec
-            .read_entity_body_in(&spawn, source, header, &mut state)
-            .map_err(|error| ListError::Body { number, error })?;
+        let body = match codec.read_entity_body_in(&spawn, source, header, &mut out[slot].1) {
+            Ok(body) => body,
+            Err(error) => {
+                out.truncate(slot);
+                return Err(ListError::Body { number, error });
+            }
+        };
         let removed = body == EntityBody::Removed;
-        visit(ListRead::Entry {
+        let seen = visit(ListRead::Entry {
             number,
             held: previous.is_some(),
             start,
-            new: (!removed).then_some(&state),
+            new: (!removed).then_some(&out[slot].1),
             at,
-        })
-        .map_err(ListError::Refused)?;
-        if !removed {
-            out.push((number, state));
+        });
+        if removed || seen.is_err() {
+            out.truncate(slot);
         }
+        seen.map_err(ListError::Refused)?;
         last = Some(number);
     }
     out.extend_from_slice(cursor.rest());

@@ -61,6 +61,10 @@ pub struct Q3Client {
     gamestates: usize,
     configstring_commands: ConfigstringCommands,
     download_block: u32,
+    /// The entity list of a snapshot that left the ring with no one else
+    /// holding it, cleared, for the next snapshot's entities to fill: a
+    /// reader that drops what it is given allocates no list per snapshot.
+    spare_entities: Vec<(u32, EntityState)>,
 }
 
 impl Default for Q3Client {
@@ -79,6 +83,7 @@ impl Default for Q3Client {
             gamestates: 0,
             configstring_commands: ConfigstringCommands::default(),
             download_block: 0,
+            spare_entities: Vec::new(),
         }
     }
 }
@@ -360,7 +365,8 @@ impl Q3Client {
             .map_err(|e| MessageError::bits("player state", e))?;
 
         let old = base.as_ref().map_or(&[][..], |b| &b.entities[..]);
-        let entities = read_packet_entities(src, old, &self.baselines)?;
+        let mut entities = std::mem::take(&mut self.spare_entities);
+        read_packet_entities(src, old, &self.baselines, &mut entities)?;
 
         let parse_entities_num = self.parse_entities_num;
         self.parse_entities_num += entities.len() as u64;
@@ -428,11 +434,17 @@ impl Q3Client {
             skipped += 1;
         }
         self.last_valid_message = snapshot.message_num;
-        self.ring[ring_index(snapshot.message_num)] = Some(RingSlot {
+        let evicted = self.ring[ring_index(snapshot.message_num)].replace(RingSlot {
             snapshot: Arc::clone(snapshot),
             valid: true,
             parse_entities_num,
         });
+        if let Some(Ok(mut old)) = evicted.map(|slot| Arc::try_unwrap(slot.snapshot)) {
+            if old.entities.capacity() > self.spare_entities.capacity() {
+                old.entities.clear();
+                self.spare_entities = std::mem::take(&mut old.entities);
+            }
+        }
     }
 }
 
@@ -479,8 +491,10 @@ fn read_packet_entities(
     src: &mut Reader<'_>,
     old: &[(u32, EntityState)],
     baselines: &Baselines,
-) -> Result<Vec<(u32, EntityState)>, MessageError> {
-    let mut out = Vec::with_capacity(old.len() + 8);
+    out: &mut Vec<(u32, EntityState)>,
+) -> Result<(), MessageError> {
+    out.clear();
+    out.reserve(old.len() + 8);
     let like = EntityState::default();
     // Quake 3 ignores a removal of an entity it does not hold: nothing to
     // refuse. Its codec needs no delta context.
@@ -492,15 +506,14 @@ fn read_packet_entities(
         old,
         &like,
         |number| baselines.get(number),
-        &mut out,
+        out,
         |_| Ok::<(), Infallible>(()),
     )
     .map_err(|error| match error {
         ListError::Number(error) => MessageError::bits("entity number", error),
         ListError::Body { number, error } => MessageError::bits(format!("entity {number}"), error),
         ListError::Refused(never) => match never {},
-    })?;
-    Ok(out)
+    })
 }
 
 #[cfg(test)]
