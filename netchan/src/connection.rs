@@ -423,6 +423,13 @@ impl Connection {
         Ok(())
     }
 
+    /// The id the next [`send_state`](Self::send_state) payload gets: ids
+    /// count the payloads from 0, so a layer above can number what it sends
+    /// as the receiver will see it (the snapshot layer numbers snapshots so).
+    pub fn next_state_id(&self) -> StateId {
+        self.state_tx.next_id()
+    }
+
     /// Hands over the most-recent-state payload (the snapshot) for the next
     /// datagram(s). An earlier payload not yet fully sent is abandoned and
     /// reported as [`Event::StateDropped`]. The returned id is reported

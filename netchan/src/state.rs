@@ -58,6 +58,11 @@ impl StateSender {
         self.current.as_ref().map_or(0, |c| c.data.len() - c.sent)
     }
 
+    /// The id the next submitted payload gets.
+    pub fn next_id(&self) -> StateId {
+        self.next_id
+    }
+
     /// Payloads whose fate is not yet reported.
     pub fn unresolved(&self) -> usize {
         self.records.len()

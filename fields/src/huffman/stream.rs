@@ -48,6 +48,13 @@ impl<'w, 'a> HuffmanWriter<'w, 'a> {
     pub fn writer(&mut self) -> &mut BitWriter<'a> {
         self.writer
     }
+
+    /// The bytes written to the underlying writer so far (the last one
+    /// partly): coded bits, which can be copied raw into another writer,
+    /// since a value's code words do not depend on where they stand.
+    pub fn written(&self) -> &[u8] {
+        self.writer.written()
+    }
 }
 
 impl BitSink for HuffmanWriter<'_, '_> {
