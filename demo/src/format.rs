@@ -79,7 +79,12 @@ pub const FORMAT_NAME: &str = "native";
 /// changes coded as symbols of their own
 /// (`fields::model::ModelData::dictionaries`); a model with any of them
 /// codes other bits.
-pub const VERSION: u16 = 9;
+/// 10: snapshot messages are the engine's one format
+/// (`snapshot::framing::Compact`): a delta and a full update are kinds of
+/// their own, the sequence is not in the message (the record's frame
+/// carries it), a delta's distance and frames are coded against its base's
+/// delivery, and flags and an area mask travel with every snapshot.
+pub const VERSION: u16 = 10;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

@@ -91,14 +91,17 @@ impl<'a> Player<'a> {
     }
 
     fn play(&mut self, record: Record<'a>) -> Result<Played<'a>, DemoError> {
-        let received =
-            self.client
-                .read_message(record.payload)
-                .map_err(|source| DemoError::Message {
-                    record: record.index,
-                    offset: record.offset,
-                    source,
-                })?;
+        let received = match record.kind {
+            RecordKind::Delta | RecordKind::Keyframe => {
+                self.client.read_snapshot(record.sequence, record.payload)
+            }
+            _ => self.client.read_message(record.payload),
+        }
+        .map_err(|source| DemoError::Message {
+            record: record.index,
+            offset: record.offset,
+            source,
+        })?;
         if let Received::Snapshot(report) = received {
             match report.sync {
                 SyncCheck::Mismatched if self.verify => {

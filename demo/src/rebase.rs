@@ -31,10 +31,10 @@
 use std::io::Write;
 
 use fields::Fields;
-use snapshot::{Client, EncodeOptions, Received, SnapshotReport};
+use snapshot::{Client, EncodeOptions, Received, SnapshotReport, SyncCheck};
 
 use crate::error::DemoError;
-use crate::writer::{snapshot_header, Recorder};
+use crate::writer::Recorder;
 
 /// Which bytes to record for a snapshot a client just decoded.
 #[derive(Debug, Clone, Default)]
@@ -118,7 +118,7 @@ impl Rebaser {
         keyframe: bool,
     ) -> Result<Rebased<'s>, DemoError> {
         let sequence = report.sequence;
-        let checksum = snapshot_header(bytes)?.has_checksum;
+        let checksum = report.sync != SyncCheck::Absent;
         let recorded_base = report.base.is_some_and(|base| self.was_recorded(base));
         let (is_full, reencoded) = if keyframe || self.keyframe.is_none() {
             if report.base.is_some() {
@@ -185,7 +185,7 @@ impl<W: Write> ClientRecorder<W> {
         }
     }
 
-    /// Records `bytes`, which `client.read_message` just accepted with the
+    /// Records `bytes`, which `client.read_message` (or `read_snapshot`) just accepted with the
     /// outcome `received`. To start recording a client that already has a
     /// gamestate, call [`start`](Self::start) first.
     pub fn record<E: Fields, P: Fields>(

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use fields::BitReader;
-use snapshot::message::{HeaderPrefix, MessageKind, SnapshotHeader};
+use snapshot::message::MessageKind;
 
 use crate::error::DemoError;
 use crate::format::{
@@ -94,18 +94,12 @@ impl<W: Write> Recorder<W> {
                 "a snapshot before any gamestate: record the gamestate first".into(),
             ));
         };
-        let header = snapshot_header(bytes)?;
-        if header.sequence != sequence {
-            return Err(DemoError::Refused(format!(
-                "the message is snapshot {}, not {sequence}",
-                header.sequence
-            )));
-        }
-        if header.base.is_none() != is_full {
+        let full = snapshot_is_full(bytes)?;
+        if full != is_full {
             return Err(DemoError::Refused(format!(
                 "snapshot {sequence} is {} but was recorded as {}",
-                describe(header.base),
-                if is_full { "full" } else { "a delta" }
+                describe(full),
+                describe(is_full)
             )));
         }
         if !self.started && !is_full {
@@ -113,7 +107,7 @@ impl<W: Write> Recorder<W> {
                 "the first snapshot of a recording must be a full update, but snapshot \
                  {sequence} is {}: request a full update for the recorder \
                  (Server::request_full_update) before its first snapshot",
-                describe(header.base)
+                describe(full)
             )));
         }
         if self.last_sequence.is_some_and(|last| sequence <= last) {
@@ -195,10 +189,11 @@ impl<W: Write> Recorder<W> {
     }
 }
 
-fn describe(base: Option<u32>) -> String {
-    match base {
-        None => "a full update".into(),
-        Some(base) => format!("a delta from {base}"),
+fn describe(full: bool) -> &'static str {
+    if full {
+        "a full update"
+    } else {
+        "a delta"
     }
 }
 
@@ -213,12 +208,16 @@ fn expect_kind(bytes: &[u8], want: MessageKind) -> Result<(), DemoError> {
     Ok(())
 }
 
-/// The part of a snapshot message's header that reads without its base:
-/// sequence, base and flags.
-pub(crate) fn snapshot_header(bytes: &[u8]) -> Result<HeaderPrefix, DemoError> {
-    expect_kind(bytes, MessageKind::Snapshot)?;
-    let mut reader = BitReader::new(bytes);
-    MessageKind::read(&mut reader)
-        .and_then(|_| SnapshotHeader::read_prefix(&mut reader))
-        .map_err(|e| DemoError::Refused(format!("bad snapshot header: {e}")))
+/// Whether a snapshot message is a full update (else a delta), from its
+/// kind tag: the rest of its header reads only against its base.
+pub(crate) fn snapshot_is_full(bytes: &[u8]) -> Result<bool, DemoError> {
+    let kind = MessageKind::read(&mut BitReader::new(bytes))
+        .map_err(|e| DemoError::Refused(format!("not a message: {e}")))?;
+    match kind {
+        MessageKind::Full => Ok(true),
+        MessageKind::Delta => Ok(false),
+        other => Err(DemoError::Refused(format!(
+            "expected a snapshot message, got a {other:?} message"
+        ))),
+    }
 }

@@ -357,7 +357,7 @@ fn a_client_side_recording_rebases_deltas_onto_recorded_snapshots() {
             if frame % 12 == 0 {
                 server.acknowledge(id, info.sequence).unwrap();
             }
-            let received = client.read_message(&bytes).unwrap();
+            let received = client.read_snapshot(info.sequence, &bytes).unwrap();
             if frame == 100 {
                 let recorder = Recorder::create(Vec::new(), header.clone()).unwrap();
                 let mut started = ClientRecorder::new(recorder, 1_000);
@@ -468,7 +468,7 @@ fn a_client_side_recording_rebases_deltas_on_late_snapshots() {
         late_bases += usize::from(info.base.is_some_and(|b| b % 7 == 3));
         if frame == 0 {
             // Recording starts after the first snapshot: it records from the next.
-            client.read_message(&bytes).unwrap();
+            client.read_snapshot(info.sequence, &bytes).unwrap();
             recording.start(&client).unwrap();
             server.acknowledge(id, info.sequence).unwrap();
             continue;
@@ -477,12 +477,12 @@ fn a_client_side_recording_rebases_deltas_on_late_snapshots() {
             held_back = Some((bytes.clone(), info.sequence));
             continue;
         } else {
-            let received = client.read_message(&bytes).unwrap();
+            let received = client.read_snapshot(info.sequence, &bytes).unwrap();
             recording.record(&client, &bytes, &received).unwrap();
         }
         expected.push(expect(&client, frame));
         if let Some((late, sequence)) = held_back.take() {
-            let received = client.read_message(&late).unwrap();
+            let received = client.read_snapshot(sequence, &late).unwrap();
             assert!(
                 matches!(received, snapshot::Received::Stale { kept: true, .. }),
                 "{received:?}"

@@ -42,6 +42,10 @@
 //!   and compares bit counts with Quake 3's own, explaining differences.
 //! * [`events`] — a match's frags, chat, scores, flags and players, from
 //!   the records of a demo ([`events::Dm68Events`]).
+//! * [`engine`] — Quake 3's `svc_snapshot` as a framing of the library's
+//!   snapshot engine ([`engine::Quake3Framing`]), and a driver that sends
+//!   Quake 3's recorded or live snapshot streams through the engine against
+//!   the bases Quake 3 used ([`engine::EngineReplay`]).
 //! * [`live`] — a client that plays on a real (ioquake3) server over
 //!   protocol 71 or 68: handshake, netchan, keyed usercmds, acknowledged
 //!   deltas, `.dm_68` recording ([`Dm68Writer`]); the `q3` tool (`q3
@@ -63,6 +67,7 @@
 mod client;
 mod commands;
 pub mod corpus;
+pub mod engine;
 mod error;
 pub mod events;
 mod file;

@@ -524,8 +524,8 @@ where
                 self.message_in(endpoint, &data)?;
                 endpoint.recycle(data);
             }
-            Event::State { conn, data, .. } if ours(conn) => {
-                self.snapshot_in(endpoint, &data)?;
+            Event::State { conn, id, data } if ours(conn) => {
+                self.snapshot_in(endpoint, id, &data)?;
                 endpoint.recycle(data);
             }
             Event::StateDelivered { conn, id } if ours(conn) => self.packet_report(id, true),
@@ -618,7 +618,9 @@ where
         Ok(())
     }
 
-    fn snapshot_in(&mut self, endpoint: &mut Endpoint, data: &[u8]) -> Result<()> {
+    /// A snapshot payload with netchan's id for it, which is the
+    /// snapshot's sequence (the server numbers its snapshots so).
+    fn snapshot_in(&mut self, endpoint: &mut Endpoint, id: StateId, data: &[u8]) -> Result<()> {
         let Ok(payload) = SnapshotPayload::decode(data) else {
             self.stats.snapshot_errors += 1;
             return Ok(());
@@ -628,7 +630,7 @@ where
             self.stats.old_epoch_snapshots += 1;
             return Ok(());
         };
-        match self.snap.read_message(payload.bytes) {
+        match self.snap.read_snapshot(id as u32, payload.bytes) {
             Ok(Received::Snapshot(report)) => {
                 self.stats.snapshots += 1;
                 if report.base.is_none() {

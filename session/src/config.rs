@@ -23,7 +23,10 @@ use snapshot::ClientSettings;
 /// 6: command packets have a "viewed" flag and may carry each command's
 /// view stamp (`wire::CommandPacket`), for lag compensation.
 /// 7: the gamestate message carries the client's player slot.
-pub const SESSION_VERSION: u32 = 7;
+/// 8: snapshots are the engine's one message format
+/// (`snapshot::framing::Compact`) and carry no sequence: a snapshot's
+/// sequence is netchan's state id for its payload.
+pub const SESSION_VERSION: u32 = 8;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec and (native codec) the
@@ -241,7 +244,9 @@ pub fn client_settings(snaps: u32, rate: u32) -> ClientSettings {
     let snaps = snaps.clamp(1, 1000);
     let rate = rate.clamp(1000, 10_000_000);
     let byte_rate = rate / 10 * 8;
-    let per_snapshot = (byte_rate / snaps).clamp(256, 16 * 1024);
+    // At most netchan's largest message (16 KiB by default) less the
+    // epoch byte the snapshot travels after.
+    let per_snapshot = (byte_rate / snaps).clamp(256, 16 * 1024 - 1);
     ClientSettings {
         snapshot_rate: snaps,
         byte_rate,

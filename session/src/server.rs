@@ -316,7 +316,20 @@ where
             endpoint.disconnect(conn, codes::SERVER_FULL);
             return Ok(());
         };
-        let snap = self.snap.add_client(ClientSettings::default())?;
+        // A snapshot travels after the epoch byte in one state payload, so
+        // it may take the connection's largest message less that byte.
+        let max_payload = self
+            .config
+            .connection
+            .max_message_size
+            .min(u32::MAX as usize) as u32;
+        let settings = ClientSettings {
+            max_snapshot_bytes: ClientSettings::default()
+                .max_snapshot_bytes
+                .min(max_payload.saturating_sub(1)),
+            ..ClientSettings::default()
+        };
+        let snap = self.snap.add_client(settings)?;
         let key = ClientKey {
             slot: index as u16,
             generation: self.generations[index],
@@ -651,11 +664,18 @@ where
             if slot.info.entered != Some(self.epoch) || slot.closing {
                 continue;
             }
-            let outcome = self.snap.build_snapshot(slot.snap, scope, &mut self.buf)?;
-            let BuildOutcome::Built(info) = outcome else {
+            let Some(connection) = endpoint.connection_mut(slot.conn) else {
                 continue;
             };
-            let Some(connection) = endpoint.connection_mut(slot.conn) else {
+            if !connection.is_established() {
+                continue;
+            }
+            // A snapshot's sequence is the state id netchan gives its
+            // payload: the client reads it off the payload, not the bytes.
+            let sequence = connection.next_state_id() as u32;
+            self.snap.set_next_sequence(slot.snap, sequence)?;
+            let outcome = self.snap.build_snapshot(slot.snap, scope, &mut self.buf)?;
+            let BuildOutcome::Built(info) = outcome else {
                 continue;
             };
             SnapshotPayload {
@@ -663,12 +683,15 @@ where
                 bytes: &self.buf,
             }
             .encode(&mut self.payload);
-            if let Ok(id) = connection.send_state(&self.payload) {
-                slot.states.push_back((id, info.sequence));
-                slot.info.stats.snapshots += 1;
-                slot.info.stats.full_snapshots += info.base.is_none() as u64;
-                slot.info.stats.snapshot_bytes += self.buf.len() as u64;
-            }
+            // Established and within the message size (the snapshot
+            // layer's limit is below netchan's), so it is taken and gets
+            // the id the snapshot was numbered with.
+            let id = connection.send_state(&self.payload)?;
+            debug_assert_eq!(id as u32, info.sequence);
+            slot.states.push_back((id, info.sequence));
+            slot.info.stats.snapshots += 1;
+            slot.info.stats.full_snapshots += info.base.is_none() as u64;
+            slot.info.stats.snapshot_bytes += self.buf.len() as u64;
         }
         #[cfg(feature = "record")]
         self.record_frame(time_ms, scope)?;

@@ -112,7 +112,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if net.chance(0.20) {
                 continue; // the snapshot is lost
             }
-            match peer.client.read_message(&bytes)? {
+            // The transport carries the sequence (netchan's state id).
+            match peer.client.read_snapshot(info.sequence, &bytes)? {
                 Received::Snapshot(report) => {
                     assert_eq!(report.sequence, info.sequence);
                     if report.sync == SyncCheck::Mismatched {

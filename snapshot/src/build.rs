@@ -16,7 +16,9 @@
 //!    and the old state of every left-out change — in the ring slot.
 
 use fields::codec::Held;
-use fields::{BitError, BitSink, BitWriter, Codec, DeltaContext, EntityUpdate, Fields};
+use fields::{
+    BitError, BitSink, BitWriter, Codec, DeltaContext, EntityUpdate, Fields, HuffmanCode,
+};
 
 use crate::bitset::{Bitset, Ones};
 use crate::checksum::{state_hash, SyncChecksum};
@@ -24,12 +26,13 @@ use crate::config::{MAX_DELTA_DISTANCE, RING_SIZE};
 use crate::entity_cache::{EntityCache, SPAWN_BASE};
 use crate::error::ServerError;
 use crate::frame_store::{Frame, StateSlab};
+use crate::framing::{SnapshotHeader, RATE_DELAYED};
 use crate::gamestate::Gamestate;
 use crate::list_cache::{ListCache, ListHit};
-use crate::message::{BaseClock, SnapshotHeader};
 use crate::rate::RateDecision;
 use crate::scope::{sanitize, Scope};
 use crate::server::{normalize, ClientId, Sent, Server};
+use crate::writer::MessageWriter;
 
 /// Priority of always-in-scope entities: ahead of every scoped one.
 const ALWAYS: f32 = f32::INFINITY;
@@ -55,8 +58,10 @@ pub struct SnapshotInfo {
     pub frame: u32,
     /// The snapshot it is a delta from (`None`: a full update).
     pub base: Option<u32>,
-    /// Message size.
+    /// Message size in bytes (zero-padded).
     pub bytes: usize,
+    /// Message size in bits.
+    pub bits: usize,
     /// Entity updates written (added, changed, removed).
     pub entities_written: u32,
     /// Entity updates left out for budget (sent later by priority).
@@ -178,6 +183,8 @@ struct Chain {
 /// Everything an entity update is encoded from.
 struct Emitter<'a, E> {
     codec: Codec,
+    /// The framing's coding of the message.
+    huffman: Option<&'static HuffmanCode>,
     /// The snapshot's elapsed time since its base, for the codec's predictors.
     context: DeltaContext,
     slab: &'a StateSlab<E>,
@@ -191,10 +198,10 @@ struct Emitter<'a, E> {
 impl<E: Fields> Emitter<'_, E> {
     /// Writes one update, from the frame's cache when another client needed
     /// the identical encoding. Returns whether anything was written.
-    fn emit<S: BitSinkAt>(
+    fn emit(
         &self,
         cache: &mut EntityCache,
-        sink: &mut S,
+        sink: &mut MessageWriter<'_>,
         last: Option<u32>,
         op: &Op,
     ) -> Result<bool, BitError> {
@@ -252,7 +259,7 @@ impl<E: Fields> Emitter<'_, E> {
             op.new,
             key_last,
             written,
-            sink.written_bytes(),
+            sink.coded(),
             from,
             sink.bits_written(),
         )?;
@@ -262,7 +269,7 @@ impl<E: Fields> Emitter<'_, E> {
     /// An upper bound of the bits `op` takes anywhere in a list: encoded as
     /// if first, plus what its number can cost more elsewhere.
     fn measure(&self, buf: &mut [u8], op: &Op) -> u32 {
-        let mut writer = BitWriter::new(buf);
+        let mut writer = MessageWriter::new(buf, self.huffman);
         let mut scratch = EntityCache::new(0);
         match self.emit(&mut scratch, &mut writer, None, op) {
             Ok(_) => {
@@ -280,10 +287,10 @@ impl<E: Fields> Emitter<'_, E> {
     /// Writes the updates of `ops` (all, or the included ones). With a
     /// budget, stops and returns `false` as soon as it is exceeded.
     /// `last` is set to the number of the last update written.
-    fn write_ops<S: BitSinkAt>(
+    fn write_ops(
         &self,
         cache: &mut EntityCache,
-        sink: &mut S,
+        sink: &mut MessageWriter<'_>,
         ops: &[Op],
         budget: Option<usize>,
         last: &mut Option<u32>,
@@ -304,17 +311,6 @@ impl<E: Fields> Emitter<'_, E> {
             }
         }
         Ok(true)
-    }
-}
-
-/// A bit sink whose written bytes can be read back (to fill the cache).
-trait BitSinkAt: BitSink {
-    fn written_bytes(&self) -> &[u8];
-}
-
-impl BitSinkAt for BitWriter<'_> {
-    fn written_bytes(&self) -> &[u8] {
-        self.written()
     }
 }
 
@@ -417,12 +413,51 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
     ///
     /// Put the bytes in the netchan's most-recent-state payload and pass the
     /// returned sequence to [`acknowledge`](Self::acknowledge) when that
-    /// payload is reported delivered.
+    /// payload is reported delivered. The sequence does not travel in the
+    /// message: the receiver passes it to
+    /// [`Client::read_snapshot`](crate::Client::read_snapshot) (see
+    /// [`crate::framing`]; [`set_next_sequence`](Self::set_next_sequence)
+    /// numbers snapshots as the transport does).
     pub fn build_snapshot<S: Scope<E, P>>(
         &mut self,
         id: ClientId,
         scope: &mut S,
         out: &mut Vec<u8>,
+    ) -> Result<BuildOutcome, ServerError> {
+        let outcome = self.build(id, scope)?;
+        out.clear();
+        if let BuildOutcome::Built(info) = outcome {
+            out.extend_from_slice(&self.work.buf[..info.bytes]);
+        }
+        Ok(outcome)
+    }
+
+    /// Builds client `id`'s snapshot like [`build_snapshot`](Self::build_snapshot),
+    /// appending the message to `out` at its current bit position, after
+    /// whatever its owner wrote there (for a Huffman-coded framing, its
+    /// coded bits: see [`Framing`](crate::framing::Framing)). On any outcome
+    /// but [`BuildOutcome::Built`], and on error, `out` is untouched; a
+    /// message that does not fit in `out` is an error
+    /// ([`ServerError::Encode`]), and the snapshot then counts as built and
+    /// lost (its successor deltas from the last acknowledged one).
+    pub fn build_snapshot_into<S: Scope<E, P>>(
+        &mut self,
+        id: ClientId,
+        scope: &mut S,
+        out: &mut BitWriter<'_>,
+    ) -> Result<BuildOutcome, ServerError> {
+        let outcome = self.build(id, scope)?;
+        if let BuildOutcome::Built(info) = outcome {
+            out.put_bit_slice(&self.work.buf, 0, info.bits)?;
+        }
+        Ok(outcome)
+    }
+
+    /// Builds client `id`'s snapshot into the work buffer.
+    fn build<S: Scope<E, P>>(
+        &mut self,
+        id: ClientId,
+        scope: &mut S,
     ) -> Result<BuildOutcome, ServerError> {
         let (frame_number, now) = {
             let frame = self.store.newest().ok_or(ServerError::NoFrame)?;
@@ -447,9 +482,12 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             clients,
             gamestate,
             work,
+            framing,
             ..
         } = self;
         let codec = config.codec;
+        let framing: &dyn crate::framing::Framing = &**framing;
+        let huffman = framing.huffman();
         let Some(slot) = clients[id.index()].as_mut() else {
             return Err(ServerError::UnknownClient(id));
         };
@@ -552,7 +590,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         // chained snapshot copies the two, a few more bytes than a list of
         // its own and none of its encoding.
         let chain = match (base, cached) {
-            (Some(sent), None) if shareable => {
+            (Some(sent), None) if shareable && framing.carries_chains() => {
                 let previous = &slot.ring[sequence.wrapping_sub(1) as usize % RING_SIZE];
                 let from_base = previous.valid
                     && previous.sequence == sequence.wrapping_sub(1)
@@ -598,21 +636,26 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         }
 
         // 5. Encode everything; if over budget, select by priority and encode again.
-        let has_checksum = config.checksum_interval > 0
+        let has_checksum = framing.carries_checksums()
+            && config.checksum_interval > 0
             && slot.stats.snapshots % config.checksum_interval as u64 == 0;
         let mut header = SnapshotHeader {
             sequence,
             frame: frame_number,
             server_time: now,
             base: base.map(|sent| sent.sequence),
-            rate_delayed: slot.rate.delayed,
+            flags: if slot.rate.delayed {
+                slot.flags | RATE_DELAYED
+            } else {
+                slot.flags
+            },
+            area_mask: slot.area_mask,
             has_checksum,
             via_time: chain.map(|chain| chain.via_time),
+            delivery: crate::framing::Delivery::FULL,
         };
-        let base_clock = base.map(|sent| BaseClock {
-            frame: sent.frame,
-            server_time: sent.time,
-        });
+        let base_info = base.map(Sent::base_info);
+        header.delivery = header.natural_delivery(base_info.as_ref());
         let base_player = base.map_or(&*zero_player, |sent| &sent.player);
         let max_bytes = slot.settings.max_snapshot_bytes;
         let hard_bits = max_bytes as usize * 8;
@@ -621,6 +664,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             codec.entities_end_bound_bits(zero_entity) as usize + if has_checksum { 32 } else { 0 };
         let emitter = Emitter {
             codec,
+            huffman,
             context,
             slab,
             gamestate,
@@ -640,10 +684,12 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         } = work;
         let buf = &mut buf[..max_bytes as usize];
 
-        let mut writer = BitWriter::new(buf);
-        let prefix = header.write(&mut writer, base_clock).and_then(|()| {
-            codec.write_delta_in(&player_context, &mut writer, base_player, &player)
-        });
+        let mut writer = MessageWriter::new(buf, huffman);
+        let prefix = framing
+            .write_header(&mut writer, &header, base_info.as_ref())
+            .and_then(|()| {
+                codec.write_delta_in(&player_context, &mut writer, base_player, &player)
+            });
         match prefix {
             Ok(()) => {}
             Err(BitError::Overflow { .. }) => {
@@ -665,8 +711,8 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                 // Over this client's budget: an unchained snapshot, with
                 // its updates selected by priority.
                 header.via_time = None;
-                writer = BitWriter::new(&mut buf[..]);
-                header.write(&mut writer, base_clock)?;
+                writer = MessageWriter::new(&mut buf[..], huffman);
+                framing.write_header(&mut writer, &header, base_info.as_ref())?;
                 codec.write_delta_in(&player_context, &mut writer, base_player, &player)?;
                 prefix_bits = writer.bits_written();
                 let priorities = Priorities::new(uniform, &frame.always, priority);
@@ -706,7 +752,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                     context.elapsed_ms,
                     want,
                     (ops.len() as u32, last),
-                    writer.written(),
+                    writer.coded(),
                     prefix_bits,
                     writer.bits_written(),
                 )?;
@@ -749,8 +795,8 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                     deferred += 1;
                 }
             }
-            writer = BitWriter::new(&mut buf[..]);
-            header.write(&mut writer, base_clock)?;
+            writer = MessageWriter::new(&mut buf[..], huffman);
+            framing.write_header(&mut writer, &header, base_info.as_ref())?;
             codec.write_delta_in(&player_context, &mut writer, base_player, &player)?;
             emitter.write_ops(cache, &mut writer, ops, None, &mut last)?;
         }
@@ -777,9 +823,8 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             }
             writer.put_bits(checksum.finish(), 32)?;
         }
+        let bits = writer.bits_written();
         let len = writer.finish();
-        out.clear();
-        out.extend_from_slice(&buf[..len]);
 
         let base_sequence = base.map(|sent| sent.sequence);
         let held = record.visible.len() as u32;
@@ -794,6 +839,9 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         record.base = base_sequence;
         record.player = player;
         record.bytes = len as u32;
+        record.flags = header.flags;
+        record.area_mask = header.area_mask;
+        record.delivery = header.delivery;
         record.valid = true;
 
         // Priority bookkeeping: left-out updates accumulate, everything else resets.
@@ -852,10 +900,11 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             frame: frame_number,
             base: base_sequence,
             bytes: len,
+            bits,
             entities_written: written,
             entities_deferred: deferred,
             entities_held: held,
-            rate_delayed: header.rate_delayed,
+            rate_delayed: header.rate_delayed(),
             has_checksum,
             chained: chained.is_some(),
         }))

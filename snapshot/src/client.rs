@@ -12,14 +12,17 @@
 //! nor make it allocate beyond those bounds. A rejected message leaves the
 //! client as it was and is counted in [`ClientStats`].
 
+use std::sync::Arc;
+
 use fields::merge::{merge_by_number, read_entity_list, ListError, ListRead, Merged};
-use fields::{BitReader, BitSource, Codec, DeltaContext, Fields};
+use fields::{BitReader, BitSource, Codec, DeltaContext, Fields, HuffmanReader};
 
 use crate::checksum::{layout_fingerprint, state_hash, SyncChecksum};
 use crate::config::RING_SIZE;
 use crate::error::ClientError;
+use crate::framing::{BaseInfo, Bases, Compact, Framing, SnapshotHeader};
 use crate::gamestate::{read_configstring, read_gamestate, Gamestate};
-use crate::message::{expect_end, BaseClock, MessageKind, SnapshotHeader};
+use crate::message::{expect_end, MessageKind};
 use crate::received::Snapshot;
 use crate::server::zeroed;
 use crate::stats::ClientStats;
@@ -86,6 +89,7 @@ struct Setup {
 /// The receiving end of a snapshot stream.
 #[derive(Debug, Clone)]
 pub struct Client<E, P> {
+    framing: Arc<dyn Framing>,
     zero_entity: E,
     zero_player: P,
     fingerprint: u32,
@@ -132,6 +136,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
         let zero_player = zeroed(&zero_player);
         let fingerprint = layout_fingerprint(&zero_entity, &zero_player);
         Client {
+            framing: Arc::new(Compact),
             ring: (0..RING_SIZE)
                 .map(|_| Snapshot::empty(zero_player.clone()))
                 .collect(),
@@ -154,10 +159,29 @@ impl<E: Fields, P: Fields> Client<E, P> {
         }
     }
 
-    /// Reads one message: a gamestate, a configstring change or a snapshot.
-    /// On error the client is unchanged, and the error is counted.
+    /// Reads a gamestate or configstring message (the reliable channel's).
+    /// A snapshot needs its sequence number and goes to
+    /// [`read_snapshot`](Self::read_snapshot). On error the client is
+    /// unchanged, and the error is counted.
     pub fn read_message(&mut self, bytes: &[u8]) -> Result<Received, ClientError> {
-        let result = self.read_inner(bytes);
+        let result = self.read_reliable(bytes);
+        if let Err(error) = &result {
+            self.stats.count(error);
+        }
+        result
+    }
+
+    /// Reads snapshot message `bytes`, snapshot `sequence` of the stream
+    /// (the transport's number for it: see [`crate::framing`]). On error
+    /// the client is unchanged, and the error is counted; a delta from a
+    /// snapshot the client does not hold sets
+    /// [`needs_full_update`](Self::needs_full_update).
+    pub fn read_snapshot(&mut self, sequence: u32, bytes: &[u8]) -> Result<Received, ClientError> {
+        // The trace is kept even for a message rejected part-way: it shows
+        // what was decoded up to the error.
+        let mut trace = self.trace.take();
+        let result = self.read_snapshot_traced(sequence, bytes, trace.as_mut());
+        self.trace = trace;
         if let Err(error) = &result {
             self.stats.count(error);
             if matches!(error, ClientError::BaseMissing { .. }) {
@@ -168,7 +192,18 @@ impl<E: Fields, P: Fields> Client<E, P> {
         result
     }
 
-    fn read_inner(&mut self, bytes: &[u8]) -> Result<Received, ClientError> {
+    /// The framing snapshots are read with ([`Compact`] unless set).
+    pub fn framing(&self) -> &Arc<dyn Framing> {
+        &self.framing
+    }
+
+    /// Reads snapshots with `framing` from now on (both ends must use the
+    /// same one).
+    pub fn set_framing(&mut self, framing: Arc<dyn Framing>) {
+        self.framing = framing;
+    }
+
+    fn read_reliable(&mut self, bytes: &[u8]) -> Result<Received, ClientError> {
         let mut reader = BitReader::new(bytes);
         match MessageKind::read(&mut reader)? {
             MessageKind::Gamestate => {
@@ -188,67 +223,84 @@ impl<E: Fields, P: Fields> Client<E, P> {
                 self.stats.configstrings += 1;
                 Ok(Received::Configstring { index })
             }
-            MessageKind::Snapshot => self.read_snapshot(&mut reader),
+            MessageKind::Delta | MessageKind::Full => Err(ClientError::SnapshotWithoutSequence),
         }
     }
 
-    fn read_snapshot(&mut self, reader: &mut BitReader<'_>) -> Result<Received, ClientError> {
-        // The trace is kept even for a message rejected part-way: it shows
-        // what was decoded up to the error.
-        let mut trace = self.trace.take();
-        let result = self.decode_snapshot(reader, trace.as_mut());
-        self.trace = trace;
-        result
+    fn read_snapshot_traced(
+        &mut self,
+        sequence: u32,
+        bytes: &[u8],
+        trace: Option<&mut SnapshotTrace>,
+    ) -> Result<Received, ClientError> {
+        let reader = BitReader::new(bytes);
+        let framing = Arc::clone(&self.framing);
+        let (decoded, mut reader) = match framing.huffman() {
+            None => {
+                let mut reader = reader;
+                let decoded = self.decode_snapshot(&*framing, &mut reader, sequence, trace)?;
+                (decoded, reader)
+            }
+            Some(code) => {
+                let mut source = HuffmanReader::new(reader, code);
+                let decoded = self.decode_snapshot(&*framing, &mut source, sequence, trace)?;
+                (decoded, source.into_inner())
+            }
+        };
+        match decoded {
+            Decoded::Stale(received) => Ok(received),
+            Decoded::Ready { header, sync } => {
+                expect_end(&mut reader)?;
+                Ok(self.commit(header, sync))
+            }
+        }
     }
 
-    fn decode_snapshot(
+    /// Decodes a snapshot into the scratch slot (nothing is committed).
+    fn decode_snapshot<S: BitSource>(
         &mut self,
-        reader: &mut BitReader<'_>,
+        framing: &dyn Framing,
+        reader: &mut S,
+        sequence: u32,
         mut trace: Option<&mut SnapshotTrace>,
-    ) -> Result<Received, ClientError> {
+    ) -> Result<Decoded, ClientError> {
         let Setup {
             codec,
             entity_limit,
         } = self.setup.ok_or(ClientError::NoGamestate)?;
-        let prefix = SnapshotHeader::read_prefix(reader)?;
-        let sequence = prefix.sequence;
         let slot = sequence as usize % RING_SIZE;
         let late = self.newest.is_some_and(|newest| sequence <= newest);
         // A late snapshot is kept only if its slot holds nothing newer (or
         // the same one: a duplicate).
         let slot_taken = self.valid[slot] && self.ring[slot].sequence >= sequence;
+        let stale = Decoded::Stale(Received::Stale {
+            sequence,
+            kept: false,
+        });
         if late && slot_taken {
             self.stats.stale += 1;
-            return Ok(Received::Stale {
-                sequence,
-                kept: false,
-            });
+            return Ok(stale);
         }
-        let base = match prefix.base {
-            None => None,
-            Some(base) => {
-                let index = base as usize % RING_SIZE;
-                if !(self.valid[index] && self.ring[index].sequence == base) {
-                    if late {
-                        // Not needed to move forward: no error, no repair.
-                        self.stats.stale += 1;
-                        return Ok(Received::Stale {
-                            sequence,
-                            kept: false,
-                        });
-                    }
-                    return Err(ClientError::BaseMissing { sequence, base });
-                }
-                Some(&self.ring[index])
-            }
+        let held = HeldRing {
+            ring: &self.ring,
+            valid: &self.valid,
         };
-        let header = prefix.finish(
-            reader,
-            base.map(|b| BaseClock {
-                frame: b.frame,
-                server_time: b.server_time,
-            }),
-        )?;
+        let header = match framing.read_header(reader, sequence, &held) {
+            Ok(header) => header,
+            Err(ClientError::BaseMissing { .. }) if late => {
+                // Not needed to move forward: no error, no repair.
+                self.stats.stale += 1;
+                return Ok(stale);
+            }
+            Err(error) => return Err(error),
+        };
+        let base = match header.base {
+            None => None,
+            Some(named) => Some(held.get(named).ok_or(ClientError::BaseMissing {
+                sequence,
+                base: named,
+            })?),
+        };
         if let Some(trace) = trace.as_deref_mut() {
             trace.sequence = sequence;
             trace.base = header.base;
@@ -272,7 +324,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
 
         // Merge the base's entities with the message's updates, in number
         // order: for a chained snapshot, through the intermediate frame.
-        let held: &[(u32, E)] = base.map_or(&[], |b| &b.entities);
+        let held_entities: &[(u32, E)] = base.map_or(&[], |b| &b.entities);
         let lists = EntityLists {
             codec,
             entity_limit,
@@ -292,7 +344,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
                     anchor: None,
                 };
                 let via = &mut self.via_entities;
-                lists.read(reader, &first, held, via, trace.as_deref_mut())?;
+                lists.read(reader, &first, held_entities, via, trace.as_deref_mut())?;
                 lists.read(
                     reader,
                     &second,
@@ -304,7 +356,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
             _ => lists.read(
                 reader,
                 &context,
-                held,
+                held_entities,
                 &mut out.entities,
                 trace.as_deref_mut(),
             )?,
@@ -324,15 +376,25 @@ impl<E: Fields, P: Fields> Client<E, P> {
         } else {
             SyncCheck::Absent
         };
-        let bits = reader.bits_read();
-        expect_end(reader)?;
+        if let Some(trace) = trace {
+            trace.bits = reader.bits_read();
+        }
+        Ok(Decoded::Ready { header, sync })
+    }
 
-        // Accepted: commit.
+    /// Commits the decoded scratch snapshot to the ring.
+    fn commit(&mut self, header: SnapshotHeader, sync: SyncCheck) -> Received {
+        let sequence = header.sequence;
+        let slot = sequence as usize % RING_SIZE;
+        let late = self.newest.is_some_and(|newest| sequence <= newest);
+        let out = &mut self.scratch;
         out.sequence = sequence;
         out.frame = header.frame;
         out.server_time = header.server_time;
         out.base = header.base;
-        out.rate_delayed = header.rate_delayed;
+        out.flags = header.flags;
+        out.area_mask = header.area_mask;
+        out.delivery = header.delivery;
         std::mem::swap(&mut self.ring[slot], &mut self.scratch);
         self.valid[slot] = true;
         if !late {
@@ -340,13 +402,10 @@ impl<E: Fields, P: Fields> Client<E, P> {
             self.newest = Some(sequence);
             self.update_entered_left();
         }
-        if let Some(trace) = trace {
-            trace.bits = bits;
-        }
 
         self.stats.snapshots += 1;
         self.stats.full_updates += header.base.is_none() as u64;
-        self.stats.rate_delayed += header.rate_delayed as u64;
+        self.stats.rate_delayed += header.rate_delayed() as u64;
         self.stats.chained += header.via_time.is_some() as u64;
         match sync {
             SyncCheck::Matched => self.stats.checksums_matched += 1,
@@ -361,18 +420,18 @@ impl<E: Fields, P: Fields> Client<E, P> {
         if late {
             self.stats.stale += 1;
             self.stats.late_kept += 1;
-            return Ok(Received::Stale {
+            return Received::Stale {
                 sequence,
                 kept: true,
-            });
+            };
         }
-        Ok(Received::Snapshot(SnapshotReport {
+        Received::Snapshot(SnapshotReport {
             sequence,
             base: header.base,
             sync,
             entered: self.entered.len(),
             left: self.left.len(),
-        }))
+        })
     }
 
     fn update_entered_left(&mut self) {
@@ -497,6 +556,35 @@ fn held<'a, E, P>(
     (valid[index] && ring[index].sequence == sequence).then(|| &ring[index])
 }
 
+/// What decoding a snapshot came to before it is committed.
+enum Decoded {
+    /// Nothing to commit.
+    Stale(Received),
+    /// The scratch slot holds the snapshot.
+    Ready {
+        header: SnapshotHeader,
+        sync: SyncCheck,
+    },
+}
+
+/// The client's ring as the snapshots a message may be a delta from.
+struct HeldRing<'a, E, P> {
+    ring: &'a [Snapshot<E, P>],
+    valid: &'a [bool; RING_SIZE],
+}
+
+impl<'a, E, P> HeldRing<'a, E, P> {
+    fn get(&self, sequence: u32) -> Option<&'a Snapshot<E, P>> {
+        held(self.ring, self.valid, sequence)
+    }
+}
+
+impl<E, P> Bases for HeldRing<'_, E, P> {
+    fn base(&self, sequence: u32) -> Option<BaseInfo> {
+        self.get(sequence).map(Snapshot::base_info)
+    }
+}
+
 /// What reading an entity list needs besides the bits.
 struct EntityLists<'a, E> {
     codec: Codec,
@@ -508,9 +596,9 @@ struct EntityLists<'a, E> {
 impl<E: Fields> EntityLists<'_, E> {
     /// Reads one entity list (through its end marker) and merges it with
     /// the `held` entities into `out` (cleared first), in number order.
-    fn read(
+    fn read<S: BitSource>(
         &self,
-        reader: &mut BitReader<'_>,
+        reader: &mut S,
         context: &DeltaContext,
         held: &[(u32, E)],
         out: &mut Vec<(u32, E)>,
@@ -584,14 +672,16 @@ mod tests {
         }
     }
 
-    fn send(server: &mut Server<Thing, Me>, id: crate::ClientId, time: u32) -> Vec<u8> {
+    fn send(server: &mut Server<Thing, Me>, id: crate::ClientId, time: u32) -> (u32, Vec<u8>) {
         server.commit_frame(time).unwrap();
         let mut bytes = Vec::new();
         let outcome = server
             .build_snapshot(id, &mut AllInScope, &mut bytes)
             .unwrap();
-        assert!(matches!(outcome, BuildOutcome::Built(_)));
-        bytes
+        let BuildOutcome::Built(info) = outcome else {
+            panic!("unlimited clients get every frame")
+        };
+        (info.sequence, bytes)
     }
 
     #[test]
@@ -609,9 +699,8 @@ mod tests {
             server.write_gamestate(&mut gamestate).unwrap();
             client.read_message(&gamestate).unwrap();
 
-            let Received::Snapshot(report) =
-                client.read_message(&send(&mut server, id, 0)).unwrap()
-            else {
+            let (sequence, bytes) = send(&mut server, id, 0);
+            let Received::Snapshot(report) = client.read_snapshot(sequence, &bytes).unwrap() else {
                 panic!()
             };
             assert_eq!(report.sync, SyncCheck::Matched);
@@ -620,9 +709,8 @@ mod tests {
             // A bug corrupts the client's copy of entity 3; deltas keep
             // building on it, and the next checksum exposes it.
             client.ring[0].entities[0].1.a = 999;
-            let Received::Snapshot(report) =
-                client.read_message(&send(&mut server, id, 50)).unwrap()
-            else {
+            let (sequence, bytes) = send(&mut server, id, 50);
+            let Received::Snapshot(report) = client.read_snapshot(sequence, &bytes).unwrap() else {
                 panic!()
             };
             assert_eq!(report.sync, SyncCheck::Mismatched);
@@ -630,9 +718,8 @@ mod tests {
             assert_eq!(client.stats().checksum_mismatches, 1);
 
             server.request_full_update(id).unwrap();
-            let Received::Snapshot(report) =
-                client.read_message(&send(&mut server, id, 100)).unwrap()
-            else {
+            let (sequence, bytes) = send(&mut server, id, 100);
+            let Received::Snapshot(report) = client.read_snapshot(sequence, &bytes).unwrap() else {
                 panic!()
             };
             assert_eq!(report.base, None);

@@ -7,22 +7,23 @@
 //! the first snapshot of a cut, a delta moved onto a newer base, a snapshot
 //! converted from another format. [`encode_snapshot`] writes that message
 //! with the same pieces as [`Server::build_snapshot`](crate::Server::build_snapshot)
-//! — [`SnapshotHeader`], the codec's player delta and entity list in
+//! — the framing's header, the codec's player delta and entity list in
 //! number order (changed entities from the base, new ones from their spawn
 //! baseline or the zeroed entity, departed ones removed), the
 //! [`SyncChecksum`] — so a [`Client`] decodes it exactly like a live one.
 //! [`Client::encode_held`] does it for snapshots a client holds.
 
 use fields::merge::write_entity_list;
-use fields::{BitError, BitSink, BitWriter, Codec, DeltaContext, Fields};
+use fields::{BitError, BitSink, Codec, DeltaContext, Fields};
 use thiserror::Error;
 
 use crate::checksum::{state_hash, SyncChecksum};
 use crate::client::Client;
+use crate::framing::{AreaMask, BaseInfo, Delivery, Framing, SnapshotHeader, RATE_DELAYED};
 use crate::gamestate::{encode_growing, write_gamestate, Gamestate, GamestateHeader};
-use crate::message::{BaseClock, SnapshotHeader};
 use crate::received::Snapshot;
 use crate::server::zeroed;
+use crate::writer::encode_message;
 
 /// A snapshot as states: what a client holds after decoding it.
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +35,15 @@ pub struct SnapshotState<'a, E, P> {
     /// That frame's server time (ms); a delta's predictors use the time
     /// elapsed since its base's.
     pub server_time: u32,
+    /// Its flags (see [`Server::set_snapshot_flags`](crate::Server::set_snapshot_flags)).
+    pub flags: u8,
+    /// Its area mask (at most [`MAX_AREA_MASK`](crate::framing::MAX_AREA_MASK) bytes).
+    pub area_mask: &'a [u8],
+    /// How it was first delivered, when the message re-encodes it (a
+    /// keyframe of a recording, a re-based delta): the message states it,
+    /// so the messages that were coded against it decode as they did.
+    /// `None`: the message delivers it for the first time.
+    pub delivery: Option<Delivery>,
     /// The player state.
     pub player: &'a P,
     /// Every entity as `(number, state)`, sorted by number, no duplicates.
@@ -46,10 +56,41 @@ impl<'a, E, P> From<&'a Snapshot<E, P>> for SnapshotState<'a, E, P> {
             sequence: snapshot.sequence,
             frame: snapshot.frame,
             server_time: snapshot.server_time,
+            flags: snapshot.flags,
+            area_mask: snapshot.area_mask.as_bytes(),
+            delivery: Some(snapshot.delivery),
             player: &snapshot.player,
             entities: &snapshot.entities,
         }
     }
+}
+
+impl<E, P> SnapshotState<'_, E, P> {
+    /// What a header coded against it needs of it.
+    fn base_info(&self) -> Result<BaseInfo, BitError> {
+        Ok(BaseInfo {
+            sequence: self.sequence,
+            frame: self.frame,
+            server_time: self.server_time,
+            flags: self.flags,
+            area_mask: area_mask(self.area_mask)?,
+            delivery: self.delivery.unwrap_or(Delivery::FULL),
+        })
+    }
+}
+
+fn area_mask(bytes: &[u8]) -> Result<AreaMask, BitError> {
+    AreaMask::new(bytes).ok_or_else(|| {
+        BitError::invalid(
+            "area mask",
+            0,
+            format!(
+                "{} bytes exceed {}",
+                bytes.len(),
+                crate::framing::MAX_AREA_MASK
+            ),
+        )
+    })
 }
 
 /// Header flags of an encoded snapshot.
@@ -80,33 +121,68 @@ pub enum EncodeError {
     Bits(#[from] BitError),
 }
 
+/// What [`encode_snapshot`] writes with: the stream's framing, codec and
+/// gamestate.
+#[derive(Clone, Copy)]
+pub struct EncodeSetup<'a, E> {
+    /// The framing of the stream.
+    pub framing: &'a dyn Framing,
+    /// The codec of the stream.
+    pub codec: Codec,
+    /// The gamestate: new entities delta from its spawn baselines.
+    pub gamestate: &'a Gamestate<E>,
+    /// The entity type's zeroed dummy (new entities without a baseline
+    /// delta from it; it carries the native codec's model).
+    pub zero_entity: &'a E,
+}
+
+impl<E> std::fmt::Debug for EncodeSetup<'_, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EncodeSetup")
+            .field("framing", &self.framing)
+            .field("codec", &self.codec)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Writes `snapshot` as a message into `out` (replacing its contents): a
 /// delta from `base`, or a full update when `base` is `None`. New entities
-/// delta from `gamestate`'s spawn baselines, as on the client, or from
-/// `zero_entity`, the type's zeroed dummy, which also carries the native
-/// codec's model for the list's entity numbers.
+/// delta from the gamestate's spawn baselines, as on the client, or from
+/// the zeroed dummy. Returns the snapshot's delivery as the receiver will
+/// hold it; `base` must carry its own (its `delivery`, which `None` takes
+/// as a full update's), since the header is coded against it.
 pub fn encode_snapshot<E: Fields, P: Fields>(
-    codec: Codec,
-    gamestate: &Gamestate<E>,
-    zero_entity: &E,
+    setup: &EncodeSetup<'_, E>,
     snapshot: &SnapshotState<'_, E, P>,
     base: Option<&SnapshotState<'_, E, P>>,
     options: EncodeOptions,
     out: &mut Vec<u8>,
-) -> Result<(), EncodeError> {
+) -> Result<Delivery, EncodeError> {
     check_sorted(snapshot.entities)?;
     if let Some(base) = base {
         check_sorted(base.entities)?;
     }
-    let header = SnapshotHeader {
+    let framing = setup.framing;
+    let codec = setup.codec;
+    let base_info = base.map(SnapshotState::base_info).transpose()?;
+    let mut header = SnapshotHeader {
         sequence: snapshot.sequence,
         frame: snapshot.frame,
         server_time: snapshot.server_time,
         base: base.map(|b| b.sequence),
-        rate_delayed: options.rate_delayed,
-        has_checksum: options.checksum,
+        flags: if options.rate_delayed {
+            snapshot.flags | RATE_DELAYED
+        } else {
+            snapshot.flags
+        },
+        area_mask: area_mask(snapshot.area_mask)?,
+        has_checksum: options.checksum && framing.carries_checksums(),
         via_time: None,
+        delivery: Delivery::FULL,
     };
+    header.delivery = snapshot
+        .delivery
+        .unwrap_or_else(|| header.natural_delivery(base_info.as_ref()));
     let context = DeltaContext {
         elapsed_ms: base.map_or(0, |b| {
             snapshot.server_time.wrapping_sub(b.server_time) as i32
@@ -119,14 +195,8 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
     let held: &[(u32, E)] = base.map_or(&[], |b| b.entities);
     // Upper bound of a first guess; encode_growing doubles it as needed.
     let initial = 64 + 16 * (snapshot.entities.len() + held.len());
-    encode_growing(out, initial, |w: &mut BitWriter<'_>| {
-        header.write(
-            w,
-            base.map(|b| BaseClock {
-                frame: b.frame,
-                server_time: b.server_time,
-            }),
-        )?;
+    encode_message(out, initial, framing.huffman(), |w| {
+        framing.write_header(w, &header, base_info.as_ref())?;
         codec.write_delta_in(
             &context.with_spawn(base.is_none()),
             w,
@@ -139,10 +209,10 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
             w,
             held,
             snapshot.entities,
-            zero_entity,
-            |number| gamestate.baseline(number),
+            setup.zero_entity,
+            |number| setup.gamestate.baseline(number),
         )?;
-        if options.checksum {
+        if header.has_checksum {
             let mut checksum = SyncChecksum::new(state_hash(snapshot.player));
             for (number, state) in snapshot.entities {
                 checksum.entity(*number, state_hash(state));
@@ -151,7 +221,7 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
         }
         Ok(())
     })?;
-    Ok(())
+    Ok(header.delivery)
 }
 
 fn check_sorted<E>(entities: &[(u32, E)]) -> Result<(), BitError> {
@@ -194,15 +264,20 @@ impl<E: Fields, P: Fields> Client<E, P> {
             )),
             None => None,
         };
-        encode_snapshot(
+        let setup = EncodeSetup {
+            framing: &**self.framing(),
             codec,
             gamestate,
-            self.zero_and_fingerprint().0,
+            zero_entity: self.zero_and_fingerprint().0,
+        };
+        encode_snapshot(
+            &setup,
             &SnapshotState::from(snapshot),
             base.as_ref(),
             options,
             out,
         )
+        .map(|_| ())
     }
 
     /// Encodes the gamestate the client holds now — the one it received,
@@ -298,7 +373,7 @@ mod tests {
                 if step % 2 == 0 {
                     server.acknowledge(id, info.sequence).unwrap();
                 }
-                live.read_message(&bytes).unwrap();
+                live.read_snapshot(info.sequence, &bytes).unwrap();
                 // Full every 7th, else a delta from the previous one the copy holds.
                 let base = (step % 7 != 0).then(|| info.sequence - 1);
                 let options = EncodeOptions {
@@ -307,7 +382,9 @@ mod tests {
                 };
                 live.encode_held(info.sequence, base, options, &mut encoded)
                     .unwrap();
-                let Received::Snapshot(report) = copy.read_message(&encoded).unwrap() else {
+                let Received::Snapshot(report) =
+                    copy.read_snapshot(info.sequence, &encoded).unwrap()
+                else {
                     panic!("a snapshot message")
                 };
                 assert_eq!(report.base, base);
@@ -335,18 +412,20 @@ mod tests {
             sequence: 40,
             frame: 0,
             server_time: 0,
+            flags: 0,
+            area_mask: &[],
+            delivery: None,
             player: &me,
             entities: &unsorted,
         };
-        let result = encode_snapshot(
-            Codec::Native,
-            &gamestate,
-            &Thing::default(),
-            &state,
-            None,
-            EncodeOptions::default(),
-            &mut out,
-        );
+        let zero = Thing::default();
+        let setup = EncodeSetup {
+            framing: &crate::framing::Compact,
+            codec: Codec::Native,
+            gamestate: &gamestate,
+            zero_entity: &zero,
+        };
+        let result = encode_snapshot(&setup, &state, None, EncodeOptions::default(), &mut out);
         assert!(matches!(result, Err(EncodeError::Bits(_))));
         let far = SnapshotState {
             sequence: 2,
@@ -354,9 +433,7 @@ mod tests {
             ..state
         };
         let result = encode_snapshot(
-            Codec::Native,
-            &gamestate,
-            &Thing::default(),
+            &setup,
             &SnapshotState {
                 entities: &[],
                 ..state
@@ -365,6 +442,14 @@ mod tests {
             EncodeOptions::default(),
             &mut out,
         );
+        assert!(matches!(result, Err(EncodeError::Bits(_))));
+        let masked = SnapshotState {
+            entities: &[],
+            area_mask: &[0; 33],
+            ..state
+        };
+        let result = encode_snapshot(&setup, &masked, None, EncodeOptions::default(), &mut out);
+        assert!(matches!(result, Err(EncodeError::Bits(_))));
         assert!(matches!(result, Err(EncodeError::Bits(_))));
     }
 }

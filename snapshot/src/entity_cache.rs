@@ -11,7 +11,9 @@
 //! frame, and the cache is emptied when a frame is committed (the only time
 //! state references are reused), so a hit is always the exact encoding.
 
-use fields::{BitError, BitSink};
+use fields::BitError;
+
+use crate::writer::MessageWriter;
 
 /// Base key of an entity new to the client: its spawn baseline, or the
 /// zeroed dummy when it has none (the same for every client).
@@ -141,9 +143,9 @@ impl EntityCache {
 
     /// Appends a cached encoding to `sink`.
     #[inline]
-    pub fn copy_to<S: BitSink + ?Sized>(&self, hit: Hit, sink: &mut S) -> Result<(), BitError> {
+    pub fn copy_to(&self, hit: Hit, sink: &mut MessageWriter<'_>) -> Result<(), BitError> {
         let bytes = &self.arena[hit.start as usize..];
-        sink.put_bit_slice(bytes, usize::from(hit.lead), hit.bits as usize)
+        sink.put_coded(bytes, usize::from(hit.lead), hit.bits as usize)
     }
 
     /// Bytes allocated.
@@ -186,7 +188,7 @@ pub(crate) fn keep_bytes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fields::{BitReader, BitSource, BitWriter};
+    use fields::{BitReader, BitSink, BitSource, BitWriter};
 
     #[test]
     fn a_hit_reproduces_the_stored_bits_at_any_alignment() {
@@ -204,7 +206,7 @@ mod tests {
         assert!(cache.lookup(3, 33, 7, 9, None).is_none());
         let hit = cache.lookup(3, 50, 7, 9, None).unwrap();
         let mut out = [0u8; 16];
-        let mut o = BitWriter::new(&mut out);
+        let mut o = MessageWriter::new(&mut out, None);
         o.put_bit(true).unwrap();
         cache.copy_to(hit, &mut o).unwrap();
         let mut r = BitReader::new(&out);

@@ -3,6 +3,7 @@
 use fields::BitError;
 use thiserror::Error;
 
+use crate::message::MessageKind;
 use crate::server::ClientId;
 
 /// A [`ServerConfig`](crate::ServerConfig) or
@@ -54,6 +55,15 @@ pub enum ConfigError {
     BurstTooSmall {
         /// The configured value.
         bytes: u32,
+    },
+    /// The framing cannot carry the codec's deltas (Quake 3's
+    /// `svc_snapshot` carries only its own codec).
+    #[error("the {framing} framing cannot carry {codec} deltas")]
+    FramingRefusesCodec {
+        /// The framing's name.
+        framing: &'static str,
+        /// The codec's name.
+        codec: &'static str,
     },
 }
 
@@ -132,6 +142,27 @@ pub enum ServerError {
         /// The client's `max_snapshot_bytes`.
         max_bytes: u32,
     },
+    /// An area mask longer than [`MAX_AREA_MASK`](crate::framing::MAX_AREA_MASK) bytes.
+    #[error(
+        "an area mask of {len} bytes is longer than {}",
+        crate::framing::MAX_AREA_MASK
+    )]
+    AreaMaskTooLong {
+        /// Its length.
+        len: usize,
+    },
+    /// A sequence number below the client's next one: sequences only grow.
+    #[error("snapshot sequence {given} is below the client's next, {next}")]
+    SequenceBehind {
+        /// The client's next sequence.
+        next: u32,
+        /// The sequence given.
+        given: u32,
+    },
+    /// The framing cannot change once a gamestate has been written: clients
+    /// read snapshots with the framing they were set up with.
+    #[error("the framing is fixed once a gamestate has been written")]
+    FramingSealed,
     /// The codec refused to encode a value (it should not, for valid states).
     #[error("encoding failed: {0}")]
     Encode(#[from] BitError),
@@ -145,9 +176,15 @@ pub enum ClientError {
     /// range, an unsorted list...). The wrapped error gives the bit position.
     #[error("malformed message: {0}")]
     Malformed(#[from] BitError),
-    /// The leading message kind is not one this protocol defines.
-    #[error("unknown message kind {0}")]
-    UnknownMessageKind(u32),
+    /// A message other than a snapshot was handed to
+    /// [`Client::read_snapshot`](crate::Client::read_snapshot).
+    #[error("a {0:?} message is not a snapshot")]
+    NotASnapshot(MessageKind),
+    /// A snapshot was handed to [`Client::read_message`](crate::Client::read_message),
+    /// which cannot know its sequence: it goes to
+    /// [`Client::read_snapshot`](crate::Client::read_snapshot).
+    #[error("a snapshot needs its sequence number: read it with read_snapshot")]
+    SnapshotWithoutSequence,
     /// A snapshot arrived before any gamestate.
     #[error("snapshot received before the gamestate")]
     NoGamestate,
@@ -169,12 +206,6 @@ pub enum ClientError {
         sequence: u32,
         /// The distance it gives.
         distance: u32,
-    },
-    /// A full update flagged as chained: a chain starts from a base.
-    #[error("snapshot {sequence} is a full update flagged as chained")]
-    ChainedFullUpdate {
-        /// The snapshot's sequence number.
-        sequence: u32,
     },
     /// An entity number outside the gamestate's entity range.
     #[error("entity number {number} is outside 0..{limit}")]

@@ -4,8 +4,9 @@
 
 use std::sync::OnceLock;
 
-use fields::{array, boolean, net_struct, q3_float, quantized, signed, unsigned, Codec};
+use fields::{array, boolean, net_struct, q3_float, quantized, signed, unsigned, BitReader, Codec};
 
+use crate::message::MessageKind;
 use crate::{AllInScope, Client, ClientId, ClientSettings, Server, ServerConfig};
 
 net_struct! {
@@ -81,7 +82,7 @@ pub fn fixture(codec: Codec) -> (Server<Ent, Player>, ClientId, Client<Ent, Play
         server
             .build_snapshot(id, &mut AllInScope, &mut bytes)
             .expect("builds");
-        client.read_message(&bytes).expect("decodes");
+        client.read_snapshot(frame, &bytes).expect("decodes");
         server.acknowledge(id, frame).expect("client");
     }
     (server, id, client)
@@ -106,28 +107,48 @@ fn check(client: &Client<Ent, Player>) {
     assert_eq!(client.ack(), client.newest().map(|s| s.sequence()));
 }
 
+/// Hands one message to `client`: a snapshot (by its kind tag) as snapshot
+/// `sequence`, anything else as a reliable message. Returns whether it was
+/// accepted.
+fn read(client: &mut Client<Ent, Player>, sequence: u8, message: &[u8]) -> bool {
+    let snapshot = MessageKind::read(&mut BitReader::new(message)).is_ok_and(|k| k.is_snapshot());
+    if snapshot {
+        client.read_snapshot(u32::from(sequence), message).is_ok()
+    } else {
+        client.read_message(message).is_ok()
+    }
+}
+
 /// `client_parse`: messages into a [`fixture`] client. The client never
 /// panics, and whatever it accepts leaves it consistent (entities sorted,
 /// numbers within the announced limit, ack = newest).
 ///
 /// Input: byte 0 picks the codec (bit 0: native) and whether the rest is one
-/// message (bit 1) or a sequence of messages each after a length byte.
-/// Returns the messages accepted.
+/// message (bit 1: a sequence byte, then the message) or a sequence of
+/// messages, each after a length byte and a sequence byte (a snapshot's
+/// sequence number, which the transport carries; ignored for other
+/// messages). Returns the messages accepted.
 pub fn client_parse(data: &[u8]) -> usize {
     let Some((&mode, rest)) = data.split_first() else {
         return 0;
     };
     let mut client = fixtures()[usize::from(mode & 1)].clone();
     if mode & 2 != 0 {
-        let accepted = client.read_message(rest).is_ok();
+        let Some((&sequence, message)) = rest.split_first() else {
+            return 0;
+        };
+        let accepted = read(&mut client, sequence, message);
         check(&client);
         return usize::from(accepted);
     }
     let mut accepted = 0;
     let mut rest = rest;
     while let Some((&len, tail)) = rest.split_first() {
+        let Some((&sequence, tail)) = tail.split_first() else {
+            break;
+        };
         let (message, tail) = tail.split_at(usize::from(len).min(tail.len()));
-        accepted += usize::from(client.read_message(message).is_ok());
+        accepted += usize::from(read(&mut client, sequence, message));
         check(&client);
         rest = tail;
     }

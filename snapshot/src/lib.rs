@@ -38,8 +38,10 @@
 //!     let BuildOutcome::Built(info) = server.build_snapshot(id, &mut AllInScope, &mut bytes)? else {
 //!         unreachable!("unlimited clients get every frame");
 //!     };
-//!     // ... bytes cross the network ...
-//!     let Received::Snapshot(report) = client.read_message(&bytes)? else { unreachable!() };
+//!     // ... bytes cross the network, numbered by the transport ...
+//!     let Received::Snapshot(report) = client.read_snapshot(info.sequence, &bytes)? else {
+//!         unreachable!()
+//!     };
 //!     assert_eq!(report.sequence, info.sequence);
 //!     // The client's ack comes back (or the netchan reports delivery).
 //!     server.acknowledge(id, client.ack().unwrap())?;
@@ -77,16 +79,20 @@
 //!   ordered channel; after a [`Server::set_configstring`], send
 //!   [`Server::write_configstring`]'s bytes the same way.
 //! * Each frame, [`Server::commit_frame`], then for each client
-//!   [`Server::build_snapshot`] (or [`Server::build_snapshots`]) and submit the
-//!   bytes as the most-recent-state payload. Remember which payload id
-//!   carried which [`SnapshotInfo::sequence`].
+//!   [`Server::set_next_sequence`] with the id the netchan will give the
+//!   payload, [`Server::build_snapshot`] (or [`Server::build_snapshots`]), and
+//!   submit the bytes as the most-recent-state payload. A snapshot's
+//!   sequence is not in its bytes: the transport carries it (see
+//!   [`framing`] for how a receiver tells a stale or baseless snapshot
+//!   before it looks anything up).
 //! * When the netchan reports that payload delivered, call
 //!   [`Server::acknowledge`] with its sequence; a dropped one needs nothing
 //!   (the next delta covers it). Acks the client reports itself
 //!   ([`Client::ack`], e.g. in its command packets) go to the same call.
-//! * On the client, hand every received message to [`Client::read_message`].
-//!   If [`Client::needs_full_update`] turns true, tell the server, which
-//!   calls [`Server::request_full_update`].
+//! * On the client, hand every reliable message to [`Client::read_message`]
+//!   and every snapshot, with the payload's id as its sequence, to
+//!   [`Client::read_snapshot`]. If [`Client::needs_full_update`] turns true,
+//!   tell the server, which calls [`Server::request_full_update`].
 //!
 //! ## Recording and playing back
 //!
@@ -94,9 +100,9 @@
 //! (its scope and player state) and acknowledges itself, since a file loses
 //! nothing. [`Server::request_full_update`] on it writes a keyframe. A
 //! recording is then just the gamestate, configstring and snapshot messages
-//! in order; a [`Client`] — typed, or over
+//! in order, each snapshot with its sequence; a [`Client`] — typed, or over
 //! [`DynamicState`](fields::dynamic::DynamicState) from the recorded schema —
-//! replays it with [`Client::read_message`]. To seek, feed the gamestate (and
+//! replays it with [`Client::read_message`] and [`Client::read_snapshot`]. To seek, feed the gamestate (and
 //! configstrings) and then everything from a keyframe on to a fresh client,
 //! or [`Client::clear_snapshots`] a clone. [`Client::set_trace`] reports
 //! which fields each message carried, for dumps. [`encode_snapshot`] and
@@ -136,6 +142,7 @@ pub mod encode;
 mod entity_cache;
 pub mod error;
 mod frame_store;
+pub mod framing;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -150,12 +157,14 @@ pub mod scope;
 pub mod server;
 pub mod stats;
 pub mod trace;
+mod writer;
 
 pub use build::{BuildOutcome, SnapshotInfo};
 pub use client::{Client, Received, SnapshotReport, SyncCheck};
 pub use config::{ClientSettings, ServerConfig};
-pub use encode::{encode_snapshot, EncodeError, EncodeOptions, SnapshotState};
+pub use encode::{encode_snapshot, EncodeError, EncodeOptions, EncodeSetup, SnapshotState};
 pub use error::{ClientError, ConfigError, ServerError};
+pub use framing::{AreaMask, Compact, Delivery, Framing};
 pub use gamestate::Gamestate;
 pub use interp::{Interpolate, RenderPoint, Rendered, ViewStamp};
 pub use received::Snapshot;

@@ -18,10 +18,11 @@
 //! instead of a list of its own. Committing a frame moves the current lists
 //! to the previous slot; forgetting (baselines changed) empties both.
 
-use fields::{BitError, BitSink};
+use fields::BitError;
 
 use crate::bitset::Bitset;
 use crate::entity_cache::{keep_bytes, next_stamp};
+use crate::writer::MessageWriter;
 
 /// Lists kept per frame: the clients on the previous frame, and a few
 /// groups whose acks were lost.
@@ -245,14 +246,14 @@ impl ListCache {
     }
 
     /// Appends a cached list to `sink`.
-    pub fn copy_to<S: BitSink + ?Sized>(&self, hit: ListHit, sink: &mut S) -> Result<(), BitError> {
+    pub fn copy_to(&self, hit: ListHit, sink: &mut MessageWriter<'_>) -> Result<(), BitError> {
         let arena = if hit.previous {
             &self.previous.arena
         } else {
             &self.current.arena
         };
         let bytes = &arena[hit.start as usize..];
-        sink.put_bit_slice(bytes, usize::from(hit.lead), hit.bits as usize)
+        sink.put_coded(bytes, usize::from(hit.lead), hit.bits as usize)
     }
 
     /// Bytes allocated.
@@ -264,7 +265,7 @@ impl ListCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fields::{BitReader, BitSource, BitWriter};
+    use fields::{BitReader, BitSink, BitSource, BitWriter};
 
     fn set(members: &[u32]) -> Bitset {
         let mut set = Bitset::new(128);
@@ -304,7 +305,7 @@ mod tests {
         let hit = cache.lookup(Some(9), Some(&held), 50, &want).unwrap();
         assert_eq!((hit.bits, hit.written, hit.last), (35, 2, Some(71)));
         let mut out = [0u8; 16];
-        let mut o = BitWriter::new(&mut out);
+        let mut o = MessageWriter::new(&mut out, None);
         o.put_bit(false).unwrap();
         cache.copy_to(hit, &mut o).unwrap();
         let mut r = BitReader::new(&out);
@@ -338,7 +339,7 @@ mod tests {
             .store(Some(10), Some(&want), 50, &want, (0, None), &[0u8; 2], 0, 9)
             .unwrap();
         let mut out = [0u8; 4];
-        let mut o = BitWriter::new(&mut out);
+        let mut o = MessageWriter::new(&mut out, None);
         cache.copy_to(hit, &mut o).unwrap();
         assert_eq!(o.bits_written(), 6);
         let mut r = BitReader::new(&out);

@@ -1,6 +1,8 @@
 //! A snapshot as a client holds it: the player state and every entity it
 //! sees, decoded, in number order.
 
+use crate::framing::{AreaMask, BaseInfo, Delivery, RATE_DELAYED};
+
 /// One snapshot held by a [`Client`](crate::Client).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot<E, P> {
@@ -8,7 +10,9 @@ pub struct Snapshot<E, P> {
     pub(crate) frame: u32,
     pub(crate) server_time: u32,
     pub(crate) base: Option<u32>,
-    pub(crate) rate_delayed: bool,
+    pub(crate) flags: u8,
+    pub(crate) area_mask: AreaMask,
+    pub(crate) delivery: Delivery,
     pub(crate) player: P,
     /// Sorted by number.
     pub(crate) entities: Vec<(u32, E)>,
@@ -21,7 +25,9 @@ impl<E, P> Snapshot<E, P> {
             frame: 0,
             server_time: 0,
             base: None,
-            rate_delayed: false,
+            flags: 0,
+            area_mask: AreaMask::EMPTY,
+            delivery: Delivery::FULL,
             player,
             entities: Vec::new(),
         }
@@ -54,7 +60,35 @@ impl<E, P> Snapshot<E, P> {
 
     /// Whether the server said an earlier snapshot was rate-delayed.
     pub fn rate_delayed(&self) -> bool {
-        self.rate_delayed
+        self.flags & RATE_DELAYED != 0
+    }
+
+    /// Its flags: [`RATE_DELAYED`] and the game's own (see
+    /// [`Server::set_snapshot_flags`](crate::Server::set_snapshot_flags)).
+    pub fn flags(&self) -> u8 {
+        self.flags
+    }
+
+    /// The area mask the server sent with it.
+    pub fn area_mask(&self) -> &[u8] {
+        self.area_mask.as_bytes()
+    }
+
+    /// How the message that delivered it was coded against its base.
+    pub fn delivery(&self) -> Delivery {
+        self.delivery
+    }
+
+    /// What a later message coded against it needs of it.
+    pub(crate) fn base_info(&self) -> BaseInfo {
+        BaseInfo {
+            sequence: self.sequence,
+            frame: self.frame,
+            server_time: self.server_time,
+            flags: self.flags,
+            area_mask: self.area_mask,
+            delivery: self.delivery,
+        }
     }
 
     /// The player state.

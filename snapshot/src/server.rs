@@ -12,6 +12,8 @@
 //!    that carried a snapshot, or the sequence a client reports back — go to
 //!    [`Server::acknowledge`].
 
+use std::sync::Arc;
+
 use fields::{Codec, Fields};
 
 use crate::bitset::Bitset;
@@ -20,6 +22,7 @@ use crate::checksum::{layout_fingerprint, state_hash};
 use crate::config::{ClientSettings, ServerConfig, RING_SIZE};
 use crate::error::ServerError;
 use crate::frame_store::{Frame, FrameStore, StateSlab, NO_STATE};
+use crate::framing::{AreaMask, BaseInfo, Compact, Delivery, Framing};
 use crate::gamestate::{
     encode_growing, write_configstring, write_gamestate, Gamestate, GamestateHeader,
 };
@@ -65,6 +68,9 @@ pub(crate) struct Sent<P> {
     /// out for budget): `(number, state)`, sorted, each a counted reference.
     pub overrides: Vec<(u32, u32)>,
     pub bytes: u32,
+    pub flags: u8,
+    pub area_mask: AreaMask,
+    pub delivery: Delivery,
     pub valid: bool,
 }
 
@@ -79,12 +85,27 @@ impl<P: Clone> Sent<P> {
             visible: Bitset::new(limit),
             overrides: Vec::new(),
             bytes: 0,
+            flags: 0,
+            area_mask: AreaMask::EMPTY,
+            delivery: Delivery::FULL,
             valid: false,
         }
     }
 }
 
 impl<P> Sent<P> {
+    /// What a header coded against it needs of it.
+    pub(crate) fn base_info(&self) -> BaseInfo {
+        BaseInfo {
+            sequence: self.sequence,
+            frame: self.frame,
+            server_time: self.time,
+            flags: self.flags,
+            area_mask: self.area_mask,
+            delivery: self.delivery,
+        }
+    }
+
     /// The state reference the client holds for a visible `number`.
     pub(crate) fn state_of(&self, frame: &Frame, number: u32) -> u32 {
         match self.overrides.binary_search_by_key(&number, |(n, _)| *n) {
@@ -119,6 +140,9 @@ pub(crate) struct ClientSlot<P> {
     /// A recorder shows this client's view (scope and player state).
     pub view: Option<ClientId>,
     pub player: P,
+    /// The game's snapshot flags (the server adds [`RATE_DELAYED`](crate::framing::RATE_DELAYED)).
+    pub flags: u8,
+    pub area_mask: AreaMask,
     pub ring: Vec<Sent<P>>,
     /// The record a new snapshot is built in, swapped with the ring slot it
     /// replaces. Per client, so the buffers a client needs (its overrides)
@@ -198,6 +222,7 @@ pub struct Server<E, P> {
     next_frame: u32,
     fingerprint: u32,
     pub(crate) work: Work<P>,
+    pub(crate) framing: Arc<dyn Framing>,
 }
 
 /// `prototype` with every field word zero: the dummy baseline.
@@ -257,6 +282,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             next_frame: 0,
             fingerprint,
             work: Work::new(limit),
+            framing: Arc::new(Compact),
             zero_entity,
             zero_player,
         })
@@ -270,6 +296,30 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
     /// The codec of every message.
     pub fn codec(&self) -> Codec {
         self.config.codec
+    }
+
+    /// The framing of snapshot messages ([`Compact`] unless set).
+    pub fn framing(&self) -> &Arc<dyn Framing> {
+        &self.framing
+    }
+
+    /// Frames snapshot messages with `framing` (the `q3` crate's Quake 3
+    /// `svc_snapshot`, for one). Only before the first gamestate is
+    /// written, and only a framing that carries the server's codec.
+    pub fn set_framing(&mut self, framing: Arc<dyn Framing>) -> Result<(), ServerError> {
+        if self.sealed {
+            return Err(ServerError::FramingSealed);
+        }
+        if !framing.accepts(self.config.codec) {
+            return Err(crate::error::ConfigError::FramingRefusesCodec {
+                framing: framing.name(),
+                codec: self.config.codec.name(),
+            }
+            .into());
+        }
+        self.framing = framing;
+        self.work.forget_encodings();
+        Ok(())
     }
 
     /// The layout fingerprint clients check in the gamestate.
@@ -496,6 +546,8 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             settings,
             view,
             player: self.zero_player.clone(),
+            flags: 0,
+            area_mask: AreaMask::EMPTY,
             ring: (0..RING_SIZE)
                 .map(|_| Sent::blank(limit, &self.zero_player))
                 .collect(),
@@ -578,6 +630,45 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
     /// Mutable access to a client's player state.
     pub fn player_state_mut(&mut self, id: ClientId) -> Result<&mut P, ServerError> {
         Ok(&mut self.slot_mut(id)?.player)
+    }
+
+    /// Sets the flags of a client's next snapshots: the game's own bits
+    /// (Quake 3's not-active and server-count toggle). The server sets
+    /// [`RATE_DELAYED`](crate::framing::RATE_DELAYED) itself when the client's byte rate held a snapshot
+    /// back, on top of these.
+    pub fn set_snapshot_flags(&mut self, id: ClientId, flags: u8) -> Result<(), ServerError> {
+        self.slot_mut(id)?.flags = flags;
+        Ok(())
+    }
+
+    /// Sets the area mask of a client's next snapshots (Quake 3: the map
+    /// areas its view reaches), at most
+    /// [`MAX_AREA_MASK`](crate::framing::MAX_AREA_MASK) bytes.
+    pub fn set_area_mask(&mut self, id: ClientId, mask: &[u8]) -> Result<(), ServerError> {
+        let mask = AreaMask::new(mask).ok_or(ServerError::AreaMaskTooLong { len: mask.len() })?;
+        self.slot_mut(id)?.area_mask = mask;
+        Ok(())
+    }
+
+    /// Numbers a client's next snapshot `sequence` (its later ones follow
+    /// on), as the transport numbers what carries it: a Quake 3 message
+    /// number, a netchan state id. Sequences only grow; the ones skipped
+    /// are never sent, and the ring's depth counts them.
+    pub fn set_next_sequence(&mut self, id: ClientId, sequence: u32) -> Result<(), ServerError> {
+        let slot = self.slot_mut(id)?;
+        if sequence < slot.next_sequence {
+            return Err(ServerError::SequenceBehind {
+                next: slot.next_sequence,
+                given: sequence,
+            });
+        }
+        slot.next_sequence = sequence;
+        Ok(())
+    }
+
+    /// The sequence a client's next snapshot gets.
+    pub fn next_sequence(&self, id: ClientId) -> Result<u32, ServerError> {
+        Ok(self.slot(id)?.next_sequence)
     }
 
     /// A client's send statistics.
@@ -708,6 +799,21 @@ impl<'a, E, P> SentSnapshot<'a, E, P> {
     /// Its size in bytes.
     pub fn bytes(&self) -> u32 {
         self.sent.bytes
+    }
+
+    /// Its flags (see [`Server::set_snapshot_flags`]).
+    pub fn flags(&self) -> u8 {
+        self.sent.flags
+    }
+
+    /// Its area mask.
+    pub fn area_mask(&self) -> &'a [u8] {
+        self.sent.area_mask.as_bytes()
+    }
+
+    /// How its message was coded against its base.
+    pub fn delivery(&self) -> Delivery {
+        self.sent.delivery
     }
 
     /// The player state sent (normalized to what the wire keeps).

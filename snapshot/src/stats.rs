@@ -75,9 +75,9 @@ impl ClientStats {
             ClientError::EntityOutOfRange { .. } => self.out_of_range += 1,
             ClientError::NoGamestate => self.no_gamestate += 1,
             ClientError::Malformed(_)
-            | ClientError::UnknownMessageKind(_)
+            | ClientError::NotASnapshot(_)
+            | ClientError::SnapshotWithoutSequence
             | ClientError::BadDeltaDistance { .. }
-            | ClientError::ChainedFullUpdate { .. }
             | ClientError::RemovedUnknownEntity { .. }
             | ClientError::EntityLimit { .. }
             | ClientError::UnknownCodec(_)

@@ -69,7 +69,7 @@ fn steady_state_frames_do_not_allocate() {
                     panic!()
                 };
                 if index == 0 {
-                    client.read_message(&bytes).unwrap();
+                    client.read_snapshot(info.sequence, &bytes).unwrap();
                 }
                 if (n + index as u32) % 10 != 0 {
                     server.acknowledge(id, info.sequence).unwrap();

@@ -5,9 +5,11 @@ mod common;
 
 use common::*;
 use fields::codec::Held;
+use fields::varcode::put_exp_golomb;
 use fields::{BitSink, BitWriter, Codec, EntityUpdate};
 use netq3_snapshot::checksum::layout_fingerprint;
-use netq3_snapshot::message::{MessageKind, SnapshotHeader};
+use netq3_snapshot::framing::{AreaMask, Compact, Delivery, Framing, SnapshotHeader};
+use netq3_snapshot::message::MessageKind;
 use netq3_snapshot::{Client, ClientError, ClientSettings, Received, Server, ServerConfig};
 
 fn server_with_world(config: ServerConfig) -> Server<Ent, Player> {
@@ -41,7 +43,7 @@ fn setup(codec: Codec) -> Fixture {
     let mut first = Vec::new();
     server.commit_frame(0).unwrap();
     build(&mut server, id, &mut first);
-    client.read_message(&first).unwrap();
+    client.read_snapshot(0, &first).unwrap();
     server.acknowledge(id, 0).unwrap();
     server.entity_mut(9).unwrap().y = 3.5;
     server.remove_entity(30);
@@ -60,16 +62,25 @@ fn encode(f: impl FnOnce(&mut BitWriter<'_>)) -> Vec<u8> {
     buf
 }
 
-fn full_header(sequence: u32) -> SnapshotHeader {
-    SnapshotHeader {
+/// Writes the compact header of full update `sequence`.
+fn full_header(w: &mut BitWriter<'_>, sequence: u32) {
+    let header = SnapshotHeader {
         sequence,
         frame: 0,
         server_time: 0,
         base: None,
-        rate_delayed: false,
+        flags: 0,
+        area_mask: AreaMask::EMPTY,
         has_checksum: false,
         via_time: None,
-    }
+        delivery: Delivery::FULL,
+    };
+    Compact.write_header(w, &header, None).unwrap();
+}
+
+/// Reads `message` as snapshot 1 (the fixture's second).
+fn read(client: &mut Client<Ent, Player>, message: &[u8]) -> Result<Received, ClientError> {
+    client.read_snapshot(1, message)
 }
 
 #[test]
@@ -80,10 +91,17 @@ fn every_truncation_of_every_message_kind_is_rejected() {
         server.write_gamestate(&mut gamestate).unwrap();
         let mut configstring = Vec::new();
         server.write_configstring(0, &mut configstring).unwrap();
-        for message in [&second, &gamestate, &configstring] {
+        for (message, snapshot) in [(&second, true), (&gamestate, false), (&configstring, false)] {
+            let read = |probe: &mut Client<Ent, Player>, bytes: &[u8]| {
+                if snapshot {
+                    probe.read_snapshot(1, bytes)
+                } else {
+                    probe.read_message(bytes)
+                }
+            };
             for len in 0..message.len() {
                 let mut probe = client.clone();
-                let error = probe.read_message(&message[..len]).unwrap_err();
+                let error = read(&mut probe, &message[..len]).unwrap_err();
                 assert!(
                     matches!(error, ClientError::Malformed(_)),
                     "{codec:?} prefix {len}: {error}"
@@ -93,7 +111,7 @@ fn every_truncation_of_every_message_kind_is_rejected() {
                 assert_eq!(probe.ack(), client.ack());
             }
             // The whole message is fine.
-            client.clone().read_message(message).unwrap();
+            read(&mut client.clone(), message).unwrap();
         }
     }
 }
@@ -103,19 +121,22 @@ fn trailing_data_is_rejected() {
     let (_, mut client, _, mut second) = setup(Codec::Native);
     second.push(0);
     assert!(matches!(
-        client.read_message(&second),
+        read(&mut client, &second),
         Err(ClientError::TrailingData { .. })
     ));
     assert_eq!(client.stats().malformed, 1);
     second.pop();
-    client.read_message(&second).unwrap();
+    read(&mut client, &second).unwrap();
 }
 
 #[test]
 fn a_snapshot_before_the_gamestate_is_rejected() {
     let (_, _, first, _) = setup(Codec::Q3);
     let mut fresh: Client<Ent, Player> = Client::new();
-    assert_eq!(fresh.read_message(&first), Err(ClientError::NoGamestate));
+    assert_eq!(
+        fresh.read_snapshot(0, &first),
+        Err(ClientError::NoGamestate)
+    );
     assert_eq!(fresh.stats().no_gamestate, 1);
 }
 
@@ -125,7 +146,7 @@ fn a_missing_base_is_rejected_and_asks_for_a_full_update() {
     let mut other = client.clone();
     other.clear_snapshots();
     assert_eq!(
-        other.read_message(&second),
+        read(&mut other, &second),
         Err(ClientError::BaseMissing {
             sequence: 1,
             base: 0
@@ -135,27 +156,31 @@ fn a_missing_base_is_rejected_and_asks_for_a_full_update() {
 }
 
 #[test]
-fn unknown_kinds_and_impossible_distances_are_rejected() {
-    let (_, mut client, _, _) = setup(Codec::Native);
-    let unknown = encode(|w| w.put_bits(3, 2).unwrap());
+fn misplaced_messages_and_impossible_distances_are_rejected() {
+    let (mut server, mut client, first, _) = setup(Codec::Native);
     assert_eq!(
-        client.read_message(&unknown),
-        Err(ClientError::UnknownMessageKind(3))
+        client.read_message(&first),
+        Err(ClientError::SnapshotWithoutSequence)
     );
+    let mut gamestate = Vec::new();
+    server.write_gamestate(&mut gamestate).unwrap();
+    assert_eq!(
+        client.read_snapshot(5, &gamestate),
+        Err(ClientError::NotASnapshot(MessageKind::Gamestate))
+    );
+    // A delta 9 back from snapshot 2 (distance less one, exp-Golomb 1).
     let bad_distance = encode(|w| {
-        MessageKind::Snapshot.write(w).unwrap();
-        w.put_bits(2, 32).unwrap();
-        w.put_bits(9, 5).unwrap();
-        w.put_bits(0, 3).unwrap();
+        MessageKind::Delta.write(w).unwrap();
+        put_exp_golomb(w, 8, 1).unwrap();
     });
     assert_eq!(
-        client.read_message(&bad_distance),
+        client.read_snapshot(2, &bad_distance),
         Err(ClientError::BadDeltaDistance {
             sequence: 2,
             distance: 9
         })
     );
-    assert_eq!(client.stats().malformed, 2);
+    assert_eq!(client.stats().malformed, 3);
 }
 
 #[test]
@@ -175,8 +200,8 @@ fn out_of_range_entity_numbers_are_rejected() {
         let id = big.add_client(ClientSettings::unlimited()).unwrap();
         big.commit_frame(0).unwrap();
         let mut bytes = Vec::new();
-        build(&mut big, id, &mut bytes);
-        let error = client.read_message(&bytes).unwrap_err();
+        let info = build(&mut big, id, &mut bytes);
+        let error = client.read_snapshot(info.sequence, &bytes).unwrap_err();
         assert_eq!(
             error,
             ClientError::EntityOutOfRange {
@@ -195,7 +220,7 @@ fn removing_an_entity_the_base_lacks_is_rejected() {
     for codec in CODECS {
         let (_, mut client, _, _) = setup(codec);
         let message = encode(|w| {
-            full_header(7).write(w, None).unwrap();
+            full_header(w, 7);
             codec
                 .write_delta(w, &Player::default(), &Player::default())
                 .unwrap();
@@ -214,7 +239,7 @@ fn removing_an_entity_the_base_lacks_is_rejected() {
             codec.write_entities_end(w, Some(5), &old).unwrap();
         });
         assert_eq!(
-            client.read_message(&message),
+            client.read_snapshot(7, &message),
             Err(ClientError::RemovedUnknownEntity { number: 5 })
         );
     }
@@ -229,7 +254,7 @@ fn unsorted_entity_lists_and_bad_field_data_are_malformed() {
         ..Ent::default()
     };
     let unsorted = encode(|w| {
-        full_header(7).write(w, None).unwrap();
+        full_header(w, 7);
         Codec::Q3
             .write_delta(w, &Player::default(), &Player::default())
             .unwrap();
@@ -243,12 +268,12 @@ fn unsorted_entity_lists_and_bad_field_data_are_malformed() {
         }
         Codec::Q3.write_entities_end(w, Some(3), &zero).unwrap();
     });
-    let error = client.read_message(&unsorted).unwrap_err();
+    let error = client.read_snapshot(7, &unsorted).unwrap_err();
     assert!(matches!(error, ClientError::Malformed(_)), "{error}");
     assert!(error.to_string().contains("sorted"));
     // A Quake 3 entity whose last-changed count exceeds its fields.
     let bad_lc = encode(|w| {
-        full_header(7).write(w, None).unwrap();
+        full_header(w, 7);
         Codec::Q3
             .write_delta(w, &Player::default(), &Player::default())
             .unwrap();
@@ -257,7 +282,7 @@ fn unsorted_entity_lists_and_bad_field_data_are_malformed() {
         w.put_bit(true).unwrap();
         w.put_u8(200).unwrap();
     });
-    let error = client.read_message(&bad_lc).unwrap_err();
+    let error = client.read_snapshot(7, &bad_lc).unwrap_err();
     assert!(error.to_string().contains("last-changed"), "{error}");
     assert_eq!(client.stats().malformed, 2);
 }
@@ -421,17 +446,17 @@ fn random_corruption_never_panics_and_never_half_applies() {
     for codec in CODECS {
         let (_, client, first, second) = setup(codec);
         for round in 0..3000 {
-            let mut message = if round % 2 == 0 {
-                second.clone()
+            let (sequence, mut message) = if round % 2 == 0 {
+                (1, second.clone())
             } else {
-                first.clone()
+                (0, first.clone())
             };
             for _ in 0..=rng.below(3) {
                 let bit = rng.below(message.len() as u64 * 8) as usize;
                 message[bit / 8] ^= 1 << (bit % 8);
             }
             let mut probe = client.clone();
-            match probe.read_message(&message) {
+            match probe.read_snapshot(sequence, &message) {
                 Ok(_) => {}
                 Err(_) => {
                     assert_eq!(probe.stats().rejected(), 1);

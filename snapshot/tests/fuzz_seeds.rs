@@ -24,7 +24,7 @@ fn seeds() -> Vec<Vec<u8>> {
         let mut bytes = Vec::new();
         server.set_configstring(1, "round=2").unwrap();
         server.write_configstring(1, &mut bytes).unwrap();
-        messages.push(bytes.clone());
+        messages.push((0, bytes.clone()));
         for frame in 2..5u32 {
             server.entity_mut(5).unwrap().y += 2.0;
             if frame == 3 {
@@ -38,20 +38,24 @@ fn seeds() -> Vec<Vec<u8>> {
             {
                 server.acknowledge(other, info.sequence).unwrap();
             }
-            server
+            let BuildOutcome::Built(info) = server
                 .build_snapshot(id, &mut AllInScope, &mut bytes)
-                .unwrap();
-            messages.push(bytes.clone());
+                .unwrap()
+            else {
+                panic!("unlimited clients get every frame")
+            };
+            messages.push((info.sequence as u8, bytes.clone()));
         }
         assert_eq!(server.stats(id).unwrap().chained, 1, "{codec:?}");
         let mut sequence = vec![bit];
-        for message in &messages {
+        for (number, message) in &messages {
             sequence.push(u8::try_from(message.len()).expect("short messages"));
+            sequence.push(*number);
             sequence.extend_from_slice(message);
         }
         seeds.push(sequence);
-        let mut single = vec![bit | 2];
-        single.extend_from_slice(&messages[1]);
+        let mut single = vec![bit | 2, messages[1].0];
+        single.extend_from_slice(&messages[1].1);
         seeds.push(single);
     }
     seeds

@@ -108,7 +108,9 @@ fn predicted_deltas_decode_exactly_for_clients_with_different_bases() {
             else {
                 panic!("unlimited clients get every frame");
             };
-            let Received::Snapshot(report) = clients[k].read_message(&bytes).unwrap() else {
+            let Received::Snapshot(report) =
+                clients[k].read_snapshot(info.sequence, &bytes).unwrap()
+            else {
                 panic!("expected a snapshot");
             };
             assert_eq!(report.sequence, info.sequence);

@@ -57,7 +57,7 @@ impl<T: Clone> Link<T> {
 struct Peer {
     id: ClientId,
     client: Client<Ent, Player>,
-    down: Link<Vec<u8>>,
+    down: Link<(u32, Vec<u8>)>,
     up: Link<u32>,
     accepted: u64,
 }
@@ -202,16 +202,17 @@ fn run(seed: u64, codec: Codec) {
         // The recorder first: it is always on the previous frame, so A's
         // snapshots while an ack of A's is outstanding can be chained
         // through the list the recorder just built (A sees what it sees).
-        if let BuildOutcome::Built(_) = server
+        if let BuildOutcome::Built(info) = server
             .build_snapshot(recorder, &mut scope, &mut bytes)
             .unwrap()
         {
-            let Received::Snapshot(report) = playback.read_message(&bytes).unwrap() else {
+            let Received::Snapshot(report) = playback.read_snapshot(info.sequence, &bytes).unwrap()
+            else {
                 panic!("recorder stream is in order")
             };
             assert_ne!(report.sync, SyncCheck::Mismatched);
             assert_matches_record(&server, recorder, &playback);
-            dynamic.read_message(&bytes).unwrap();
+            dynamic.read_snapshot(info.sequence, &bytes).unwrap();
             let typed = playback.newest().unwrap();
             let decoded = dynamic.newest().unwrap();
             assert_eq!(typed.len(), decoded.len());
@@ -230,16 +231,17 @@ fn run(seed: u64, codec: Codec) {
         }
 
         for peer in &mut peers {
-            if let BuildOutcome::Built(_) = server
+            if let BuildOutcome::Built(info) = server
                 .build_snapshot(peer.id, &mut scope, &mut bytes)
                 .unwrap()
             {
-                peer.down.send(&mut rng, frame, bytes.clone(), 0.15);
+                peer.down
+                    .send(&mut rng, frame, (info.sequence, bytes.clone()), 0.15);
             }
         }
         for peer in &mut peers {
-            for message in peer.down.receive(&mut rng, frame) {
-                match peer.client.read_message(&message) {
+            for (sequence, message) in peer.down.receive(&mut rng, frame) {
+                match peer.client.read_snapshot(sequence, &message) {
                     Ok(Received::Snapshot(report)) => {
                         assert_ne!(report.sync, SyncCheck::Mismatched, "seed {seed}");
                         assert_matches_record(&server, peer.id, &peer.client);

@@ -43,15 +43,18 @@ fn an_ack_older_than_the_ring_falls_back_to_a_full_update() {
         let mut bytes = Vec::new();
         step(&mut server, 0);
         let first = build(&mut server, id, &mut bytes);
-        client.read_message(&bytes).unwrap();
+        client.read_snapshot(first.sequence, &bytes).unwrap();
         server.acknowledge(id, first.sequence).unwrap();
 
         // No more acks. Every snapshot up to 31 back is a delta from the
         // acked one; the 32nd would need the slot being written: full.
         let mut bases = Vec::new();
+        let mut last = None;
         for frame in 1..=RING_SIZE as u32 + 1 {
             step(&mut server, frame * 50);
-            bases.push(build(&mut server, id, &mut bytes).base);
+            let info = build(&mut server, id, &mut bytes);
+            bases.push(info.base);
+            last = Some(info.sequence);
         }
         assert!(bases[..RING_SIZE - 1]
             .iter()
@@ -59,7 +62,8 @@ fn an_ack_older_than_the_ring_falls_back_to_a_full_update() {
         assert_eq!(bases[RING_SIZE - 1], None);
         assert_eq!(bases[RING_SIZE], None);
         // The client lost all of those but the last, and still decodes it.
-        let Received::Snapshot(report) = client.read_message(&bytes).unwrap() else {
+        let Received::Snapshot(report) = client.read_snapshot(last.unwrap(), &bytes).unwrap()
+        else {
             panic!()
         };
         assert_eq!(report.base, None);
@@ -79,8 +83,8 @@ fn a_restarted_client_recovers_by_requesting_a_full_update() {
         let mut bytes = Vec::new();
         for frame in 0..10 {
             step(&mut server, frame * 50);
-            build(&mut server, id, &mut bytes);
-            client.read_message(&bytes).unwrap();
+            let info = build(&mut server, id, &mut bytes);
+            client.read_snapshot(info.sequence, &bytes).unwrap();
             server.acknowledge(id, client.ack().unwrap()).unwrap();
         }
 
@@ -90,7 +94,8 @@ fn a_restarted_client_recovers_by_requesting_a_full_update() {
         connect(&mut server, &mut client);
         step(&mut server, 500);
         let info = build(&mut server, id, &mut bytes);
-        let error = client.read_message(&bytes).unwrap_err();
+        assert!(info.base.is_some());
+        let error = client.read_snapshot(info.sequence, &bytes).unwrap_err();
         assert_eq!(
             error,
             ClientError::BaseMissing {
@@ -108,7 +113,7 @@ fn a_restarted_client_recovers_by_requesting_a_full_update() {
         step(&mut server, 550);
         let info = build(&mut server, id, &mut bytes);
         assert_eq!(info.base, None);
-        client.read_message(&bytes).unwrap();
+        client.read_snapshot(info.sequence, &bytes).unwrap();
         assert!(!client.needs_full_update());
         assert_matches_record(&server, id, &client);
         // Acks from before the request no longer count.
@@ -132,8 +137,8 @@ fn a_restarted_client_that_says_nothing_recovers_when_the_ring_runs_out() {
     let mut rejected = 0;
     for frame in 1..=40 {
         step(&mut server, frame * 50);
-        build(&mut server, id, &mut bytes);
-        match client.read_message(&bytes) {
+        let info = build(&mut server, id, &mut bytes);
+        match client.read_snapshot(info.sequence, &bytes) {
             Ok(_) => {
                 assert_matches_record(&server, id, &client);
                 server.acknowledge(id, client.ack().unwrap()).unwrap();
@@ -163,7 +168,8 @@ fn a_recorder_streams_a_clients_view_with_keyframes_for_seeking() {
         let mut scope = |_: netq3_snapshot::ClientId, player: &Player, _: u32, e: &Ent| {
             (e.x < player.origin[0]).then_some(1.0)
         };
-        let mut recording = vec![gamestate.clone(), change];
+        // Each message, with its sequence when it is a snapshot.
+        let mut recording = vec![(None, gamestate.clone()), (None, change)];
         let mut keyframes = Vec::new();
         let mut bytes = Vec::new();
         for frame in 0..40u32 {
@@ -185,13 +191,21 @@ fn a_recorder_streams_a_clients_view_with_keyframes_for_seeking() {
                 // Auto-acknowledged: every snapshot is a delta from the last.
                 assert_eq!(info.base, Some(info.sequence - 1));
             }
-            recording.push(bytes.clone());
+            recording.push((Some(info.sequence), bytes.clone()));
         }
+        let feed = |client: &mut Client<Ent, Player>,
+                    (sequence, message): &(Option<u32>, Vec<u8>)| {
+            match sequence {
+                Some(sequence) => client.read_snapshot(*sequence, message),
+                None => client.read_message(message),
+            }
+            .unwrap();
+        };
 
         // Play the whole recording.
         let mut player: Client<Ent, Player> = Client::new();
         for message in &recording {
-            player.read_message(message).unwrap();
+            feed(&mut player, message);
         }
         assert_eq!(
             player.gamestate().unwrap().configstring(2),
@@ -206,7 +220,7 @@ fn a_recorder_streams_a_clients_view_with_keyframes_for_seeking() {
         let mut seeker: Client<Ent, Player> = Client::new();
         seeker.read_message(&gamestate).unwrap();
         for message in &recording[*keyframes.last().unwrap()..] {
-            seeker.read_message(message).unwrap();
+            feed(&mut seeker, message);
         }
         assert_eq!(seeker.newest().unwrap(), &end);
 
@@ -215,10 +229,10 @@ fn a_recorder_streams_a_clients_view_with_keyframes_for_seeking() {
         restored.clear_snapshots();
         assert!(restored.newest().is_none());
         let k = keyframes[2];
-        restored.read_message(&recording[k]).unwrap();
+        feed(&mut restored, &recording[k]);
         let mut reference: Client<Ent, Player> = Client::new();
         for message in &recording[..=k] {
-            reference.read_message(message).unwrap();
+            feed(&mut reference, message);
         }
         assert_eq!(restored.newest(), reference.newest());
 
@@ -302,7 +316,7 @@ fn a_snapshot_that_arrives_late_is_kept_as_a_base() {
         step(&mut server, 0);
         let s0 = build(&mut server, id, &mut first);
         assert!(matches!(
-            client.read_message(&first).unwrap(),
+            client.read_snapshot(s0.sequence, &first).unwrap(),
             Received::Snapshot(_)
         ));
         server.acknowledge(id, s0.sequence).unwrap();
@@ -312,11 +326,11 @@ fn a_snapshot_that_arrives_late_is_kept_as_a_base() {
         let s2 = build(&mut server, id, &mut second);
         // s2 arrives first, then s1, late.
         assert!(matches!(
-            client.read_message(&second).unwrap(),
+            client.read_snapshot(s2.sequence, &second).unwrap(),
             Received::Snapshot(_)
         ));
         assert_eq!(
-            client.read_message(&first).unwrap(),
+            client.read_snapshot(s1.sequence, &first).unwrap(),
             Received::Stale {
                 sequence: s1.sequence,
                 kept: true
@@ -330,7 +344,7 @@ fn a_snapshot_that_arrives_late_is_kept_as_a_base() {
         assert_eq!(client.stats().late_kept, 1);
         // A duplicate of it is ignored.
         assert_eq!(
-            client.read_message(&first).unwrap(),
+            client.read_snapshot(s1.sequence, &first).unwrap(),
             Received::Stale {
                 sequence: s1.sequence,
                 kept: false
@@ -342,7 +356,7 @@ fn a_snapshot_that_arrives_late_is_kept_as_a_base() {
         let s3 = build(&mut server, id, &mut first);
         assert_eq!(s3.base, Some(s1.sequence));
         assert!(matches!(
-            client.read_message(&first).unwrap(),
+            client.read_snapshot(s3.sequence, &first).unwrap(),
             Received::Snapshot(_)
         ));
         assert_matches_record(&server, id, &client);

@@ -57,9 +57,9 @@ fn play(
             server.set_entity(number, state).unwrap();
         }
         server.commit_frame(frame * TICK).unwrap();
-        build(&mut server, id, &mut bytes);
+        let info = build(&mut server, id, &mut bytes);
         if !rng.chance(loss) {
-            client.read_message(&bytes).unwrap();
+            client.read_snapshot(info.sequence, &bytes).unwrap();
             server.acknowledge(id, client.ack().unwrap()).unwrap();
         }
     }
@@ -89,9 +89,9 @@ fn the_rewind_is_exactly_what_the_client_drew() {
                 )
                 .unwrap();
             server.commit_frame(frame * TICK).unwrap();
-            build(&mut server, id, &mut bytes);
+            let info = build(&mut server, id, &mut bytes);
             if !rng.chance(0.25) {
-                client.read_message(&bytes).unwrap();
+                client.read_snapshot(info.sequence, &bytes).unwrap();
                 server.acknowledge(id, client.ack().unwrap()).unwrap();
             }
             // The client draws somewhere around one snapshot behind (or

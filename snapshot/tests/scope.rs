@@ -53,7 +53,7 @@ fn entities_enter_and_leave_the_view_with_the_scope() {
             else {
                 panic!()
             };
-            client.read_message(&bytes).unwrap();
+            client.read_snapshot(info.sequence, &bytes).unwrap();
             server.acknowledge(id, info.sequence).unwrap();
             assert_matches_record(&server, id, &client);
             let numbers: Vec<u32> = client
@@ -87,8 +87,11 @@ fn entities_enter_and_leave_the_view_with_the_scope() {
         // Removals were written as such.
         server.player_state_mut(id).unwrap().origin[0] = 900.0;
         server.commit_frame(1000).unwrap();
-        server.build_snapshot(id, &mut near, &mut bytes).unwrap();
-        client.read_message(&bytes).unwrap();
+        let BuildOutcome::Built(info) = server.build_snapshot(id, &mut near, &mut bytes).unwrap()
+        else {
+            panic!()
+        };
+        client.read_snapshot(info.sequence, &bytes).unwrap();
         let kinds: Vec<_> = client
             .trace()
             .unwrap()
@@ -133,7 +136,7 @@ fn a_short_budget_sends_by_priority_and_starves_nothing() {
         };
         assert!(bytes.len() <= 200);
         assert!(first.entities_deferred > 0);
-        client.read_message(&bytes).unwrap();
+        client.read_snapshot(first.sequence, &bytes).unwrap();
         server.acknowledge(id, first.sequence).unwrap();
         assert_matches_record(&server, id, &client);
         let held: Vec<u32> = client
@@ -156,7 +159,7 @@ fn a_short_budget_sends_by_priority_and_starves_nothing() {
                 panic!()
             };
             assert!(bytes.len() <= 200, "{} bytes", bytes.len());
-            client.read_message(&bytes).unwrap();
+            client.read_snapshot(info.sequence, &bytes).unwrap();
             server.acknowledge(id, info.sequence).unwrap();
             assert_matches_record(&server, id, &client);
             frames += 1;
@@ -185,7 +188,7 @@ fn deferred_changes_keep_the_clients_old_state_in_the_record() {
         loop {
             server.commit_frame(frame * 50).unwrap();
             let info = build(&mut server, id, &mut bytes);
-            client.read_message(&bytes).unwrap();
+            client.read_snapshot(info.sequence, &bytes).unwrap();
             server.acknowledge(id, info.sequence).unwrap();
             frame += 1;
             if client.newest().unwrap().len() == 60 && info.entities_deferred == 0 {
@@ -203,7 +206,7 @@ fn deferred_changes_keep_the_clients_old_state_in_the_record() {
         server.commit_frame(frame * 50).unwrap();
         let info = build(&mut server, id, &mut bytes);
         assert!(info.entities_deferred > 0);
-        client.read_message(&bytes).unwrap();
+        client.read_snapshot(info.sequence, &bytes).unwrap();
         assert_matches_record(&server, id, &client);
         let held = client.newest().unwrap();
         let stale = held.entities().filter(|(_, e)| e.health == 100).count();
@@ -211,8 +214,8 @@ fn deferred_changes_keep_the_clients_old_state_in_the_record() {
         // A delta from this snapshot starts from those old states.
         server.acknowledge(id, info.sequence).unwrap();
         server.commit_frame(frame * 50 + 50).unwrap();
-        build(&mut server, id, &mut bytes);
-        client.read_message(&bytes).unwrap();
+        let next = build(&mut server, id, &mut bytes);
+        client.read_snapshot(next.sequence, &bytes).unwrap();
         assert_matches_record(&server, id, &client);
     }
 }
@@ -270,7 +273,8 @@ fn a_client_over_its_byte_rate_is_delayed_and_told_so() {
                 .build_snapshot(id, &mut netq3_snapshot::AllInScope, &mut bytes)
                 .unwrap();
             if let BuildOutcome::Built(info) = outcome {
-                let Received::Snapshot(_) = client.read_message(&bytes).unwrap() else {
+                let Received::Snapshot(_) = client.read_snapshot(info.sequence, &bytes).unwrap()
+                else {
                     panic!()
                 };
                 assert_eq!(client.newest().unwrap().rate_delayed(), info.rate_delayed);

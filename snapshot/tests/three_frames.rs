@@ -43,7 +43,8 @@ fn three_frames_carry_exactly_the_fields_the_client_is_missing() {
         server.commit_frame(0).unwrap();
         let first = build(&mut server, id, &mut bytes);
         assert_eq!(first.base, None);
-        let Received::Snapshot(report) = client.read_message(&bytes).unwrap() else {
+        let Received::Snapshot(report) = client.read_snapshot(first.sequence, &bytes).unwrap()
+        else {
             panic!("expected a snapshot")
         };
         assert_eq!(report.sequence, first.sequence);
@@ -67,7 +68,7 @@ fn three_frames_carry_exactly_the_fields_the_client_is_missing() {
         server.commit_frame(50).unwrap();
         let second = build(&mut server, id, &mut bytes);
         assert_eq!(second.base, Some(first.sequence));
-        client.read_message(&bytes).unwrap();
+        client.read_snapshot(second.sequence, &bytes).unwrap();
         let trace = client.trace().unwrap().clone();
         assert_eq!(trace.base, Some(first.sequence));
         assert_eq!(trace.entities.len(), 1);
@@ -83,7 +84,7 @@ fn three_frames_carry_exactly_the_fields_the_client_is_missing() {
         server.commit_frame(100).unwrap();
         let third = build(&mut server, id, &mut bytes);
         assert_eq!(third.base, Some(first.sequence));
-        client.read_message(&bytes).unwrap();
+        client.read_snapshot(third.sequence, &bytes).unwrap();
         let trace = client.trace().unwrap().clone();
         assert_eq!(trace.base, Some(first.sequence));
         assert_eq!(trace.entities.len(), 1);
@@ -97,17 +98,23 @@ fn three_frames_carry_exactly_the_fields_the_client_is_missing() {
         assert_matches_record(&server, id, &client);
 
         if codec == Codec::Q3 {
-            // Quake 3's layout, bit for bit, after our 51-bit header (one
-            // frame and 50 ms after its base: see `netq3_snapshot::message`); an
-            // unchanged player state is `lc` = 0 (8 bits) and "no array changed" (1);
-            // the entity is its number (10), not-removed (1), has-delta (1),
-            // `lc` (8), then per field up to `lc` a changed bit, a non-zero
-            // bit, the integral-float bit and 13 bits; the end marker is 10.
+            // Quake 3's layout, bit for bit, after the compact header
+            // (`netq3_snapshot::framing::Compact`): the second snapshot is
+            // the first delta, one back (2 bits), one frame (1 bit), and
+            // its base, a full update, shows no frame length, so its time
+            // is stated (the usual bit, the toggle-only bit, 6 exception
+            // flags, 50 ms zigzagged at exp-Golomb order 5: 10 bits); an
+            // unchanged player state is `lc` = 0 (8 bits) and "no array
+            // changed" (1); the entity is its number (10), not-removed (1),
+            // has-delta (1), `lc` (8), then per field up to `lc` a changed
+            // bit, a non-zero bit, the integral-float bit and 13 bits; the
+            // end marker is 10.
             let field_bits = 1 + 1 + 1 + 13;
-            assert_eq!(second_bits, 51 + 9 + (10 + 1 + 1 + 8 + field_bits) + 10);
-            // The third: one more field, and 100 ms since its base in its
-            // header where the second had 50 (2 bits more).
-            assert_eq!(trace.bits, second_bits + 2 + field_bits);
+            let header = 2 + 2 + 1 + 1 + 1 + 6 + 10;
+            assert_eq!(second_bits, header + 9 + (10 + 1 + 1 + 8 + field_bits) + 10);
+            // The third: one more field; two back from the same base, 100
+            // ms since it, take as many bits as one back and 50 ms did.
+            assert_eq!(trace.bits, second_bits + field_bits);
         }
     }
 }
@@ -123,8 +130,9 @@ fn a_changed_player_state_travels_as_its_own_delta() {
         let mut bytes = Vec::new();
         server.player_state_mut(id).unwrap().health = 100;
         server.commit_frame(0).unwrap();
-        build(&mut server, id, &mut bytes);
-        let Received::Snapshot(report) = client.read_message(&bytes).unwrap() else {
+        let info = build(&mut server, id, &mut bytes);
+        let Received::Snapshot(report) = client.read_snapshot(info.sequence, &bytes).unwrap()
+        else {
             panic!()
         };
         // The first snapshot to a client carries a sync checksum by default.
@@ -132,8 +140,8 @@ fn a_changed_player_state_travels_as_its_own_delta() {
         server.acknowledge(id, client.ack().unwrap()).unwrap();
         server.player_state_mut(id).unwrap().stats[2] = -4;
         server.commit_frame(50).unwrap();
-        build(&mut server, id, &mut bytes);
-        client.read_message(&bytes).unwrap();
+        let info = build(&mut server, id, &mut bytes);
+        client.read_snapshot(info.sequence, &bytes).unwrap();
         let stats_field = {
             use fields::NetFields;
             Player::TABLE.field("stats").unwrap().0
@@ -191,7 +199,8 @@ fn a_client_behind_on_acks_gets_the_two_cached_lists_chained() {
             let mut frame = Vec::new();
             for (index, id) in [on_time, late].into_iter().enumerate() {
                 let info = build(&mut server, id, &mut bytes);
-                let Received::Snapshot(report) = clients[index].read_message(&bytes).unwrap()
+                let Received::Snapshot(report) =
+                    clients[index].read_snapshot(info.sequence, &bytes).unwrap()
                 else {
                     panic!("expected a snapshot")
                 };

@@ -289,11 +289,24 @@ impl<W: Write> Dm68Converter<W> {
             checksum,
             ..EncodeOptions::default()
         };
-        let base_state = base.map(state_of);
+        // The base as the reader holds it: its delivery is the one the
+        // checking client decoded.
+        let base_state = base.map(|base| SnapshotState {
+            delivery: self
+                .check
+                .as_ref()
+                .and_then(|check| check.snapshot(base.message_num as u32))
+                .map(|held| held.delivery()),
+            ..state_of(base)
+        });
+        let setup = snapshot::EncodeSetup {
+            framing: &**server.framing(),
+            codec: self.options.codec,
+            gamestate: server.gamestate(),
+            zero_entity: &q3::EntityState::default(),
+        };
         snapshot::encode_snapshot(
-            self.options.codec,
-            server.gamestate(),
-            &q3::EntityState::default(),
+            &setup,
             &state_of(snapshot),
             base_state.as_ref(),
             options,
@@ -311,7 +324,7 @@ impl<W: Write> Dm68Converter<W> {
         self.report.snapshots += 1;
         self.report.full_snapshots += base.is_none() as usize;
         self.report.snapshot_bytes += self.buf.len() as u64;
-        self.checked(|received| matches!(received, Received::Snapshot(r) if r.sync != snapshot::SyncCheck::Mismatched))?;
+        self.checked_snapshot(snapshot.message_num as u32, |received| matches!(received, Received::Snapshot(r) if r.sync != snapshot::SyncCheck::Mismatched))?;
         let check = self.check.as_ref().and_then(Client::newest);
         let Some(decoded) = check else {
             return Err(ToolError::ConversionMismatch(format!(
@@ -329,12 +342,33 @@ impl<W: Write> Dm68Converter<W> {
         Ok(())
     }
 
-    /// Decodes the message just written with the checking client.
+    /// Decodes the reliable message just written with the checking client.
     fn checked(&mut self, expect: impl Fn(&Received) -> bool) -> Result<(), ToolError> {
+        self.check_read(None, expect)
+    }
+
+    /// Decodes the snapshot `sequence` just written with the checking client.
+    fn checked_snapshot(
+        &mut self,
+        sequence: u32,
+        expect: impl Fn(&Received) -> bool,
+    ) -> Result<(), ToolError> {
+        self.check_read(Some(sequence), expect)
+    }
+
+    fn check_read(
+        &mut self,
+        sequence: Option<u32>,
+        expect: impl Fn(&Received) -> bool,
+    ) -> Result<(), ToolError> {
         let Some(check) = &mut self.check else {
             return Ok(());
         };
-        let received = check.read_message(&self.buf).map_err(|e| {
+        let received = match sequence {
+            Some(sequence) => check.read_snapshot(sequence, &self.buf),
+            None => check.read_message(&self.buf),
+        }
+        .map_err(|e| {
             ToolError::ConversionMismatch(format!("a written message does not decode: {e}"))
         })?;
         if !expect(&received) {
@@ -375,6 +409,9 @@ fn state_of(s: &q3::Snapshot) -> SnapshotState<'_, EntityState, PlayerState> {
         sequence: s.message_num as u32,
         frame: s.message_num as u32,
         server_time: s.server_time as u32,
+        flags: s.snap_flags,
+        area_mask: &s.areamask,
+        delivery: None,
         player: &s.ps,
         entities: &s.entities,
     }

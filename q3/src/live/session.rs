@@ -4,17 +4,15 @@
 use std::io::Write;
 use std::time::Instant;
 
-use fields::Codec;
 use serde::Serialize;
-use snapshot::{EncodeOptions, Server, ServerConfig, SnapshotState};
 
 use super::client::{End, Event, LiveClient};
 use super::error::LiveError;
 use super::netchan::Framing;
+use crate::engine::{frame_ms, EngineReplay};
 use crate::file::Dm68Writer;
 use crate::message::{Command, Gamestate};
-use crate::snapshot::Snapshot;
-use crate::tables::{EntityState, PlayerState};
+use crate::snapshot::{Baselines, Snapshot};
 
 /// The `--summary-json` document (exactly these fields).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -41,8 +39,10 @@ pub struct Summary {
     /// Mean size of the snapshots as Quake 3 sent them: the bits of the
     /// `svc_snapshot` command (command byte to last entity) over 8.
     pub mean_snapshot_bytes: f64,
-    /// Mean size of the same snapshots, against the same bases, in the
-    /// project's native codec (whole native snapshot message).
+    /// Mean size of the same snapshots as the library's engine sends them
+    /// against the same bases: a `snapshot::Server` driven with them
+    /// (`q3::engine::EngineReplay`), native codec, compact framing (the
+    /// whole snapshot message).
     pub native_mean_snapshot_bytes: f64,
     /// New reliable server commands received.
     pub server_commands: u64,
@@ -82,8 +82,7 @@ pub struct Session {
     native_errors: u64,
     server_commands: u64,
     marks: Vec<SnapshotMark>,
-    native: Option<Server<EntityState, PlayerState>>,
-    buf: Vec<u8>,
+    native: Option<NativeStream>,
     recorder: Option<Dm68Writer<Box<dyn Write + Send>>>,
     recording: bool,
     map_restarts: u64,
@@ -119,7 +118,6 @@ impl Session {
             server_commands: 0,
             marks: Vec::new(),
             native: None,
-            buf: Vec::new(),
             recorder: None,
             recording: false,
             map_restarts: 0,
@@ -160,7 +158,8 @@ impl Session {
         &self.maps
     }
 
-    /// Snapshots the native codec failed to encode (should be 0).
+    /// Snapshots the engine could not send against Quake 3's base (should
+    /// be 0).
     pub fn native_errors(&self) -> u64 {
         self.native_errors
     }
@@ -176,6 +175,7 @@ impl Session {
             Event::Connected => self.connected_at = Some(now),
             Event::Ended => {
                 self.ended_at = Some(now);
+                self.flush_native();
                 if let Some(End::Error(LiveError::Decode { .. })) = client.end() {
                     self.decode_errors += 1;
                 }
@@ -191,7 +191,8 @@ impl Session {
                             self.gamestates += 1;
                             self.recording = true;
                             self.maps.push(map_name(client, gamestate));
-                            self.native = native_server(gamestate);
+                            self.flush_native();
+                            self.native = Some(NativeStream::new(gamestate));
                         }
                         Command::ServerCommand(c) if c.is_new => {
                             self.server_commands += 1;
@@ -219,8 +220,7 @@ impl Session {
                                 bits: bits as u32,
                                 command_time: s.ps.command_time,
                             });
-                            let base = snap.base.as_deref().filter(|_| s.base_message().is_some());
-                            self.measure_native(s, base);
+                            self.measure_native(s);
                         }
                         _ => {}
                     }
@@ -236,25 +236,49 @@ impl Session {
         Ok(())
     }
 
-    fn measure_native(&mut self, snapshot: &Snapshot, base: Option<&Snapshot>) {
-        let Some(server) = &self.native else {
+    /// Sends `snapshot` through the engine (once the stream's frame length
+    /// is known: see [`NativeStream`]).
+    fn measure_native(&mut self, snapshot: &Snapshot) {
+        let Some(native) = &mut self.native else {
             return;
         };
-        let base_state = base.map(state_of);
-        match snapshot::encode_snapshot(
-            Codec::Native,
-            server.gamestate(),
-            &EntityState::default(),
-            &state_of(snapshot),
-            base_state.as_ref(),
-            EncodeOptions::default(),
-            &mut self.buf,
-        ) {
-            Ok(()) => {
-                self.native_bytes += self.buf.len() as u64;
-                self.native_snapshots += 1;
+        native.pending.push(snapshot.clone());
+        if native.replay.is_some() || native.pending.len() >= NativeStream::FRAME_SAMPLE {
+            self.flush_native();
+        }
+    }
+
+    /// Sends every pending snapshot through the engine.
+    fn flush_native(&mut self) {
+        let Some(native) = &mut self.native else {
+            return;
+        };
+        if native.pending.is_empty() {
+            return;
+        }
+        if native.replay.is_none() {
+            let frame = frame_ms(native.pending.iter().map(|s| s.server_time));
+            match EngineReplay::native(&native.baselines, frame) {
+                Ok(replay) => native.replay = Some(replay),
+                Err(_) => {
+                    self.native_errors += native.pending.len() as u64;
+                    native.pending.clear();
+                    return;
+                }
             }
-            Err(_) => self.native_errors += 1,
+        }
+        let Some(replay) = &mut native.replay else {
+            return;
+        };
+        for snapshot in native.pending.drain(..) {
+            match replay.send(&snapshot) {
+                Ok(sent) => {
+                    self.native_bytes += sent.bytes.len() as u64;
+                    self.native_snapshots += 1;
+                    self.native_errors += u64::from(!sent.same_base);
+                }
+                Err(_) => self.native_errors += 1,
+            }
         }
     }
 
@@ -303,24 +327,27 @@ fn map_name(client: &LiveClient, gamestate: &Gamestate) -> String {
     .to_owned()
 }
 
-/// A native server holding the gamestate's baselines (its configstrings do
-/// not matter for snapshot sizes).
-fn native_server(gamestate: &Gamestate) -> Option<Server<EntityState, PlayerState>> {
-    let mut server = Server::new(ServerConfig::for_codec(Codec::Native)).ok()?;
-    for (number, state) in &gamestate.baselines {
-        if *state != EntityState::default() {
-            server.set_baseline(*number, Some(*state)).ok()?;
-        }
-    }
-    Some(server)
+/// The engine's stream for one gamestate: its baselines, and the replay,
+/// made once the first snapshots show the server's frame length.
+struct NativeStream {
+    baselines: Baselines,
+    pending: Vec<Snapshot>,
+    replay: Option<EngineReplay>,
 }
 
-fn state_of(s: &Snapshot) -> SnapshotState<'_, EntityState, PlayerState> {
-    SnapshotState {
-        sequence: s.message_num as u32,
-        frame: s.message_num as u32,
-        server_time: s.server_time as u32,
-        player: &s.ps,
-        entities: &s.entities,
+impl NativeStream {
+    /// Snapshots whose time steps give the frame length.
+    const FRAME_SAMPLE: usize = 16;
+
+    fn new(gamestate: &Gamestate) -> Self {
+        let mut baselines = Baselines::default();
+        for (number, state) in &gamestate.baselines {
+            baselines.set(*number, *state);
+        }
+        NativeStream {
+            baselines,
+            pending: Vec::new(),
+            replay: None,
+        }
     }
 }

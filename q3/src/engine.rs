@@ -1,0 +1,379 @@
+//! Quake 3 snapshots through the library's snapshot engine.
+//!
+//! * [`Quake3Framing`] — Quake 3's `svc_snapshot` as a
+//!   [`snapshot::Framing`]: a [`snapshot::Server`] configured with
+//!   [`Codec::Q3`] and this framing writes real Quake 3 snapshot commands,
+//!   bit for bit what a Quake 3 server sends (command byte, server time,
+//!   delta number, flags, area mask, the q3 codec's player state and
+//!   entities, all through Quake 3's Huffman code in bitstream mode), and a
+//!   [`snapshot::Client`] with it reads them.
+//! * [`EngineReplay`] — drives a [`snapshot::Server`] with the snapshots a
+//!   Quake 3 server sent one client (from a `.dm_68` or a live session),
+//!   numbered with their message numbers, acknowledged so that every one is
+//!   sent against the base Quake 3 used, so what the engine writes is
+//!   measured on Quake 3's own streams. With [`Codec::Native`] and the
+//!   engine's [`Compact`] framing it is what the library sends; with
+//!   [`Codec::Q3`] and [`Quake3Framing`] it is what Quake 3 sent.
+//!
+//! ## A relay
+//!
+//! A server that lets real Quake 3 clients watch a game keeps one
+//! [`snapshot::Server`] with [`Codec::Q3`] and [`Quake3Framing`], and per
+//! spectator a client of it. Each frame, for each spectator, it writes the
+//! Quake 3 server message — sequence and reliable acknowledge, then the
+//! `svc_serverCommand`s due, through a [`HuffmanWriter`](fields::HuffmanWriter)
+//! on the message's [`BitWriter`](fields::BitWriter) — sets the snapshot's
+//! number ([`snapshot::Server::set_next_sequence`], the netchan's outgoing
+//! sequence) and calls [`snapshot::Server::build_snapshot_into`] on the same
+//! writer: the `svc_snapshot` is appended, coded against the spectator's
+//! newest acknowledged snapshot (Quake 3 clients acknowledge the newest
+//! message they received in every usercmd packet; pass it to
+//! [`snapshot::Server::acknowledge`]). Then `svc_EOF` through the Huffman
+//! writer again. The spectator's flags (`SNAPFLAG_NOT_ACTIVE`, the
+//! server-count toggle) and area mask are set per client
+//! ([`snapshot::Server::set_snapshot_flags`],
+//! [`snapshot::Server::set_area_mask`]); the framing carries no sync
+//! checksum and no chained snapshots, so the server sends neither.
+
+use std::sync::Arc;
+
+use fields::{BitError, BitSink, BitSource, Codec, HuffmanCode};
+use snapshot::framing::{
+    AreaMask, BaseInfo, Bases, Delivery, Framing, SnapshotHeader, MAX_AREA_MASK,
+};
+use snapshot::{
+    AllInScope, BuildOutcome, ClientError, ClientId, ClientSettings, Compact, Server, ServerConfig,
+    ServerError, SnapshotInfo,
+};
+
+use crate::message::svc;
+use crate::snapshot::{Baselines, Snapshot};
+use crate::tables::{EntityState, PlayerState};
+
+/// Quake 3's `svc_snapshot` command as a [`Framing`] (see the
+/// [module docs](self)).
+///
+/// Its header is the command byte, the server time (32 bits), the delta
+/// number (8 bits: the distance, 0 for a full snapshot), the flags byte,
+/// and the area mask's length byte and bytes. Quake 3 has no frame
+/// numbers: a snapshot read with this framing has its server time as its
+/// frame.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Quake3Framing;
+
+impl Framing for Quake3Framing {
+    fn name(&self) -> &'static str {
+        "quake3"
+    }
+
+    fn accepts(&self, codec: Codec) -> bool {
+        codec == Codec::Q3
+    }
+
+    fn huffman(&self) -> Option<&'static HuffmanCode> {
+        Some(HuffmanCode::quake3())
+    }
+
+    fn carries_checksums(&self) -> bool {
+        false
+    }
+
+    fn carries_chains(&self) -> bool {
+        false
+    }
+
+    fn write_header(
+        &self,
+        sink: &mut dyn BitSink,
+        header: &SnapshotHeader,
+        _base: Option<&BaseInfo>,
+    ) -> Result<(), BitError> {
+        if header.via_time.is_some() || header.has_checksum {
+            return Err(BitError::invalid(
+                "svc_snapshot",
+                sink.bits_written(),
+                "Quake 3's snapshot carries neither a chain nor a checksum",
+            ));
+        }
+        let distance = header.distance();
+        let delta_num = u8::try_from(distance).map_err(|_| {
+            BitError::invalid(
+                "svc_snapshot",
+                sink.bits_written(),
+                format!("delta distance {distance} does not fit a byte"),
+            )
+        })?;
+        sink.put_u8(svc::SNAPSHOT)?;
+        sink.put_bits(header.server_time, 32)?;
+        sink.put_u8(delta_num)?;
+        sink.put_u8(header.flags)?;
+        sink.put_u8(header.area_mask.len() as u8)?;
+        sink.put_bytes(header.area_mask.as_bytes())
+    }
+
+    fn read_header(
+        &self,
+        source: &mut dyn BitSource,
+        sequence: u32,
+        held: &dyn Bases,
+    ) -> Result<SnapshotHeader, ClientError> {
+        let position = source.bits_read();
+        let command = source.get_u8()?;
+        if command != svc::SNAPSHOT {
+            return Err(ClientError::Malformed(BitError::invalid(
+                "svc_snapshot",
+                position,
+                format!("command byte {command} is not svc_snapshot"),
+            )));
+        }
+        let server_time = source.get_bits(32)?;
+        let distance = u32::from(source.get_u8()?);
+        let flags = source.get_u8()?;
+        let position = source.bits_read();
+        let len = usize::from(source.get_u8()?);
+        if len > MAX_AREA_MASK {
+            return Err(ClientError::Malformed(BitError::invalid(
+                "area mask",
+                position,
+                format!("{len} bytes exceed {MAX_AREA_MASK}"),
+            )));
+        }
+        let mut bytes = [0u8; MAX_AREA_MASK];
+        source.get_bytes(&mut bytes[..len])?;
+        let base = match distance {
+            0 => None,
+            _ => {
+                let named = sequence
+                    .checked_sub(distance)
+                    .ok_or(ClientError::BadDeltaDistance { sequence, distance })?;
+                Some(held.base(named).ok_or(ClientError::BaseMissing {
+                    sequence,
+                    base: named,
+                })?)
+            }
+        };
+        let mut header = SnapshotHeader {
+            sequence,
+            frame: server_time,
+            server_time,
+            base: base.map(|b| b.sequence),
+            flags,
+            area_mask: AreaMask::new(&bytes[..len]).unwrap_or_default(),
+            has_checksum: false,
+            via_time: None,
+            delivery: Delivery::FULL,
+        };
+        header.delivery = header.natural_delivery(base.as_ref());
+        Ok(header)
+    }
+}
+
+/// Why a Quake 3 snapshot could not be replayed through the engine.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum ReplayError {
+    /// The snapshot server refused something.
+    #[error("snapshot server: {0}")]
+    Server(#[from] ServerError),
+    /// Message numbers or server times went backwards.
+    #[error("message {message_num} at {server_time} ms comes after message {last_message} at {last_time} ms")]
+    Backwards {
+        /// The snapshot's message number.
+        message_num: i32,
+        /// Its server time.
+        server_time: i32,
+        /// The previous snapshot's message number.
+        last_message: i32,
+        /// Its server time.
+        last_time: i32,
+    },
+}
+
+/// A snapshot the engine sent: its message and what the server says of it.
+#[derive(Debug, Clone, Copy)]
+pub struct Replayed<'a> {
+    /// The message bytes.
+    pub bytes: &'a [u8],
+    /// The build's account (sequence, base, bits).
+    pub info: SnapshotInfo,
+    /// Whether the base is the one Quake 3 used (when the recorded base was
+    /// not sent through the engine, or lies behind an acknowledgement it
+    /// already took, the engine sends what it can).
+    pub same_base: bool,
+}
+
+/// A [`snapshot::Server`] sending one client the snapshots a Quake 3
+/// server sent (see the [module docs](self)).
+///
+/// Every snapshot is numbered with its message number, and the base Quake 3
+/// used is acknowledged just before it is built, so the engine deltas from
+/// the same base. The engine's clock advances in server frames of
+/// `frame_ms` (Quake 3's `1000 / sv_fps`): a snapshot of a later frame
+/// commits the frames between, as a server runs them.
+#[derive(Debug)]
+pub struct EngineReplay {
+    server: Server<EntityState, PlayerState>,
+    client: ClientId,
+    frame_ms: u32,
+    last: Option<(i32, i32)>,
+    numbers: Vec<u32>,
+    bytes: Vec<u8>,
+}
+
+impl EngineReplay {
+    /// A server sending with `codec` in `framing`, whose gamestate holds
+    /// `baselines` (the non-zero ones), on a clock of `frame_ms`
+    /// milliseconds per server frame (at least 1).
+    pub fn new(
+        codec: Codec,
+        framing: Arc<dyn Framing>,
+        baselines: &Baselines,
+        frame_ms: u32,
+    ) -> Result<Self, ReplayError> {
+        let config = ServerConfig {
+            checksum_interval: 0,
+            ..ServerConfig::for_codec(codec)
+        };
+        let mut server = Server::new(config)?;
+        server.set_framing(framing)?;
+        for (number, state) in baselines.non_zero() {
+            if number < server.config().max_entities {
+                server.set_baseline(number, Some(*state))?;
+            }
+        }
+        let client = server.add_client(ClientSettings::unlimited())?;
+        Ok(EngineReplay {
+            server,
+            client,
+            frame_ms: frame_ms.max(1),
+            last: None,
+            numbers: Vec::new(),
+            bytes: Vec::new(),
+        })
+    }
+
+    /// The library's own message format: [`Codec::Native`] in the
+    /// [`Compact`] framing.
+    pub fn native(baselines: &Baselines, frame_ms: u32) -> Result<Self, ReplayError> {
+        Self::new(Codec::Native, Arc::new(Compact), baselines, frame_ms)
+    }
+
+    /// Quake 3's own format: [`Codec::Q3`] in [`Quake3Framing`].
+    pub fn quake3(baselines: &Baselines, frame_ms: u32) -> Result<Self, ReplayError> {
+        Self::new(Codec::Q3, Arc::new(Quake3Framing), baselines, frame_ms)
+    }
+
+    /// The server.
+    pub fn server(&self) -> &Server<EntityState, PlayerState> {
+        &self.server
+    }
+
+    /// The one client's id.
+    pub fn client(&self) -> ClientId {
+        self.client
+    }
+
+    /// The gamestate message, for a [`snapshot::Client`] that reads the
+    /// stream.
+    pub fn write_gamestate(&mut self, out: &mut Vec<u8>) -> Result<(), ReplayError> {
+        Ok(self.server.write_gamestate(out)?)
+    }
+
+    /// Sends `snapshot` through the engine against the base Quake 3 used
+    /// (`Snapshot::base_message`). A full snapshot is full in the engine
+    /// too: when the engine holds an acknowledged base, the replay asks it
+    /// for a full update first.
+    pub fn send(&mut self, snapshot: &Snapshot) -> Result<Replayed<'_>, ReplayError> {
+        let (message, time) = (snapshot.message_num, snapshot.server_time);
+        if let Some((last_message, last_time)) = self.last {
+            if message <= last_message || time < last_time {
+                return Err(ReplayError::Backwards {
+                    message_num: message,
+                    server_time: time,
+                    last_message,
+                    last_time,
+                });
+            }
+        }
+        let id = self.client;
+        let base = snapshot.base_message().map(|b| b as u32);
+        match base {
+            None if self.server.last_acknowledged(id)?.is_some() => {
+                self.server.request_full_update(id)?
+            }
+            None => {}
+            Some(base) => {
+                self.server.acknowledge(id, base)?;
+            }
+        }
+        self.set_world(snapshot)?;
+        self.server.set_next_sequence(id, message as u32)?;
+        let BuildOutcome::Built(info) =
+            self.server
+                .build_snapshot(id, &mut AllInScope, &mut self.bytes)?
+        else {
+            unreachable!("an unlimited client gets a snapshot every frame")
+        };
+        self.last = Some((message, time));
+        Ok(Replayed {
+            bytes: &self.bytes,
+            info,
+            same_base: info.base == base,
+        })
+    }
+
+    /// Commits the frames up to the snapshot's with its entities, player
+    /// state, flags and area mask.
+    fn set_world(&mut self, snapshot: &Snapshot) -> Result<(), ReplayError> {
+        let time = snapshot.server_time as u32;
+        if let Some((_, last_time)) = self.last {
+            // The frames between, as the server ran them.
+            let frame_ms = self.frame_ms;
+            let frames = (time - last_time as u32 + frame_ms / 2) / frame_ms;
+            for k in 1..frames {
+                self.server.commit_frame(last_time as u32 + k * frame_ms)?;
+            }
+        }
+        let entities = &snapshot.entities;
+        for &number in &self.numbers {
+            if entities.binary_search_by_key(&number, |(n, _)| *n).is_err() {
+                self.server.remove_entity(number);
+            }
+        }
+        self.numbers.clear();
+        for (number, state) in entities {
+            match self.server.entity_mut(*number) {
+                Some(entity) => *entity = *state,
+                None => self.server.set_entity(*number, *state)?,
+            }
+            self.numbers.push(*number);
+        }
+        let id = self.client;
+        self.server.set_player_state(id, snapshot.ps)?;
+        self.server.set_snapshot_flags(id, snapshot.snap_flags)?;
+        self.server.set_area_mask(id, &snapshot.areamask)?;
+        self.server.commit_frame(time)?;
+        Ok(())
+    }
+}
+
+/// The server's frame length for a stream of snapshots at these server
+/// times: their steps' greatest common divisor (Quake 3's `1000 / sv_fps`,
+/// which protocol 68 does not send), or 1 with fewer than two.
+pub fn frame_ms(server_times: impl IntoIterator<Item = i32>) -> u32 {
+    fn gcd(a: u32, b: u32) -> u32 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    let mut last = None;
+    let mut frame = 0u32;
+    for time in server_times {
+        if let Some(last) = last {
+            frame = gcd(frame, time.wrapping_sub(last).unsigned_abs());
+        }
+        last = Some(time);
+    }
+    frame.max(1)
+}
