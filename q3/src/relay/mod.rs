@@ -26,11 +26,12 @@
 //! * the source's reliable server commands (`print`, `cs`, `scores`,
 //!   `chat`…) forwarded to every spectator.
 //!
-//! The snapshot stream is to be written by the snapshot server of the
-//! `snapshot` crate with Quake 3's framing, each spectator's player state
-//! marked as followed ([`view`]); until that framing exists spectators get
-//! the reliable commands at their snapshot rate, and real clients stay
-//! loaded but not active (see the README's Quake 3 interop section).
+//! * the snapshot stream ([`stream`]): the source's snapshots are the
+//!   master state of one `snapshot::Server` with the q3 codec and Quake 3's
+//!   `svc_snapshot` framing; each spectator is a client of it, with its own
+//!   32-slot ring, and gets each new frame (at most its `snaps` rate) after
+//!   its reliable commands, coded against the newest snapshot it
+//!   acknowledged, its player state marked as followed ([`view`]).
 
 pub mod client_message;
 #[doc(hidden)]
@@ -39,6 +40,7 @@ pub mod limiter;
 pub mod requests;
 pub mod source;
 mod spectator;
+pub mod stream;
 pub mod udp;
 pub mod view;
 
@@ -55,7 +57,8 @@ use crate::live::netchan::{Framing, Protocol};
 use crate::live::oob::{info_pairs, info_value, text_packet, Userinfo};
 use crate::live::{CS_SERVERINFO, CS_SYSTEMINFO};
 use crate::message::MAX_STRING_CHARS;
-use crate::snapshot::Baselines;
+use crate::snapshot::{Baselines, Snapshot};
+use stream::SnapshotStream;
 
 pub use client_message::{parse_client_message, ClientMessage, ClientMessageError, Moves};
 pub use limiter::RateLimiter;
@@ -204,6 +207,17 @@ pub struct RelayStats {
     pub source_gamestates: u64,
     /// Server commands forwarded from the source.
     pub forwarded_commands: u64,
+    /// Source snapshots taken as frames of the stream.
+    pub frames: u64,
+    /// Source snapshots not newer than the frame before (skipped).
+    pub stale_frames: u64,
+    /// Snapshots sent to spectators.
+    pub snapshots_sent: u64,
+    /// Of which deltas.
+    pub delta_snapshots_sent: u64,
+    /// Errors of the snapshot stream (a frame or a snapshot the engine
+    /// refused).
+    pub stream_errors: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -244,6 +258,7 @@ pub struct Relay {
     server_id: i32,
     checksum_feed: i32,
     has_gamestate: bool,
+    stream: Option<SnapshotStream>,
     tracker: ConfigstringCommands,
     outgoing: VecDeque<(SocketAddr, Vec<u8>)>,
     events: VecDeque<RelayEvent>,
@@ -270,6 +285,7 @@ impl Relay {
             server_id,
             checksum_feed,
             has_gamestate: false,
+            stream: None,
             tracker: ConfigstringCommands::default(),
             outgoing: VecDeque::new(),
             events: VecDeque::new(),
@@ -363,13 +379,90 @@ impl Relay {
         self.has_gamestate = true;
         self.tracker = ConfigstringCommands::default();
         self.stats.source_gamestates += 1;
+        // A new world: every spectator starts again from a full snapshot.
+        self.stream = match SnapshotStream::new(&self.baselines) {
+            Ok(stream) => Some(stream),
+            Err(_) => {
+                self.stats.stream_errors += 1;
+                None
+            }
+        };
         for spectator in self.spectators.iter_mut().flatten() {
             // Sent with the answer to its next packet, which will name the
             // old server id.
             spectator.state = SpectatorState::Connected;
             spectator.gamestate_message_num = -1;
             spectator.delta_message = -1;
+            spectator.last_snapshot_time = None;
+            spectator.stream_id = self.stream.as_mut().and_then(|s| s.add_spectator().ok());
         }
+    }
+
+    /// Takes the source's next snapshot as the stream's next frame and
+    /// sends it to every primed or active spectator due one (its `snaps`
+    /// rate). A snapshot not newer than the last frame is skipped.
+    pub fn snapshot(&mut self, now: Instant, snapshot: &Snapshot) {
+        let Some(stream) = self.stream.as_mut() else {
+            return;
+        };
+        match stream.set_frame(snapshot) {
+            Ok(true) => self.stats.frames += 1,
+            Ok(false) => {
+                self.stats.stale_frames += 1;
+                return;
+            }
+            Err(_) => {
+                self.stats.stream_errors += 1;
+                return;
+            }
+        }
+        let time = snapshot.server_time;
+        for slot in 0..self.spectators.len() {
+            let Some(spectator) = self.spectators[slot].as_ref() else {
+                continue;
+            };
+            if spectator.state == SpectatorState::Connected {
+                continue;
+            }
+            // Due when a message interval has (nearly) passed in server
+            // time: frames come with some jitter.
+            let interval = spectator.message_interval.as_millis() as i32;
+            let due = spectator
+                .last_snapshot_time
+                .is_none_or(|last| time - last >= interval * 3 / 4 || time < last);
+            if due {
+                self.send_snapshot(now, slot);
+            }
+        }
+    }
+
+    /// Sends a spectator its message of the current frame.
+    fn send_snapshot(&mut self, now: Instant, slot: usize) {
+        let (Some(stream), Some(spectator)) =
+            (self.stream.as_mut(), self.spectators[slot].as_mut())
+        else {
+            return;
+        };
+        let before = spectator.stats;
+        let Ok(mut message) = spectator.snapshot_message(stream) else {
+            self.stats.stream_errors += 1;
+            return;
+        };
+        self.stats.snapshots_sent += spectator.stats.snapshots - before.snapshots;
+        self.stats.delta_snapshots_sent += spectator.stats.delta_snapshots - before.delta_snapshots;
+        // Frames keep coming: no message of commands alone in between.
+        spectator.next_message = now + spectator.message_interval * 2;
+        let mut datagrams = Vec::new();
+        if spectator.transmit(&mut message, &mut datagrams).is_ok() {
+            let address = spectator.address;
+            self.outgoing
+                .extend(datagrams.into_iter().map(|d| (address, d)));
+        }
+    }
+
+    /// The snapshot stream, once the source gave a gamestate.
+    pub fn stream(&self) -> Option<&SnapshotStream> {
+        self.stream.as_ref()
     }
 
     /// Forwards a reliable server command of the source to every
@@ -411,6 +504,9 @@ impl Relay {
 
     fn drop_spectator(&mut self, slot: usize, reason: &str) {
         if let Some(mut spectator) = self.spectators[slot].take() {
+            if let (Some(stream), Some(id)) = (self.stream.as_mut(), spectator.stream_id) {
+                stream.remove_spectator(id);
+            }
             // Tell it, as `SV_DropClient` does, in a last message.
             if spectator.add_command(&format!("disconnect \"{reason}\"")) {
                 if let Ok(mut message) = spectator.commands_message() {
@@ -521,6 +617,19 @@ impl Relay {
             } else {
                 -1
             };
+            // `clc_move` names the newest message it holds a snapshot of:
+            // the base of its next delta; `clc_moveNoDelta` holds none.
+            if let (Some(stream), Some(id)) = (self.stream.as_mut(), spectator.stream_id) {
+                let result = if moves.delta {
+                    stream
+                        .acknowledge(id, message.message_acknowledge)
+                        .map(|_| ())
+                } else {
+                    spectator.stats.no_delta_moves += 1;
+                    stream.request_full(id, message.message_acknowledge)
+                };
+                self.stats.stream_errors += u64::from(result.is_err());
+            }
             if spectator.state == SpectatorState::Primed {
                 spectator.state = SpectatorState::Active;
                 spectator.delta_message = -1;
@@ -557,7 +666,7 @@ impl Relay {
         }
     }
 
-    fn send_gamestate(&mut self, _now: Instant, slot: usize) {
+    fn send_gamestate(&mut self, now: Instant, slot: usize) {
         let (configstrings, baselines) = (&self.configstrings, &self.baselines);
         let Some(spectator) = self.spectators[slot].as_mut() else {
             return;
@@ -572,6 +681,8 @@ impl Relay {
         };
         spectator.gamestate_message_num = spectator.netchan.outgoing_sequence();
         spectator.state = SpectatorState::Primed;
+        spectator.last_snapshot_time = None;
+        spectator.next_message = now + spectator.message_interval;
         let mut datagrams = Vec::new();
         if spectator.transmit(&mut message, &mut datagrams).is_ok() {
             let address = spectator.address;
@@ -675,7 +786,7 @@ impl Relay {
             .iter()
             .position(|s| s.as_ref().is_some_and(|s| s.address == from))
         {
-            self.spectators[slot] = None;
+            self.remove_spectator(slot);
             self.events.push_back(RelayEvent::Dropped {
                 slot,
                 reason: "reconnected".into(),
@@ -684,13 +795,17 @@ impl Relay {
         let Some(slot) = self.spectators.iter().position(Option::is_none) else {
             return self.refuse(from, "Server is full.");
         };
-        self.challenges.remove(index);
+        // The challenge stays valid until it expires, as in ioquake3: a
+        // client whose `connectResponse` was lost sends `connect` again,
+        // and that replaces it (above).
+        let _ = index;
         let framing = match protocol {
             Protocol::V68 => Some(Framing::Legacy),
             Protocol::V71 => self.config.framing_71,
         };
         let name = info.name.clone();
-        let spectator = Spectator::new(from, userinfo, protocol, framing, &info, now);
+        let mut spectator = Spectator::new(from, userinfo, protocol, framing, &info, now);
+        spectator.stream_id = self.stream.as_mut().and_then(|s| s.add_spectator().ok());
         self.spectators[slot] = Some(spectator);
         self.stats.connections += 1;
         self.answer(from, &format!("connectResponse {}", info.challenge));
@@ -699,6 +814,15 @@ impl Relay {
             address: from,
             name,
         });
+    }
+
+    /// Frees a slot and its stream history, silently.
+    fn remove_spectator(&mut self, slot: usize) {
+        if let Some(spectator) = self.spectators[slot].take() {
+            if let (Some(stream), Some(id)) = (self.stream.as_mut(), spectator.stream_id) {
+                stream.remove_spectator(id);
+            }
+        }
     }
 
     fn spectator_count(&self) -> usize {
@@ -766,15 +890,18 @@ impl Relay {
             .min()
     }
 
-    /// Does what is due at `now`: drops silent spectators and sends each
-    /// primed or active one its message at its snapshot rate.
+    /// Does what is due at `now`: drops silent spectators and, while the
+    /// source sends no frames (two message intervals without one), keeps
+    /// each primed or active one's reliable commands flowing in messages of
+    /// commands alone at its snapshot rate; the frames themselves go out
+    /// from [`Relay::snapshot`].
     pub fn poll(&mut self, now: Instant) {
         for slot in 0..self.spectators.len() {
             let Some(spectator) = self.spectators[slot].as_mut() else {
                 continue;
             };
             if now.saturating_duration_since(spectator.last_packet) >= self.config.timeout {
-                self.spectators[slot] = None;
+                self.remove_spectator(slot);
                 self.events.push_back(RelayEvent::Dropped {
                     slot,
                     reason: "timed out".into(),

@@ -55,6 +55,12 @@ pub struct SpectatorStats {
     pub messages_sent: u64,
     /// Datagrams sent.
     pub datagrams_sent: u64,
+    /// Snapshots sent.
+    pub snapshots: u64,
+    /// Of which deltas from a snapshot it acknowledged.
+    pub delta_snapshots: u64,
+    /// Usercmd packets asking for a full snapshot (`clc_moveNoDelta`).
+    pub no_delta_moves: u64,
 }
 
 /// A connected spectator.
@@ -78,6 +84,10 @@ pub struct Spectator {
     /// The message the client named as its delta base (`-1`: none).
     pub(crate) delta_message: i32,
     pub(crate) gamestate_message_num: i32,
+    /// Its client in the snapshot stream (from its gamestate on).
+    pub(crate) stream_id: Option<snapshot::ClientId>,
+    /// The server time of the last snapshot sent to it.
+    pub(crate) last_snapshot_time: Option<i32>,
     pub(crate) last_packet: Instant,
     pub(crate) next_message: Instant,
     pub(crate) message_interval: Duration,
@@ -126,6 +136,8 @@ impl Spectator {
             message_acknowledge: 0,
             delta_message: -1,
             gamestate_message_num: -1,
+            stream_id: None,
+            last_snapshot_time: None,
             last_packet: now,
             next_message: now,
             message_interval: Duration::from_millis(1000 / snaps),
@@ -316,6 +328,39 @@ impl Spectator {
         let len = sink.bits_written() / 8 + 1;
         buf.truncate(len);
         self.stats.gamestates += 1;
+        Ok(buf)
+    }
+
+    /// The message of a frame (`SV_SendClientSnapshot`): the pending
+    /// commands, then its snapshot from `stream` coded against its newest
+    /// acknowledged one, numbered with the message that carries it. Without
+    /// a snapshot to send (no frame yet, or it did not fit), the commands
+    /// alone.
+    pub(crate) fn snapshot_message(
+        &mut self,
+        stream: &mut super::stream::SnapshotStream,
+    ) -> Result<Vec<u8>, fields::BitError> {
+        let Some(id) = self.stream_id else {
+            return self.commands_message();
+        };
+        let mut buf = vec![0u8; MAX_MSGLEN];
+        let mut writer = BitWriter::new(&mut buf);
+        self.write_header(&mut HuffmanWriter::new(&mut writer, HuffmanCode::quake3()))?;
+        let active = self.state == SpectatorState::Active;
+        let sequence = self.netchan.outgoing_sequence();
+        match stream.write(id, sequence, active, &mut writer) {
+            Ok(Some(info)) => {
+                self.stats.snapshots += 1;
+                self.stats.delta_snapshots += u64::from(info.base.is_some());
+                self.last_snapshot_time = stream.time();
+            }
+            // A snapshot that does not fit counts as lost in the stream:
+            // the commands go alone.
+            Ok(None) | Err(_) => return self.commands_message(),
+        }
+        HuffmanWriter::new(&mut writer, HuffmanCode::quake3()).put_u8(svc::EOF)?;
+        let len = writer.bits_written() / 8 + 1;
+        buf.truncate(len);
         Ok(buf)
     }
 

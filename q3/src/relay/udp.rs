@@ -130,7 +130,10 @@ pub fn run(
             match update {
                 SourceUpdate::Gamestate(gamestate) => relay.load_gamestate(&gamestate),
                 SourceUpdate::Command(text) => relay.server_command(&text),
-                SourceUpdate::Snapshot(_) => run.source_snapshots += 1,
+                SourceUpdate::Snapshot(snapshot) => {
+                    run.source_snapshots += 1;
+                    relay.snapshot(now, &snapshot);
+                }
             }
         }
         if run.source_end.is_some() {
