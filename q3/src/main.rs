@@ -114,6 +114,10 @@ enum CommandLine {
         /// Write the relay's counters as JSON.
         #[arg(long)]
         summary_json: Option<String>,
+        /// Record the live source's stream (what spectators are shown) as
+        /// a `.dm_68` (a file source is its own record).
+        #[arg(long, value_name = "FILE")]
+        record: Option<String>,
     },
     /// Prints the server's `getinfo` and `getstatus` answers.
     Status {
@@ -174,6 +178,7 @@ fn relay(
     basepaths: &[String],
     capture_seeds: Option<&str>,
     summary_json: Option<&str>,
+    record: Option<&str>,
 ) -> Result<ExitCode, String> {
     if !(1..=64).contains(&max_spectators) {
         return Err("--max-spectators must be between 1 and 64".into());
@@ -189,6 +194,9 @@ fn relay(
     let socket = UdpSocket::bind(listen_address).map_err(|e| format!("{listen}: {e}"))?;
     let (qport, client_challenge) = run_nonces();
     let source = if std::path::Path::new(from).is_file() {
+        if record.is_some() {
+            return Err("--record is for a live source (a file is its own record)".into());
+        }
         let bytes = std::fs::read(from).map_err(|e| format!("{from}: {e}"))?;
         Source::File {
             bytes: Arc::new(bytes),
@@ -210,6 +218,7 @@ fn relay(
         Source::Server {
             address: resolve(from)?,
             config,
+            record: record.map(std::path::PathBuf::from),
         }
     };
     let config = RelayConfig {
@@ -277,6 +286,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             basepaths,
             capture_seeds,
             summary_json,
+            record,
         } => relay(
             &listen,
             &from,
@@ -287,6 +297,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             &basepaths,
             capture_seeds.as_deref(),
             summary_json.as_deref(),
+            record.as_deref(),
         ),
         CommandLine::Status { server } => {
             let address = resolve(&server)?;

@@ -5,13 +5,15 @@
 //! The source server needs `NETQ3_REQUIRE_IOQ3`'s package, the real client
 //! `NETQ3_REQUIRE_OPENARENA`'s (`.ci/openarena`); each part skips without
 //! its program unless its variable is 1. Both relays and every client run
-//! at once (eight of our clients behind 10% loss each way): the file takes
-//! about 25 seconds.
+//! at once (the real clients 45 s, ten of ours 30 s, eight of them behind
+//! 10% loss each way): the file takes about 55 seconds.
 
 mod ioq3;
 mod realclient;
 
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,10 +24,13 @@ use ioq3::{paks, Server};
 use netq3_q3::live::netchan::Framing;
 use netq3_q3::live::oob::{info_value, parse_server_oob, ServerOob};
 use netq3_q3::live::udp;
-use netq3_q3::live::{LiveClient, LiveConfig, Movement, Protocol, Stage, CS_SYSTEMINFO};
+use netq3_q3::live::{
+    LiveClient, LiveConfig, Movement, Protocol, Session, Stage, Summary, CS_SYSTEMINFO,
+};
 use netq3_q3::relay::udp::{self as relay_udp, RelayRun, Source};
 use netq3_q3::relay::{RelayConfig, RelayEvent};
-use realclient::RealClient;
+use netq3_q3::Snapshot;
+use realclient::{check_demo, snapshots_by_time, DemoCheck, RealClient};
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -85,8 +90,9 @@ fn start_relay(source: Source, seconds: u64) -> RunningRelay {
     }
 }
 
-fn live_source(server: &Server) -> Source {
+fn live_source(server: &Server, record: &Path) -> Source {
     Source::Server {
+        record: Some(record.to_owned()),
         address: server.address,
         config: LiveConfig {
             name: "netq3-relay".into(),
@@ -165,8 +171,14 @@ fn lossy_proxy(
     }
 }
 
-/// One of our clients on the relay for `seconds`.
-fn our_client(relay: SocketAddr, protocol: Protocol, name: &str, seconds: u64) -> LiveClient {
+/// One of our clients on the relay for `seconds`, with its session's
+/// summary (decode errors, deltas).
+fn our_client(
+    relay: SocketAddr,
+    protocol: Protocol,
+    name: &str,
+    seconds: u64,
+) -> (LiveClient, Summary) {
     let config = LiveConfig {
         protocol,
         name: name.into(),
@@ -174,34 +186,63 @@ fn our_client(relay: SocketAddr, protocol: Protocol, name: &str, seconds: u64) -
         client_challenge: 0x0505_0505 + protocol.number() as i32,
         ..LiveConfig::default()
     };
-    udp::run(
+    let mut session = Session::new(relay.to_string(), protocol.number());
+    let client = udp::run(
         relay,
         config,
         Duration::from_secs(seconds),
         None,
-        &mut |_, _, _| Ok(()),
+        &mut |client, event, now| session.observe(client, event, now),
     )
-    .expect("the session runs")
+    .expect("the session runs");
+    let summary = session.summary(&client);
+    (client, summary)
 }
 
-/// What the relay saw of the real client: it connected, answered the
-/// gamestate with `cp` and entered the game.
-fn check_real_client(name: &str, client: &RealClient, events: &[RelayEvent]) {
-    let console = client.console();
+/// The figures every one of our spectators must show: it entered, read
+/// every message, and nine snapshots in ten were deltas.
+fn check_ours(name: &str, client: &LiveClient, summary: &Summary) {
     eprintln!(
-        "{name}: real client console ({} lines), relay events {events:?}",
-        console.lines().count()
+        "{name}: {summary:?} {:?} {:?} {:?}",
+        client.stats(),
+        client.netchan_stats(),
+        client.end()
     );
+    assert!(
+        matches!(client.end(), Some(netq3_q3::live::End::Quit)),
+        "{name}: {:?}",
+        client.end()
+    );
+    assert_eq!(summary.decode_errors, 0, "{name}");
+    assert_eq!(client.stats().gamestates, 1, "{name}");
+    assert_eq!(client.stats().server_command_gaps, 0, "{name}");
+    // 20 a second asked for, 30 s, less a handshake retry or two.
+    assert!(summary.snapshots >= 300, "{name}: {summary:?}");
+    assert!(
+        summary.delta_snapshots * 10 >= summary.snapshots * 9,
+        "{name}: delta share {summary:?}"
+    );
+}
+
+/// What the relay saw of the real client, what its console said, and what
+/// its recordings hold against the source's stream.
+fn check_real_client(
+    name: &str,
+    client: &mut RealClient,
+    events: &[RelayEvent],
+    source: &BTreeMap<i32, Arc<Snapshot>>,
+) -> DemoCheck {
+    let console = client.console();
     assert!(client.errors().is_empty(), "{name}: {:?}", client.errors());
     assert!(
-        console.contains("CL_InitCGame"),
-        "{name}: the client loaded the relay's game: {console}"
+        console.contains(realclient::ACTIVE_MARK),
+        "{name}: the client never went active: {console}"
     );
     let slot = events
         .iter()
         .find_map(|e| match e {
             RelayEvent::Connected { slot, name, .. }
-                if name != "netq3_71" && name != "netq3_68" =>
+                if !name.starts_with("netq3_") && !name.starts_with("lossy") =>
             {
                 Some(*slot)
             }
@@ -212,12 +253,32 @@ fn check_real_client(name: &str, client: &RealClient, events: &[RelayEvent]) {
         events.iter().any(|e| matches!(e, RelayEvent::Command { slot: s, text } if *s == slot && text.starts_with("cp "))),
         "{name}: its pure answer came through"
     );
+    client.stop();
+    let demos = client.demos();
+    assert!(!demos.is_empty(), "{name}: it recorded no demo");
+    let mut check = DemoCheck::default();
+    for demo in &demos {
+        let bytes = std::fs::read(demo).unwrap();
+        let one = check_demo(&bytes, source)
+            .unwrap_or_else(|e| panic!("{name}: {} does not decode: {e}", demo.display()));
+        eprintln!("{name}: {}: {one:?}", demo.display());
+        check = check.add(one);
+    }
+    eprintln!("{name}: the real client's recordings: {check:?}");
+    // It holds at least 80% of the snapshots of its span, and each is the
+    // source's own at that server time.
     assert!(
-        events
-            .iter()
-            .any(|e| matches!(e, RelayEvent::Entered { slot: s } if *s == slot)),
-        "{name}: it entered the game"
+        check.snapshots * 10 >= check.expected * 8,
+        "{name}: {check:?}"
     );
+    assert!(check.snapshots >= 400, "{name}: {check:?}");
+    assert_eq!(check.compared, check.snapshots, "{name}: {check:?}");
+    assert_eq!(check.matched, check.compared, "{name}: {check:?}");
+    check
+}
+
+fn temp_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("netq3-live-relay-{}-{name}", std::process::id()))
 }
 
 #[test]
@@ -225,31 +286,35 @@ fn real_and_our_clients_on_the_relay() {
     let with_server = ioq3::server_available("real_and_our_clients_on_the_relay");
     let with_client = realclient::available("real_and_our_clients_on_the_relay");
     let server = with_server.then(|| Server::start("relay-source"));
-    let live = server.as_ref().map(|s| start_relay(live_source(s), 22));
+    let source_record = temp_path("source.dm_68");
+    let _ = std::fs::remove_file(&source_record);
+    let live = server
+        .as_ref()
+        .map(|s| start_relay(live_source(s, &source_record), 58));
     let bytes = Arc::new(std::fs::read(FIXTURE).expect("the fixture"));
     let file = start_relay(
         Source::File {
-            bytes,
+            bytes: bytes.clone(),
             looping: true,
         },
-        22,
+        58,
     );
 
-    let real_live = (with_client && live.is_some())
+    let mut real_live = (with_client && live.is_some())
         .then(|| RealClient::connect(live.as_ref().unwrap().address, "live"));
-    let real_file = with_client.then(|| RealClient::connect(file.address, "file"));
+    let mut real_file = with_client.then(|| RealClient::connect(file.address, "file"));
     // Our clients, both protocols, on the live relay (or the file's).
     let target = live.as_ref().map_or(file.address, |r| r.address);
     // And eight more behind 10% loss each way.
     let proxies: Vec<LossyProxy> = (0..8)
         .map(|i| {
             let host = [127, 0, 0, 10 + i as u8];
-            lossy_proxy(target, host, 0.10, 31 + i, Duration::from_secs(20))
+            lossy_proxy(target, host, 0.10, 31 + i, Duration::from_secs(40))
         })
         .collect();
     let (ours_71, ours_68, lossy) = std::thread::scope(|scope| {
-        let a = scope.spawn(|| our_client(target, Protocol::V71, "netq3_71", 12));
-        let b = scope.spawn(|| our_client(target, Protocol::V68, "netq3_68", 12));
+        let a = scope.spawn(|| our_client(target, Protocol::V71, "netq3_71", 30));
+        let b = scope.spawn(|| our_client(target, Protocol::V68, "netq3_68", 30));
         let lossy: Vec<_> = proxies
             .iter()
             .enumerate()
@@ -260,7 +325,7 @@ fn real_and_our_clients_on_the_relay() {
                     Protocol::V68
                 };
                 let address = proxy.address;
-                scope.spawn(move || our_client(address, protocol, &format!("lossy{i}"), 12))
+                scope.spawn(move || our_client(address, protocol, &format!("lossy{i}"), 30))
             })
             .collect();
         (
@@ -279,39 +344,17 @@ fn real_and_our_clients_on_the_relay() {
         dropped = (dropped.0 + up, dropped.1 + down);
     }
     // Despite the loss every one got the gamestate (resent when lost),
-    // entered and left cleanly.
-    for (i, client) in lossy.iter().enumerate() {
-        eprintln!(
-            "lossy{i}: {:?} {:?} {:?}",
-            client.stats(),
-            client.netchan_stats(),
-            client.end()
-        );
-        assert_eq!(client.stats().gamestates, 1, "lossy{i}");
-        assert!(
-            matches!(client.end(), Some(netq3_q3::live::End::Quit)),
-            "lossy{i}: {:?}",
-            client.end()
-        );
-        assert!(
-            client.netchan_stats().lost > 0,
-            "lossy{i}: the loss was real"
-        );
-        // A lost handshake packet costs a 3 s retry: at least a second in
-        // the game (30 usercmds), whatever the draw.
-        assert!(client.stats().usercmds >= 30, "lossy{i}");
+    // entered, read every message, mostly deltas, and left cleanly.
+    for (i, (client, summary)) in lossy.iter().enumerate() {
+        let name = format!("lossy{i}");
+        check_ours(&name, client, summary);
+        assert!(client.netchan_stats().lost > 0, "{name}: the loss was real");
     }
     eprintln!("lossy proxies dropped {} up, {} down", dropped.0, dropped.1);
-    assert!(dropped.0 > 50 && dropped.1 > 50, "{dropped:?}");
-    for (client, framing) in [(&ours_71, Framing::Ioq3), (&ours_68, Framing::Legacy)] {
-        eprintln!(
-            "ours: {:?} {:?} {:?}",
-            client.stats(),
-            client.netchan_stats(),
-            client.end()
-        );
+    assert!(dropped.0 > 100 && dropped.1 > 100, "{dropped:?}");
+    for ((client, summary), framing) in [(&ours_71, Framing::Ioq3), (&ours_68, Framing::Legacy)] {
+        check_ours("ours", client, summary);
         assert_eq!(client.framing(), Some(framing));
-        assert_eq!(client.stats().gamestates, 1);
         assert_eq!(client.netchan_stats().bad_challenge_word, 0);
         assert!(matches!(client.stage(), Stage::Ended));
         let parser = client.parser();
@@ -320,36 +363,41 @@ fn real_and_our_clients_on_the_relay() {
             info_value(parser.configstring(CS_SYSTEMINFO), "sv_pure"),
             "0"
         );
-        assert!(client.stats().usercmds > 100);
     }
-    // Give the real clients time to load the map and enter.
-    for client in real_live.iter().chain(&real_file) {
-        let left = Duration::from_secs(18).saturating_sub(client.age());
+    // The real clients stay 45 s, then quit (ending their demos).
+    for client in real_live.iter_mut().chain(real_file.iter_mut()) {
+        let left = Duration::from_secs(45).saturating_sub(client.age());
         std::thread::sleep(left);
+        client.stop();
     }
-    let live_events = live
-        .as_ref()
-        .map(|r| r.events.lock().unwrap().clone())
-        .unwrap_or_default();
     let file_events = file.events.lock().unwrap().clone();
-    if let Some(client) = &real_live {
-        check_real_client("live", client, &live_events);
+    if let Some(client) = real_file.as_mut() {
+        let source = snapshots_by_time(&bytes).unwrap();
+        check_real_client("file", client, &file_events, &source);
     }
-    if let Some(client) = &real_file {
-        check_real_client("file", client, &file_events);
-    }
-    drop((real_live, real_file));
+    drop(real_file);
     let file_run = file.thread.join().unwrap();
     eprintln!("file relay: {file_run:?}");
     assert_eq!(file_run.stats.unreadable, 0);
-    assert!(file_run.source_snapshots >= 200);
+    assert_eq!(file_run.stats.stream_errors, 0);
+    assert!(file_run.source_snapshots >= 1000);
     if let Some(live) = live {
+        let live_events = live.events.lock().unwrap().clone();
+        // The source's record ends when the relay does.
         let run = live.thread.join().unwrap();
         eprintln!("live relay: {run:?}");
         assert_eq!(run.source_end, None);
         assert_eq!(run.stats.unreadable, 0);
-        assert!(run.source_snapshots >= 250, "{run:?}");
+        assert_eq!(run.stats.stream_errors, 0);
+        assert!(run.source_snapshots >= 800, "{run:?}");
         assert!(run.stats.connections >= 10);
+        let recorded = std::fs::read(&source_record).expect("the relay recorded its source");
+        let _ = std::fs::remove_file(&source_record);
+        let source = snapshots_by_time(&recorded).unwrap();
+        assert!(source.len() >= 800, "{}", source.len());
+        if let Some(client) = real_live.as_mut() {
+            check_real_client("live", client, &live_events, &source);
+        }
     }
     drop(server);
 }

@@ -4,13 +4,14 @@
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::source::{updates_of, FileSource, SourceUpdate};
 use super::{Relay, RelayConfig, RelayError, RelayEvent, RelayStats};
-use crate::live::{udp as live_udp, Event, LiveConfig};
+use crate::live::{udp as live_udp, Event, LiveConfig, Session};
 
 /// Where the game comes from.
 #[derive(Debug, Clone)]
@@ -22,6 +23,10 @@ pub enum Source {
         address: SocketAddr,
         /// How our client connects.
         config: LiveConfig,
+        /// Record the source's stream as a `.dm_68` here (what the
+        /// spectators were shown, to compare their recordings with). Written
+        /// beside as `PATH.part` and renamed once complete.
+        record: Option<PathBuf>,
     },
     /// A recorded `.dm_68`.
     File {
@@ -78,12 +83,29 @@ pub fn run(
             file = Some(FileSource::new(&bytes, looping, start)?);
             None
         }
-        Source::Server { address, config } => {
+        Source::Server {
+            address,
+            config,
+            record,
+        } => {
             let seconds = duration.unwrap_or(Duration::from_secs(86_400 * 365));
+            let mut recording = match &record {
+                Some(path) => {
+                    let part = part_path(path);
+                    let file = std::fs::File::create(&part)?;
+                    let session = Session::new(address.to_string(), config.protocol.number())
+                        .record_to(Box::new(std::io::BufWriter::new(file)));
+                    Some((session, part, path.clone()))
+                }
+                None => None,
+            };
             Some(std::thread::spawn(move || {
                 let mut batch = Vec::new();
                 let result =
-                    live_udp::run(address, config, seconds, None, &mut |client, event, _| {
+                    live_udp::run(address, config, seconds, None, &mut |client, event, now| {
+                        if let Some((session, ..)) = recording.as_mut() {
+                            session.observe(client, event, now)?;
+                        }
                         if let Event::Message { message, .. } = event {
                             batch.clear();
                             updates_of(message, &mut batch);
@@ -91,9 +113,21 @@ pub fn run(
                                 return Err(crate::live::LiveError::Usage("the relay stopped"));
                             }
                         }
-                        let _ = client;
                         Ok(())
                     });
+                if let Some((mut session, part, path)) = recording {
+                    let kept = session
+                        .finish_recording()
+                        .ok()
+                        .and_then(|()| std::fs::rename(&part, &path).ok());
+                    if kept.is_none() {
+                        let _ = std::fs::remove_file(&part);
+                        let _ = sender.send(Err(format!(
+                            "the source's recording {} could not be written",
+                            path.display()
+                        )));
+                    }
+                }
                 let end = match result {
                     Ok(client) => match client.end() {
                         Some(crate::live::End::Error(e)) => Some(e.to_string()),
@@ -190,6 +224,13 @@ pub fn run(
     run.stats = relay.stats();
     run.captured = captures.into_iter().map(|(_, seed, _)| seed).collect();
     Ok(run)
+}
+
+/// `PATH.part`: where a recording is written until it is complete.
+fn part_path(path: &std::path::Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".part");
+    PathBuf::from(name)
 }
 
 fn capture_datagram(

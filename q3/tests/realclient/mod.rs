@@ -145,6 +145,9 @@ impl RealClient {
     /// Ends it: SIGTERM to its process group (the game writes its demo's
     /// end and quits), then SIGKILL if it lingers.
     pub fn stop(&mut self) {
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return; // already ended (and reaped)
+        }
         let group = format!("-{}", self.child.id());
         let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -166,4 +169,80 @@ impl Drop for RealClient {
         }
         let _ = std::fs::remove_dir_all(&self.home);
     }
+}
+
+/// The snapshots of a recorded stream by server time (a `.dm_68` or
+/// `.dm_71`; one that stops early gives what it holds).
+pub fn snapshots_by_time(
+    bytes: &[u8],
+) -> Result<std::collections::BTreeMap<i32, std::sync::Arc<netq3_q3::Snapshot>>, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let decoder = netq3_q3::Dm68Decoder::new(bytes).map_err(|e| e.to_string())?;
+    let mut updates = Vec::new();
+    for record in decoder {
+        let Ok(record) = record else { break };
+        updates.clear();
+        netq3_q3::relay::source::updates_of(&record.message, &mut updates);
+        for update in updates.drain(..) {
+            if let netq3_q3::relay::source::SourceUpdate::Snapshot(s) = update {
+                out.insert(s.server_time, s);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A real client's recording held against the source's stream.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DemoCheck {
+    /// Valid snapshots in the recording.
+    pub snapshots: usize,
+    /// Of which deltas.
+    pub deltas: usize,
+    /// The source's snapshots over the recording's span: what it should
+    /// hold.
+    pub expected: usize,
+    /// Recorded snapshots whose server time the source has.
+    pub compared: usize,
+    /// Of those, equal to the source's in every entity and the player
+    /// state (marked as followed).
+    pub matched: usize,
+}
+
+impl DemoCheck {
+    /// Sums two checks (a client records one demo per gamestate).
+    pub fn add(self, other: DemoCheck) -> DemoCheck {
+        DemoCheck {
+            snapshots: self.snapshots + other.snapshots,
+            deltas: self.deltas + other.deltas,
+            expected: self.expected + other.expected,
+            compared: self.compared + other.compared,
+            matched: self.matched + other.matched,
+        }
+    }
+}
+
+/// Decodes a real client's recording and holds each snapshot against the
+/// source's at the same server time.
+pub fn check_demo(
+    bytes: &[u8],
+    source: &std::collections::BTreeMap<i32, std::sync::Arc<netq3_q3::Snapshot>>,
+) -> Result<DemoCheck, String> {
+    let recorded = snapshots_by_time(bytes)?;
+    let mut check = DemoCheck::default();
+    let (Some(first), Some(last)) = (recorded.keys().next(), recorded.keys().next_back()) else {
+        return Ok(check);
+    };
+    check.expected = source.range(*first..=*last).count();
+    for (time, snapshot) in &recorded {
+        check.snapshots += 1;
+        check.deltas += usize::from(snapshot.base_message().is_some());
+        if let Some(original) = source.get(time) {
+            check.compared += 1;
+            let same = snapshot.entities == original.entities
+                && snapshot.ps == netq3_q3::relay::view::follow_view(&original.ps);
+            check.matched += usize::from(same);
+        }
+    }
+    Ok(check)
 }
