@@ -7,7 +7,7 @@
 //!   seconds and leaves; it
 //!   exits non-zero if the server dropped it, a message did not decode, or
 //!   it never received a gamestate.
-//! * `q3 relay --listen ADDR --from SERVER|FILE.dm_68 [--loop] [--seconds N]`
+//! * `q3 relay --listen ADDR --from SERVER|FILE.dm_68 [--loop] [--seconds N] [--record FILE]`
 //!   serves spectators: real Quake 3 clients connect to it and watch the
 //!   source's game.
 //! * `q3 status ADDR` prints the `getinfo` and `getstatus` answers.
