@@ -101,6 +101,8 @@ fn relay_client_replays() {
         assert!(outcome.entered, "{name}: {outcome:?}");
         // The gamestate, then a message every 50 ms of the harness clock.
         assert!(outcome.sent >= outcome.messages / 5, "{name}: {outcome:?}");
+        // Entered, it gets the stream's frames (a message each 50 ms).
+        assert!(outcome.snapshots >= 5, "{name}: {outcome:?}");
     }
     for (_, data) in corpus_files(CRATE, "regressions", "relay_client").unwrap() {
         netq3_q3::relay::fuzzing::feed_client_datagrams(&data);

@@ -15,7 +15,8 @@ use super::spectator::Spectator;
 use super::{Relay, RelayConfig, RelayEvent, SourceGamestate};
 use crate::live::netchan::{Framing, Protocol};
 use crate::live::CS_SYSTEMINFO;
-use crate::tables::EntityState;
+use crate::snapshot::{Snapshot, Validity};
+use crate::tables::{EntityState, PlayerState};
 
 /// What a harness run saw.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -32,6 +33,8 @@ pub struct RelayHarnessOutcome {
     pub entered: bool,
     /// Datagrams the relay sent.
     pub sent: u64,
+    /// Snapshots the relay's stream sent the spectator.
+    pub snapshots: u64,
 }
 
 /// The header of a harness input.
@@ -73,8 +76,35 @@ fn gamestate() -> SourceGamestate {
     source
 }
 
+/// The source's frame at `time`: one entity moving, the followed player.
+fn frame(time: i32) -> Snapshot {
+    Snapshot {
+        message_num: time / 50,
+        delta_num: 0,
+        server_time: time,
+        snap_flags: 0,
+        areamask: vec![0],
+        ps: PlayerState {
+            command_time: time - 10,
+            client_num: 3,
+            ..PlayerState::default()
+        },
+        entities: vec![(
+            12,
+            EntityState {
+                e_type: 2,
+                origin_0: (time % 1000) as f32,
+                ..EntityState::default()
+            },
+        )],
+        server_command_num: 0,
+        validity: Validity::Valid,
+    }
+}
+
 /// Runs the harness on `data` (see the module docs). Never panics; time
-/// advances 10 ms per datagram and the relay is polled after each.
+/// advances 10 ms per datagram, the source gives a frame every 50 ms, and
+/// the relay is polled after each datagram.
 pub fn feed_client_datagrams(data: &[u8]) -> RelayHarnessOutcome {
     let mut outcome = RelayHarnessOutcome::default();
     let Some((&choice, rest)) = data.split_first() else {
@@ -101,19 +131,19 @@ pub fn feed_client_datagrams(data: &[u8]) -> RelayHarnessOutcome {
     let userinfo = "\\name\\fuzz\\snaps\\20";
     let mut info = super::ConnectInfo::from_userinfo(userinfo);
     info.challenge = challenge;
-    relay.spectators[0] = Some(Spectator::new(
-        address,
-        userinfo.into(),
-        protocol,
-        framing,
-        &info,
-        now,
-    ));
+    let mut spectator = Spectator::new(address, userinfo.into(), protocol, framing, &info, now);
+    spectator.stream_id = relay.stream.as_mut().and_then(|s| s.add_spectator().ok());
+    relay.spectators[0] = Some(spectator);
+    let mut datagrams = 0u32;
     while let Some((len, tail)) = rest.split_first_chunk::<2>() {
         let len = usize::from(u16::from_le_bytes(*len)).min(tail.len());
         let (datagram, tail) = tail.split_at(len);
         rest = tail;
         now += Duration::from_millis(10);
+        if datagrams % 5 == 0 {
+            relay.snapshot(now, &frame(1_000 + 10 * datagrams as i32));
+        }
+        datagrams += 1;
         relay.handle_datagram(now, address, datagram);
         relay.poll(now);
         while relay.next_datagram().is_some() {
@@ -128,6 +158,7 @@ pub fn feed_client_datagrams(data: &[u8]) -> RelayHarnessOutcome {
             outcome.messages = stats.messages;
             outcome.usercmds = stats.usercmds;
             outcome.commands = stats.commands;
+            outcome.snapshots = stats.snapshots;
         }
     }
     outcome.unreadable = relay.stats().unreadable;
