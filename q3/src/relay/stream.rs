@@ -192,3 +192,86 @@ impl SnapshotStream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::Validity;
+
+    fn frame(time: i32, x: f32) -> Snapshot {
+        Snapshot {
+            message_num: 0,
+            delta_num: 0,
+            server_time: time,
+            snap_flags: SNAPFLAG_SERVERCOUNT | 1,
+            areamask: vec![0xfe],
+            ps: PlayerState {
+                command_time: time,
+                ..PlayerState::default()
+            },
+            entities: vec![(
+                7,
+                EntityState {
+                    e_type: 1,
+                    origin_0: x,
+                    ..EntityState::default()
+                },
+            )],
+            server_command_num: 0,
+            validity: Validity::Valid,
+        }
+    }
+
+    fn send(stream: &mut SnapshotStream, id: ClientId, message: i32) -> SnapshotInfo {
+        let mut buf = [0u8; 4096];
+        let mut writer = BitWriter::new(&mut buf);
+        stream
+            .write(id, message, true, &mut writer)
+            .unwrap()
+            .expect("a snapshot")
+    }
+
+    #[test]
+    fn deltas_follow_acknowledgements_and_no_delta_asks_for_a_full_one() {
+        let mut stream = SnapshotStream::new(&Baselines::default()).unwrap();
+        let id = stream.add_spectator().unwrap();
+        let mut buf = [0u8; 64];
+        assert_eq!(
+            stream
+                .write(id, 1, true, &mut BitWriter::new(&mut buf))
+                .unwrap(),
+            None,
+            "no frame yet"
+        );
+        assert!(stream.set_frame(&frame(1000, 1.0)).unwrap());
+        assert!(
+            !stream.set_frame(&frame(1000, 2.0)).unwrap(),
+            "time must advance"
+        );
+        assert!(!stream.set_frame(&frame(950, 2.0)).unwrap());
+        assert_eq!(send(&mut stream, id, 3).base, None);
+        // Not acknowledged: full again.
+        assert!(stream.set_frame(&frame(1050, 2.0)).unwrap());
+        assert_eq!(send(&mut stream, id, 4).base, None);
+        assert!(stream.acknowledge(id, 4).unwrap());
+        assert!(stream.set_frame(&frame(1100, 3.0)).unwrap());
+        assert_eq!(send(&mut stream, id, 5).base, Some(4));
+        // A no-delta packet naming a message before the acknowledged one is
+        // stale; one naming it or later restarts from a full snapshot.
+        stream.request_full(id, 3).unwrap();
+        assert!(stream.set_frame(&frame(1150, 4.0)).unwrap());
+        assert_eq!(send(&mut stream, id, 6).base, Some(4));
+        stream.request_full(id, 6).unwrap();
+        assert!(stream.set_frame(&frame(1200, 5.0)).unwrap());
+        assert_eq!(send(&mut stream, id, 7).base, None);
+        // What was sent: the frame, followed, the flags but the rate bit.
+        let sent = stream.server().sent_snapshot(id, 7).unwrap();
+        assert_eq!(sent.server_time(), 1200);
+        assert_eq!(sent.flags(), SNAPFLAG_SERVERCOUNT);
+        assert_eq!(sent.area_mask(), &[0xfe]);
+        assert!(super::super::view::is_followed(sent.player()));
+        assert_eq!(sent.entity(7).map(|e| e.origin_0), Some(5.0));
+        stream.remove_spectator(id);
+        assert!(stream.server().sent_snapshot(id, 7).is_none());
+    }
+}
