@@ -28,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 pub mod adapt;
+pub mod bound;
 pub mod corpus;
 pub mod encode;
 pub mod frame;

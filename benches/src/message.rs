@@ -19,6 +19,7 @@
 
 use fields::codec::{anchor_of, Held};
 use fields::merge::{read_entity_list, ListError};
+use fields::range::{RangeReader, RangeWriter};
 use fields::varcode::{get_exp_golomb, put_exp_golomb, unzigzag, zigzag};
 use fields::{
     BitError, BitReader, BitSink, BitSource, BitWriter, Codec, DeltaContext, EntityUpdate, Fields,
@@ -66,6 +67,10 @@ pub struct MessageFormat {
     /// Whether the whole message goes through Quake 3's Huffman code in
     /// bitstream mode.
     pub huffman: bool,
+    /// Whether the whole message is range-coded
+    /// ([`fields::range::RangeWriter`]): the native codec's symbols by
+    /// their model's frequencies instead of Huffman code words.
+    pub range: bool,
 }
 
 impl MessageFormat {
@@ -74,6 +79,7 @@ impl MessageFormat {
         codec: Codec::Q3,
         header: HeaderStyle::Quake3,
         huffman: true,
+        range: false,
     };
 
     /// The native codec behind the compact header, raw bits.
@@ -81,6 +87,15 @@ impl MessageFormat {
         codec: Codec::Native,
         header: HeaderStyle::Compact,
         huffman: false,
+        range: false,
+    };
+
+    /// [`MessageFormat::NATIVE`], range-coded.
+    pub const NATIVE_RANGE: MessageFormat = MessageFormat {
+        codec: Codec::Native,
+        header: HeaderStyle::Compact,
+        huffman: false,
+        range: true,
     };
 
     /// Largest entity number (exclusive) the format can carry.
@@ -99,6 +114,19 @@ impl MessageFormat {
         zeros: &Zeros<E, P>,
         breakdown: &mut Breakdown,
     ) -> Result<usize, BitError> {
+        if self.range {
+            let mut sink = RangeWriter::new();
+            write_message(self, &mut sink, step, zeros, breakdown)?;
+            let (bytes, bits) = sink.finish();
+            let capacity = 8 * buf.len();
+            let out = buf.get_mut(..bytes.len()).ok_or(BitError::Overflow {
+                position: 0,
+                requested: (8 * bytes.len()).min(u32::MAX as usize) as u32,
+                capacity,
+            })?;
+            out.copy_from_slice(bytes);
+            return Ok(bits);
+        }
         let mut writer = BitWriter::new(buf);
         if self.huffman {
             let mut sink = HuffmanWriter::new(&mut writer, HuffmanCode::quake3());
@@ -121,6 +149,11 @@ impl MessageFormat {
         baselines: &dyn Baselines<E>,
         zeros: &Zeros<E, P>,
     ) -> Result<State<E, P>, BitError> {
+        if self.range {
+            let bytes = buf.get(..bits.div_ceil(8)).unwrap_or(buf);
+            let mut source = RangeReader::new(bytes);
+            return read_message(self, &mut source, base, frame_ms, baselines, zeros);
+        }
         let reader = BitReader::with_bit_len(buf, bits);
         if self.huffman {
             let mut source = HuffmanReader::new(reader, HuffmanCode::quake3());

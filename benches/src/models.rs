@@ -92,6 +92,7 @@ pub fn build_model(data: ModelData) -> Result<Arc<NativeModel>, Error> {
 #[derive(Debug)]
 pub struct ModelEncoder<E> {
     name: String,
+    format: MessageFormat,
     models: Models,
     buf: Vec<u8>,
     added: Vec<(u32, Retrained<E>)>,
@@ -110,6 +111,7 @@ impl<E> ModelEncoder<E> {
         check_model(&player, player_schema)?;
         Ok(ModelEncoder {
             name: name.to_owned(),
+            format: MessageFormat::NATIVE,
             models: Models::new(entity, player),
             buf: vec![0; MAX_MESSAGE_BYTES],
             added: Vec::new(),
@@ -127,6 +129,13 @@ impl<E> ModelEncoder<E> {
     /// The stream's adaptation, if the encoder adapts.
     pub fn adaptation(&self) -> Option<&StreamAdaptation> {
         self.models.adaptation.as_ref()
+    }
+
+    /// The same encoder writing range-coded messages
+    /// ([`MessageFormat::NATIVE_RANGE`]).
+    pub fn range_coded(mut self) -> Self {
+        self.format = MessageFormat::NATIVE_RANGE;
+        self
     }
 
     /// The last message written (its first `bits.div_ceil(8)` bytes).
@@ -281,7 +290,9 @@ impl<E: Fields, P: Fields> Encoder<E, P> for ModelEncoder<E> {
             entity: Retrained::with(zeros.entity.clone(), &entity),
             player: Retrained::with(zeros.player.clone(), &player),
         };
-        let bits = MessageFormat::NATIVE.encode(&mut self.buf, &wrapped, &wrapped_zeros, breakdown);
+        let bits = self
+            .format
+            .encode(&mut self.buf, &wrapped, &wrapped_zeros, breakdown);
         self.added = spawn.0;
         let bits = bits?;
         self.models.record(step, zeros, coding);
@@ -292,6 +303,7 @@ impl<E: Fields, P: Fields> Encoder<E, P> for ModelEncoder<E> {
 /// Reads what a [`ModelEncoder`] with the same models (and policy) wrote.
 #[derive(Debug)]
 pub struct ModelDecoder<E> {
+    format: MessageFormat,
     models: Models,
     /// The spawn baselines wrapped with a model, and what they were made
     /// from (the baselines' address, the model): rewrapped when either
@@ -303,6 +315,7 @@ impl<E: Fields> ModelDecoder<E> {
     /// A decoder with fixed models.
     pub fn new(entity: Arc<NativeModel>, player: Arc<NativeModel>) -> Self {
         ModelDecoder {
+            format: MessageFormat::NATIVE,
             models: Models::new(entity, player),
             spawn: None,
         }
@@ -311,6 +324,13 @@ impl<E: Fields> ModelDecoder<E> {
     /// The same decoder with models adapting under `policy`.
     pub fn adapting(mut self, policy: AdaptPolicy) -> Self {
         self.models.adapt(policy);
+        self
+    }
+
+    /// The same decoder reading range-coded messages
+    /// ([`MessageFormat::NATIVE_RANGE`]).
+    pub fn range_coded(mut self) -> Self {
+        self.format = MessageFormat::NATIVE_RANGE;
         self
     }
 
@@ -360,7 +380,7 @@ impl<E: Fields> ModelDecoder<E> {
             entity: Retrained::with(zeros.entity.clone(), &entity),
             player: Retrained::with(zeros.player.clone(), &player),
         };
-        let state = unwrap(MessageFormat::NATIVE.decode(
+        let state = unwrap(self.format.decode(
             buf,
             bits,
             wrapped_base.as_ref(),

@@ -11,6 +11,7 @@
 //! raw bits or Quake 3's Huffman-coded stream without knowing which.
 
 use crate::error::BitError;
+use crate::model::SymbolCode;
 
 /// Largest width, in bits, of a single integer read or write.
 pub const MAX_WIDTH: u32 = 32;
@@ -81,6 +82,38 @@ pub trait BitSink {
     /// Writes one bit.
     fn put_bit(&mut self, bit: bool) -> Result<(), BitError> {
         self.put_bits(bit as u32, 1)
+    }
+
+    /// Writes a modelled symbol: `code`'s code word for it (what every
+    /// bit sink does), or, for a sink that codes symbols by their
+    /// probability ([`crate::range::RangeWriter`]), its span of the model's
+    /// frequencies.
+    #[inline(always)]
+    fn put_coded_symbol(&mut self, code: &SymbolCode, symbol: u8) -> Result<(), BitError> {
+        code.encode(self, symbol)
+    }
+
+    /// [`BitSink::put_coded_symbol`], then the low `raw_bits` bits of `raw`
+    /// (`raw_bits` up to 32): a value's class and the bits below its
+    /// leading one. A bit sink writes both in one call.
+    #[inline(always)]
+    fn put_coded_symbol_and_raw(
+        &mut self,
+        code: &SymbolCode,
+        symbol: u8,
+        raw: u32,
+        raw_bits: u32,
+    ) -> Result<(), BitError> {
+        let word = code.word(symbol);
+        if word.len == 0 {
+            // A symbol without a code word: the sink refuses the empty
+            // word, as it does when the symbol is written alone.
+            return self.put_bits(word.bits, 0);
+        }
+        self.put_wide_bits(
+            u64::from(word.bits) | u64::from(raw) << word.len,
+            u32::from(word.len) + raw_bits,
+        )
     }
 
     /// Writes a signed value in `count` bits (two's complement, truncated).
@@ -170,6 +203,12 @@ pub trait BitSource {
     /// Reads one bit.
     fn get_bit(&mut self) -> Result<bool, BitError> {
         Ok(self.get_bits(1)? != 0)
+    }
+
+    /// Reads a symbol written by [`BitSink::put_coded_symbol`] with `code`.
+    #[inline(always)]
+    fn get_coded_symbol(&mut self, code: &SymbolCode) -> Result<u8, BitError> {
+        code.decode(self)
     }
 
     /// Reads a `count`-bit two's-complement value and sign-extends it.

@@ -101,6 +101,56 @@ pub fn codec_modelled(data: &[u8]) -> usize {
     codec_against(Codec::Native, modelled_base(), data)
 }
 
+/// `codec_range`: [`codec_modelled`]'s checks with the input read as a
+/// range-coded message ([`crate::range::RangeReader`]) and re-encoded
+/// through a [`crate::range::RangeWriter`]: the native codec with a model
+/// in its range-coded form.
+pub fn codec_range(data: &[u8]) -> usize {
+    use crate::range::{RangeReader, RangeWriter};
+    let (codec, base) = (Codec::Native, modelled_base());
+    let mut accepted = 0;
+    for context in [
+        crate::DeltaContext::default(),
+        crate::DeltaContext::default()
+            .with_spawn(true)
+            .with_anchor(Some(FUZZ_ANCHOR)),
+    ] {
+        let mut decoded = base.clone();
+        if codec
+            .read_delta_in(&context, &mut RangeReader::new(data), &mut decoded)
+            .is_ok()
+        {
+            accepted += 1;
+            let mut writer = RangeWriter::new();
+            codec
+                .write_delta_in(&context, &mut writer, base, &decoded)
+                .expect("a decoded state re-encodes");
+            let (bytes, _) = writer.finish();
+            let mut again = base.clone();
+            codec
+                .read_delta_in(&context, &mut RangeReader::new(bytes), &mut again)
+                .expect("a re-encoded state decodes");
+            assert!(!again.wire_differs(&decoded));
+        }
+    }
+    let mut reader = RangeReader::new(data);
+    let mut last = None;
+    while let Ok(Some(header)) = codec.read_entity_number(&mut reader, last, 1023, base, &FUZZ_HELD)
+    {
+        let number = header.number();
+        assert!(number < 1023 && last.is_none_or(|last| number > last));
+        let mut entity = base.clone();
+        match codec.read_entity_body(&mut reader, header, &mut entity) {
+            Ok(EntityBody::Unchanged) | Ok(EntityBody::Removed) => assert_eq!(&entity, base),
+            Ok(EntityBody::Changed) => {}
+            Err(_) => break,
+        }
+        accepted += 1;
+        last = Some(number);
+    }
+    accepted
+}
+
 /// The base of `codec_modelled`: [`everything_base`]'s words in a
 /// [`DynamicState`] whose layout carries a model trained (once, on a fixed
 /// synthetic stream) on [`Everything`]'s schema.

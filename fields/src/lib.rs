@@ -70,6 +70,7 @@ pub mod huffman;
 pub mod kind;
 pub mod merge;
 pub mod model;
+pub mod range;
 mod rounding;
 pub mod schema;
 pub mod table;

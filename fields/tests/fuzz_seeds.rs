@@ -7,6 +7,7 @@ use netq3_fields::codec::Held;
 use netq3_fields::fuzzing::{
     self, corpus_files, everything_base, write_seeds, Everything, FUZZ_HELD,
 };
+use netq3_fields::range::RangeWriter;
 use netq3_fields::{BitSink, BitWriter, Codec, EntityUpdate, Fields, HuffmanCode};
 
 const CRATE: &str = env!("CARGO_MANIFEST_DIR");
@@ -67,67 +68,83 @@ fn changed() -> [Everything; 3] {
 }
 
 fn codec_seeds(codec: Codec) -> Vec<Vec<u8>> {
-    list_seeds(codec, &everything_base(), changed())
+    list_seeds(codec, &everything_base(), changed(), raw_bits)
 }
 
-/// Struct deltas from `base` to each of `changed`, then an entity list.
-fn list_seeds<T: Fields>(codec: Codec, base: &T, changed: [T; 3]) -> Vec<Vec<u8>> {
+/// What `write` writes through a [`BitWriter`], in whole bytes.
+fn raw_bits(write: &mut dyn FnMut(&mut dyn BitSink)) -> Vec<u8> {
+    let mut buf = [0u8; 512];
+    let mut writer = BitWriter::new(&mut buf);
+    write(&mut writer);
+    let len = writer.bits_written().div_ceil(8);
+    buf[..len].to_vec()
+}
+
+/// What `write` writes through a [`RangeWriter`], ended.
+fn range_coded(write: &mut dyn FnMut(&mut dyn BitSink)) -> Vec<u8> {
+    let mut writer = RangeWriter::new();
+    write(&mut writer);
+    writer.finish().0.to_vec()
+}
+
+/// Struct deltas from `base` to each of `changed`, then an entity list,
+/// each written by `frame`.
+fn list_seeds<T: Fields>(
+    codec: Codec,
+    base: &T,
+    changed: [T; 3],
+    frame: fn(&mut dyn FnMut(&mut dyn BitSink)) -> Vec<u8>,
+) -> Vec<Vec<u8>> {
     let base = base.clone();
     let mut seeds = Vec::new();
     for new in changed.clone() {
-        let mut buf = [0u8; 512];
-        let mut writer = BitWriter::new(&mut buf);
-        codec.write_delta(&mut writer, &base, &new).unwrap();
-        let len = writer.bits_written().div_ceil(8);
-        seeds.push(buf[..len].to_vec());
+        seeds.push(frame(&mut |sink| {
+            codec.write_delta(sink, &base, &new).unwrap()
+        }));
     }
     // An entity list: changed, removed, unchanged-but-forced, changed, end.
-    let mut buf = [0u8; 512];
-    let mut writer = BitWriter::new(&mut buf);
     let [a, b, _] = changed;
-    let updates = [
-        (
-            3,
-            EntityUpdate::Delta {
-                base: &base,
-                new: &a,
-                force: false,
-            },
-        ),
-        (
-            5,
-            EntityUpdate::Removed {
-                old: &base,
-                held: Held(&FUZZ_HELD),
-            },
-        ),
-        (
-            70,
-            EntityUpdate::Delta {
-                base: &base,
-                new: &base,
-                force: true,
-            },
-        ),
-        (
-            1000,
-            EntityUpdate::Delta {
-                base: &base,
-                new: &b,
-                force: false,
-            },
-        ),
-    ];
-    let mut last = None;
-    for (number, update) in updates {
-        assert!(codec
-            .write_entity(&mut writer, last, number, update)
-            .unwrap());
-        last = Some(number);
-    }
-    codec.write_entities_end(&mut writer, last, &base).unwrap();
-    let len = writer.bits_written().div_ceil(8);
-    seeds.push(buf[..len].to_vec());
+    seeds.push(frame(&mut |sink| {
+        let updates = [
+            (
+                3,
+                EntityUpdate::Delta {
+                    base: &base,
+                    new: &a,
+                    force: false,
+                },
+            ),
+            (
+                5,
+                EntityUpdate::Removed {
+                    old: &base,
+                    held: Held(&FUZZ_HELD),
+                },
+            ),
+            (
+                70,
+                EntityUpdate::Delta {
+                    base: &base,
+                    new: &base,
+                    force: true,
+                },
+            ),
+            (
+                1000,
+                EntityUpdate::Delta {
+                    base: &base,
+                    new: &b,
+                    force: false,
+                },
+            ),
+        ];
+        let mut last = None;
+        for (number, update) in updates {
+            assert!(codec.write_entity(sink, last, number, update).unwrap());
+            last = Some(number);
+        }
+        codec.write_entities_end(sink, last, &base).unwrap();
+    }));
     seeds
 }
 
@@ -204,6 +221,7 @@ fn codec_modelled_replays() {
         Codec::Native,
         fuzzing::modelled_base(),
         changed().map(|state| fuzzing::modelled(&state)),
+        raw_bits,
     );
     write_seeds(CRATE, "codec_modelled", &seeds).unwrap();
     assert_eq!(
@@ -215,6 +233,23 @@ fn codec_modelled_replays() {
         replay("codec_modelled", 1, fuzzing::codec_modelled),
         seeds.len()
     );
+}
+
+#[test]
+fn codec_range_replays() {
+    let seeds = list_seeds(
+        Codec::Native,
+        fuzzing::modelled_base(),
+        changed().map(|state| fuzzing::modelled(&state)),
+        range_coded,
+    );
+    write_seeds(CRATE, "codec_range", &seeds).unwrap();
+    assert_eq!(
+        fuzzing::codec_range(&seeds[3]),
+        6,
+        "the list's 4 entities (and its first bits read as a struct delta, held and spawn)"
+    );
+    assert_eq!(replay("codec_range", 1, fuzzing::codec_range), seeds.len());
 }
 
 #[test]

@@ -41,8 +41,8 @@ use crate::error::BitError;
 use crate::kind::ScalarKind;
 use crate::model::{
     field_codings, number_context, number_symbol, Clock, Context, FieldCoding, Grid, NativeModel,
-    Origin, PatternKey, PatternSet, Predictor, ValueContext, DICTIONARY_SYMBOLS, GROUP_FIELDS,
-    NUMBER_END, VALUE_SYMBOLS, ZERO_SYMBOL,
+    Origin, PatternKey, PatternSet, Predictor, TracedSymbol, ValueContext, DICTIONARY_SYMBOLS,
+    GROUP_FIELDS, NUMBER_END, VALUE_SYMBOLS, ZERO_SYMBOL,
 };
 use crate::rounding;
 use crate::table::{field_in, FieldSet, Fields, MAX_FIELDS};
@@ -702,7 +702,7 @@ fn put_symbol<S: BitSink + ?Sized>(
     symbol: u8,
 ) -> Result<(), BitError> {
     match model.and_then(|m| m.code(context)) {
-        Some(code) => code.encode(sink, symbol),
+        Some(code) => sink.put_coded_symbol(code, symbol),
         None => put_exp_golomb(sink, u32::from(symbol), 1),
     }
 }
@@ -719,16 +719,7 @@ fn put_symbol_and_extra<S: BitSink + ?Sized>(
 ) -> Result<(), BitError> {
     match model.and_then(|m| m.code(context)) {
         Some(symbol_code) => {
-            let word = symbol_code.word(code.symbol);
-            if word.len == 0 {
-                // A symbol without a code word: the sink refuses the empty
-                // word, as it does when the symbol is written alone.
-                return sink.put_bits(word.bits, 0);
-            }
-            sink.put_wide_bits(
-                u64::from(word.bits) | u64::from(code.extra) << word.len,
-                u32::from(word.len) + code.extra_bits,
-            )
+            sink.put_coded_symbol_and_raw(symbol_code, code.symbol, code.extra, code.extra_bits)
         }
         None => {
             put_exp_golomb(sink, u32::from(code.symbol), 1)?;
@@ -748,7 +739,7 @@ fn get_symbol<S: BitSource + ?Sized>(
     context: Context,
 ) -> Result<u8, BitError> {
     match model.and_then(|m| m.code(context)) {
-        Some(code) => code.decode(source),
+        Some(code) => source.get_coded_symbol(code),
         None => {
             let position = source.bits_read();
             let value = get_exp_golomb(source, 1)?;
@@ -927,6 +918,7 @@ pub(crate) fn visit_symbols<T: Fields>(
     context: &DeltaContext,
     visit: &mut dyn FnMut(Context, u8),
 ) {
+    let visit = &mut |symbol: TracedSymbol| visit(symbol.context, symbol.symbol);
     let Learned {
         grids,
         predictors,
@@ -960,6 +952,19 @@ pub(crate) fn visit_native_symbols<T: Fields>(
     context: &DeltaContext,
     visit: &mut dyn FnMut(Context, u8),
 ) {
+    let visit = &mut |symbol: TracedSymbol| visit(symbol.context, symbol.symbol);
+    visit_model_symbols(base, new, &Model::of(Some(model)), context, visit);
+}
+
+/// As [`visit_native_symbols`], with the raw bits each symbol carries: what
+/// [`crate::model::trace_delta`] reports.
+pub(crate) fn trace_native_symbols<T: Fields>(
+    base: &T,
+    new: &T,
+    model: &NativeModel,
+    context: &DeltaContext,
+    visit: &mut dyn FnMut(TracedSymbol),
+) {
     visit_model_symbols(base, new, &Model::of(Some(model)), context, visit);
 }
 
@@ -968,7 +973,7 @@ fn visit_model_symbols<T: Fields>(
     new: &T,
     model: &Model<'_>,
     context: &DeltaContext,
-    visit: &mut dyn FnMut(Context, u8),
+    visit: &mut dyn FnMut(TracedSymbol),
 ) {
     let mut changed = [0u16; MAX_FIELDS];
     let count = changed_fields(base, new, &mut changed);
@@ -977,9 +982,12 @@ fn visit_model_symbols<T: Fields>(
     let origin = context.origin();
     let scope = Scope::of(origin, model, base, |f| base.word(f, 0), None);
     let set = model.pattern_set(origin, base);
-    visit(Context::LastGroup(set), last_group as u8);
+    visit(TracedSymbol::bare(
+        Context::LastGroup(set),
+        last_group as u8,
+    ));
     for (group, &pattern) in patterns.iter().enumerate().take(last_group) {
-        visit(Context::Group(set, group), pattern);
+        visit(TracedSymbol::bare(Context::Group(set, group), pattern));
     }
     for &field in &changed[..count] {
         let field = usize::from(field);
@@ -998,7 +1006,12 @@ fn visit_model_symbols<T: Fields>(
                 if let Some(code) = value_code(kind.element(), b, n, reference, true) {
                     let demoted = scope.demotes(model, field);
                     let value_context = value_context(kind.element(), b, origin, demoted);
-                    visit(Context::Value(field, value_context), code.symbol);
+                    visit(TracedSymbol {
+                        context: Context::Value(field, value_context),
+                        symbol: code.symbol,
+                        raw_bits: code.extra_bits,
+                        raw: code.extra,
+                    });
                 }
             }
         }

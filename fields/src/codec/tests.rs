@@ -789,6 +789,81 @@ mod modelled {
         }
     }
 
+    proptest! {
+        #[test]
+        fn range_coded_deltas_and_lists_round_trip(numbers in prop::collection::btree_set(0u32..1023, 0..24), removed in any::<u32>(), base in sample(), new in sample(), keep in any::<u32>()) {
+            use crate::range::{RangeReader, RangeWriter};
+            let base = sample_as_modelled(&base.normalized());
+            let new = sample_as_modelled(&mix(&base_as_sample(&base), &new, keep));
+            let entries: Vec<(u32, bool)> = numbers.iter().enumerate().map(|(i, &n)| (n, removed >> (i % 32) & 1 == 1)).collect();
+            let held = held_of(&entries);
+            let held = &held[..];
+            // A struct delta, then the list, in one range-coded message.
+            let mut w = RangeWriter::new();
+            Codec::Native.write_delta(&mut w, &base, &new).unwrap();
+            let mut last = None;
+            for &(number, removed) in &entries {
+                let update = if removed {
+                    EntityUpdate::Removed { old: &base, held: Held(&held) }
+                } else {
+                    EntityUpdate::Delta { base: &base, new: &new, force: true }
+                };
+                Codec::Native.write_entity(&mut w, last, number, update).unwrap();
+                last = Some(number);
+            }
+            Codec::Native.write_entities_end(&mut w, last, &base).unwrap();
+            let bound = w.bits_written();
+            let (bytes, bits) = w.finish();
+            let bytes = bytes.to_vec();
+            prop_assert!(bits <= bound, "{} bits, bound {}", bits, bound);
+            let mut r = RangeReader::new(&bytes);
+            let mut out = base;
+            Codec::Native.read_delta(&mut r, &mut out).unwrap();
+            prop_assert!(!out.wire_differs(&new));
+            let mut last = None;
+            for &(number, removed) in &entries {
+                let header = Codec::Native.read_entity_number(&mut r, last, 1023, &base, &held).unwrap();
+                prop_assert_eq!(header.map(|h| h.number()), Some(number));
+                let mut out = base;
+                let body = Codec::Native.read_entity_body(&mut r, header.unwrap(), &mut out).unwrap();
+                prop_assert_eq!(body == EntityBody::Removed, removed);
+                if !removed {
+                    prop_assert!(!out.wire_differs(&new));
+                }
+                last = Some(number);
+            }
+            prop_assert_eq!(Codec::Native.read_entity_number(&mut r, last, 1023, &base, &held).unwrap(), None);
+        }
+    }
+
+    #[test]
+    fn range_coded_garbage_with_a_model_never_panics() {
+        let mut seed = 11u32;
+        for _ in 0..2000 {
+            let bytes: Vec<u8> = (0..40)
+                .map(|_| {
+                    seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    (seed >> 24) as u8
+                })
+                .collect();
+            let mut out = Modelled::default();
+            let mut r = crate::range::RangeReader::new(&bytes);
+            let _ = Codec::Native.read_delta(&mut r, &mut out);
+            let mut last = None;
+            while let Ok(Some(header)) =
+                Codec::Native.read_entity_number(&mut r, last, 1023, &out, &&[][..] as &&[u32])
+            {
+                if Codec::Native
+                    .read_entity_body(&mut r, header, &mut out.clone())
+                    .is_err()
+                {
+                    break;
+                }
+                last = Some(header.number());
+            }
+        }
+    }
+
     fn base_as_sample(m: &Modelled) -> Sample {
         let mut out = Sample::default();
         for field in 0..Modelled::TABLE.fields.len() {

@@ -239,7 +239,7 @@ pub type PatternSet = u8;
 /// velocity) nearly always changes to another whole number, one whose
 /// baseline was not nearly never does, whichever game or mod sent it: the
 /// baseline tells a stream's habits that counts from other streams cannot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ValueContext {
     /// From a spawn baseline ([`Origin::Spawn`]).
     Spawn = 0,
@@ -255,7 +255,7 @@ pub enum ValueContext {
 }
 
 /// Where a symbol occurs; each context has its own code in a model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Context {
     /// One more than the index of the last group with a changed field (0:
     /// none), in a pattern set.
@@ -607,10 +607,18 @@ pub struct SymbolCode {
     /// `trie[node][bit]`: a positive value is a child node index, a negative
     /// one is `-(symbol + 1)`, zero is "no code word goes this way".
     trie: Vec<[i16; 2]>,
+    /// The weights the code was built from (smoothed counts), behind a
+    /// pointer: what an ideal coder with this model would price symbols by.
+    weights: Box<[u32; 256]>,
+    /// Their sum.
+    total_weight: u64,
+    /// The weights quantised for the range coder ([`crate::range::quantize`]):
+    /// running sums of [`crate::range::PROB_TOTAL`].
+    cumulative: Box<[u32; 257]>,
 }
 
 impl SymbolCode {
-    fn new(code: HuffmanCode) -> Self {
+    fn new(code: HuffmanCode, weights: [u32; 256], alphabet: usize) -> Self {
         let mut trie = vec![[0i16; 2]];
         for (symbol, word) in code.code_words().iter().enumerate() {
             let mut node = 0usize;
@@ -631,7 +639,57 @@ impl SymbolCode {
             table: code.decode_table(),
             words: Box::new(*code.code_words()),
             trie,
+            total_weight: weights.iter().map(|&w| u64::from(w)).sum(),
+            cumulative: crate::range::quantize(&weights, alphabet),
+            weights: Box::new(weights),
         }
+    }
+
+    /// `symbol`'s span among the range coder's frequencies (cumulative,
+    /// frequency): `None` for a symbol the model gives no weight.
+    #[inline]
+    pub fn span(&self, symbol: u8) -> Option<(u32, u32)> {
+        let s = usize::from(symbol);
+        let (start, end) = (self.cumulative[s], self.cumulative[s + 1]);
+        (end > start).then_some((start, end - start))
+    }
+
+    /// The symbol whose span holds `target` (below
+    /// [`crate::range::PROB_TOTAL`]), with its span.
+    #[inline]
+    pub fn symbol_at(&self, target: u32) -> (u8, u32, u32) {
+        // The last running sum at or below the target, among symbols with
+        // a span: the first sum above it, less one.
+        let above = self.cumulative[1..].partition_point(|&sum| sum <= target);
+        let symbol = above.min(255);
+        let (start, end) = (self.cumulative[symbol], self.cumulative[symbol + 1]);
+        (symbol as u8, start, end - start)
+    }
+
+    /// The weight the code gives `symbol` (its smoothed count; 0 for a
+    /// symbol without a code word).
+    pub fn weight(&self, symbol: u8) -> u32 {
+        self.weights[usize::from(symbol)]
+    }
+
+    /// The sum of every symbol's [`weight`](Self::weight).
+    pub fn total_weight(&self) -> u64 {
+        self.total_weight
+    }
+
+    /// What an ideal entropy coder with this code's model spends on
+    /// `symbol`: `-log2 p`, with `p` as the Huffman code was built from the
+    /// weights (a symbol of weight 0 weighs 1/256 of a weight unit there,
+    /// so it stays codable). A Huffman code word is at least one bit and a
+    /// whole number of them; the difference is the coder's loss.
+    pub fn ideal_bits(&self, symbol: u8) -> f64 {
+        let unseen = self.weights.iter().filter(|&&w| w == 0).count() as f64;
+        let total = self.total_weight as f64 * 256.0 + unseen;
+        let weight = match self.weight(symbol) {
+            0 => 1.0,
+            w => f64::from(w) * 256.0,
+        };
+        (total / weight).log2()
     }
 
     /// `symbol`'s code word (empty for a symbol without one).
@@ -1119,10 +1177,11 @@ pub(crate) enum TableKind {
     Numbers,
 }
 
-/// The code of counts `weights` (already smoothed).
-fn code_of(weights: [u32; 256]) -> Result<SymbolCode, BitError> {
+/// The code of counts `weights` (already smoothed) of a context whose
+/// symbols are below `alphabet`.
+fn code_of(weights: [u32; 256], alphabet: usize) -> Result<SymbolCode, BitError> {
     HuffmanCode::from_frequencies(&weights)
-        .map(SymbolCode::new)
+        .map(|code| SymbolCode::new(code, weights, alphabet))
         .map_err(|e| BitError::invalid("native model", 0, format!("cannot build a code: {e}")))
 }
 
@@ -1140,7 +1199,10 @@ fn half_of(data: &ModelData, set: usize) -> std::ops::Range<usize> {
 /// The code of [`Context::LastGroup`] in pattern set `set`.
 fn last_group_code(data: &ModelData, set: usize) -> Result<SymbolCode, BitError> {
     let pooled = smooth::pooled(&data.last_group[half_of(data, set)]);
-    code_of(smooth::last_group(&data.last_group[set], &pooled))
+    code_of(
+        smooth::last_group(&data.last_group[set], &pooled),
+        data.last_group[set].len(),
+    )
 }
 
 /// The code of the group pattern table `index` (set-major).
@@ -1150,10 +1212,10 @@ fn group_code(data: &ModelData, index: usize) -> Result<SymbolCode, BitError> {
     let tables: Vec<Vec<u32>> = half_of(data, set)
         .map(|set| data.groups[set * groups + g].clone())
         .collect();
-    code_of(smooth::pattern(
-        &data.groups[index],
-        &smooth::pooled(&tables),
-    ))
+    code_of(
+        smooth::pattern(&data.groups[index], &smooth::pooled(&tables)),
+        256,
+    )
 }
 
 /// The code of value table `index` (field-major, [`VALUE_CONTEXTS`] per
@@ -1165,15 +1227,18 @@ fn value_code(data: &ModelData, index: usize) -> Result<SymbolCode, BitError> {
     // One float step at the field's magnitude is 2^(e - 23): a change of
     // 2^i units spans about 2^(i + 23 - e) steps.
     let shift = data.magnitudes[field].map(|e| (23 - i32::from(e)).clamp(0, 32) as usize);
-    code_of(smooth::value(&data.values[index], &pooled, shift))
+    code_of(
+        smooth::value(&data.values[index], &pooled, shift),
+        VALUE_SYMBOLS,
+    )
 }
 
 /// The code of [`Context::EntityNumber`] context `index`.
 fn number_code(data: &ModelData, index: usize) -> Result<SymbolCode, BitError> {
-    code_of(smooth::numbers(
-        &data.numbers[index],
-        &smooth::pooled(&data.numbers),
-    ))
+    code_of(
+        smooth::numbers(&data.numbers[index], &smooth::pooled(&data.numbers)),
+        NUMBER_SYMBOLS,
+    )
 }
 
 /// Counts the symbols the native codec would write for a stream of deltas,
@@ -1498,6 +1563,62 @@ pub(crate) fn visit_entity_list(
     held: &dyn HeldNumbers,
     visit: &mut dyn FnMut(Context, u8),
 ) {
+    trace_entity_list(entries, held, &mut |traced| {
+        visit(traced.context, traced.symbol)
+    });
+}
+
+/// One symbol as the native codec codes it with a model, and the raw bits
+/// written after it (the bits below a value's or a gap's leading one):
+/// what [`trace_delta`] and [`trace_entity_list`] report, so a report can
+/// price a message's symbols and raw bits apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TracedSymbol {
+    /// Where the symbol occurs.
+    pub context: Context,
+    /// The symbol.
+    pub symbol: u8,
+    /// How many raw bits follow it.
+    pub raw_bits: u32,
+    /// Those bits (the low `raw_bits` of it).
+    pub raw: u32,
+}
+
+impl TracedSymbol {
+    /// A symbol without raw bits.
+    pub(crate) fn bare(context: Context, symbol: u8) -> Self {
+        TracedSymbol {
+            context,
+            symbol,
+            raw_bits: 0,
+            raw: 0,
+        }
+    }
+}
+
+/// Calls `visit` with every symbol, and its raw bits, of the delta from
+/// `base` to `new` as the native codec codes it with `model` in `context`
+/// (in the order the codec writes them, within a delta: the change
+/// patterns, then the values).
+pub fn trace_delta<T: Fields>(
+    model: &NativeModel,
+    base: &T,
+    new: &T,
+    context: &crate::codec::DeltaContext,
+    visit: &mut dyn FnMut(TracedSymbol),
+) {
+    crate::codec::native::trace_native_symbols(base, new, model, context, visit);
+}
+
+/// Calls `visit` with every number symbol, and the raw bits below each
+/// gap's leading one, of an entity list whose entries (number, removed)
+/// are `entries` against a receiver holding `held` (an empty list's one
+/// bit is no symbol).
+pub fn trace_entity_list(
+    entries: impl IntoIterator<Item = (u32, bool)>,
+    held: &dyn HeldNumbers,
+    visit: &mut dyn FnMut(TracedSymbol),
+) {
     let mut last = None;
     for (number, removed) in entries {
         let first_candidate = last.map_or(0, |l: u32| l.wrapping_add(1));
@@ -1508,16 +1629,22 @@ pub(crate) fn visit_entity_list(
         } else {
             continue;
         };
-        visit(
-            Context::EntityNumber(number_context(last)),
-            number_symbol(gap, removed),
-        );
+        let raw_bits = (32 - gap.leading_zeros()).saturating_sub(1);
+        visit(TracedSymbol {
+            context: Context::EntityNumber(number_context(last)),
+            symbol: number_symbol(gap, removed),
+            raw_bits,
+            raw: gap & ((1u64 << raw_bits) - 1) as u32,
+        });
         last = Some(number);
     }
     // An empty list is one bit of its own (see the native codec's
     // `put_number`): no symbol to count.
     if last.is_some() {
-        visit(Context::EntityNumber(number_context(last)), NUMBER_END);
+        visit(TracedSymbol::bare(
+            Context::EntityNumber(number_context(last)),
+            NUMBER_END,
+        ));
     }
 }
 
@@ -1636,7 +1763,7 @@ mod tests {
         for (symbol, count) in counts.iter_mut().enumerate().take(40) {
             *count = 1 + (symbol as u32 * 7919) % 1000;
         }
-        let code = SymbolCode::new(HuffmanCode::from_frequencies(&counts).unwrap());
+        let code = SymbolCode::new(HuffmanCode::from_frequencies(&counts).unwrap(), counts, 256);
         let symbols: Vec<u8> = (0..=255u8).chain([3, 3, 17, 39, 0, 255]).collect();
         let mut buf = [0u8; 1024];
         let mut writer = crate::bits::BitWriter::new(&mut buf);

@@ -1,0 +1,535 @@
+//! How far the native codec is from what its own data allows: the entropy
+//! bound of a real demo's messages, split into what the coder loses, what
+//! the model loses and what the raw value bits cost.
+//!
+//! For each message of a real demo, coded as `native_loo` codes it
+//! (models trained without the demo, adapting along the delta chain), the
+//! report traces every symbol the codec writes with the model that codes
+//! it ([`fields::model::trace_delta`], [`fields::model::trace_entity_list`])
+//! and prices it four ways:
+//!
+//! * **today**: the Huffman code word the message really spent;
+//! * **cross-entropy**: `-log2 p` under the same model's weights (the
+//!   smoothed counts its Huffman code was built from): what an ideal
+//!   arithmetic coder with the very same model and contexts would spend.
+//!   Today minus this is the **coder loss**;
+//! * **in-sample conditional entropy**: the demo's own empirical entropy
+//!   of each symbol given its context, as if a static model had been
+//!   trained on the demo alone. Cross-entropy minus this is the **model
+//!   loss** (it can be negative where adapting beats one static model);
+//! * the **raw bits** below each value's (or gap's) leading one, written
+//!   as they are today, and what they would cost coded bit by bit
+//!   conditioned on their class: the in-sample entropy of each bit given
+//!   (context, symbol, position below the leading one), and what an
+//!   adaptive binary coder would really pay for them in one pass
+//!   (Krichevsky–Trofimov counts starting from nothing, with the two bits
+//!   above in the context too).
+//!
+//! The rest of a message — header, the one-bit empty-list flag, whole
+//! bytes' padding — is reported as it is.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use fields::model::{
+    trace_delta, trace_entity_list, AdaptPolicy, Context, NativeModel, TracedSymbol,
+};
+use fields::range::RangeEncoder;
+use q3::{EntityState, PlayerState};
+use serde::Serialize;
+
+use crate::adapt::StreamAdaptation;
+use crate::encode::Encoder;
+use crate::loo::{q3_model_encoder, train_without};
+use crate::message::{visit_deltas, Breakdown};
+use crate::models::ModelDecoder;
+use crate::workload::q3demo::Q3Demo;
+use crate::workload::RunEnd;
+use crate::{Error, Zeros};
+
+/// Which of a message's two models coded a symbol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Table {
+    Entity,
+    Player,
+}
+
+/// Raw bits counted per (table, context, symbol, position below the
+/// leading one, the two bits above it within the value).
+type RawKey = (Table, Context, u8, u8, u8);
+
+/// The kinds of symbol a message codes, for [`DemoBound::parts`].
+pub const PARTS: [&str; 5] = [
+    "player change patterns",
+    "player values",
+    "entity change patterns",
+    "entity values",
+    "entity numbers",
+];
+
+/// Which of [`PARTS`] a symbol of `table` in `context` is.
+fn part_of(table: Table, context: Context) -> usize {
+    match (table, context) {
+        (Table::Player, Context::LastGroup(_) | Context::Group(..)) => 0,
+        (Table::Player, _) => 1,
+        (Table::Entity, Context::LastGroup(_) | Context::Group(..)) => 2,
+        (Table::Entity, Context::Value(..)) => 3,
+        (Table::Entity, Context::EntityNumber(_)) => 4,
+    }
+}
+
+/// One kind of symbol's share of a demo's bound (bits).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Part {
+    /// Which (one of [`PARTS`]).
+    pub name: String,
+    /// What the Huffman codes spent.
+    pub symbol_bits: u64,
+    /// Cross-entropy under the coding model.
+    pub cross_entropy: f64,
+    /// In-sample conditional entropy.
+    pub insample_entropy: f64,
+    /// Raw bits, today.
+    pub raw_bits: u64,
+    /// Their in-sample entropy given (context, symbol, position).
+    pub raw_entropy: f64,
+    /// What an adaptive binary coder would pay for them.
+    pub raw_adaptive: f64,
+}
+
+/// One demo's bound (sums over its messages; bits unless named).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DemoBound {
+    /// The demo's file name.
+    pub name: String,
+    /// Messages measured.
+    pub messages: u64,
+    /// How the run ended (`complete`, or the fault it stopped at).
+    pub status: String,
+    /// Quake 3's bytes for the same messages (whole bytes per message).
+    pub q3_bytes: u64,
+    /// The native messages' bytes today (whole bytes per message).
+    pub native_bytes: u64,
+    /// Their bits, before rounding up to whole bytes.
+    pub native_bits: u64,
+    /// Header bits.
+    pub header_bits: u64,
+    /// Symbols coded.
+    pub symbols: u64,
+    /// What the Huffman codes spent on them.
+    pub symbol_bits: u64,
+    /// Their cross-entropy under the coding (leave-one-out, adapting) model.
+    pub cross_entropy: f64,
+    /// Their in-sample conditional entropy (given the context).
+    pub insample_entropy: f64,
+    /// Raw bits below the leading ones, as written today.
+    pub raw_bits: u64,
+    /// Their in-sample entropy given (context, symbol, position).
+    pub raw_entropy: f64,
+    /// What an adaptive binary coder would pay for them in one pass, with
+    /// the context above and the two bits above each within its value.
+    pub raw_adaptive: f64,
+    /// Everything else (`native_bits` less header, symbols and raw bits):
+    /// the empty-list flags and the like.
+    pub other_bits: u64,
+    /// Changed or added entities (for bits per changed entity).
+    pub entity_updates: u64,
+    /// The traced symbols and raw bits re-coded through a
+    /// [`fields::range::RangeEncoder`] (frequencies quantised to its total),
+    /// with the header and other bits as raw bits: bits, before rounding
+    /// each message up to whole bytes. A check on `range_bits`.
+    pub trace_range_bits: u64,
+    /// The same messages written by the native codec through a
+    /// [`fields::range::RangeWriter`] ([`crate::message::MessageFormat::NATIVE_RANGE`],
+    /// same models, same adaptation) and read back equal: bits before
+    /// rounding to whole bytes.
+    pub range_bits: u64,
+    /// Their whole bytes.
+    pub range_bytes: u64,
+    /// The same sums per kind of symbol ([`PARTS`]).
+    pub parts: Vec<Part>,
+    /// Bits per changed entity, today (entity header included).
+    pub entity_update_bits: u64,
+    /// The same in the range-coded messages (bits the writer's
+    /// [`fields::BitSink::bits_written`] bound moved by).
+    pub range_entity_update_bits: u64,
+}
+
+impl DemoBound {
+    /// Bytes per message.
+    fn per_message(&self, bits: f64) -> f64 {
+        bits / 8.0 / self.messages.max(1) as f64
+    }
+
+    /// Mean whole bytes per native message today.
+    pub fn native_mean_bytes(&self) -> f64 {
+        self.native_bytes as f64 / self.messages.max(1) as f64
+    }
+
+    /// Mean Quake 3 bytes per message.
+    pub fn q3_mean_bytes(&self) -> f64 {
+        self.q3_bytes as f64 / self.messages.max(1) as f64
+    }
+
+    /// Bytes a message would take with an ideal coder on today's model,
+    /// raw bits written as today: header, other bits and raw bits as they
+    /// are, symbols at their cross-entropy (fractional bytes: no rounding).
+    pub fn ideal_coder_bytes(&self) -> f64 {
+        self.per_message(
+            self.header_bits as f64
+                + self.other_bits as f64
+                + self.raw_bits as f64
+                + self.cross_entropy,
+        )
+    }
+
+    /// As [`DemoBound::ideal_coder_bytes`], with the raw bits coded
+    /// adaptively too.
+    pub fn ideal_coder_raw_bytes(&self) -> f64 {
+        self.per_message(
+            self.header_bits as f64
+                + self.other_bits as f64
+                + self.raw_adaptive
+                + self.cross_entropy,
+        )
+    }
+
+    /// The in-sample floor: symbols at their in-sample conditional
+    /// entropy, raw bits at theirs.
+    pub fn insample_bytes(&self) -> f64 {
+        self.per_message(
+            self.header_bits as f64
+                + self.other_bits as f64
+                + self.raw_entropy
+                + self.insample_entropy,
+        )
+    }
+
+    /// Coder loss in bytes per message: Huffman code words against the
+    /// same model's cross-entropy.
+    pub fn coder_loss(&self) -> f64 {
+        self.per_message(self.symbol_bits as f64 - self.cross_entropy)
+    }
+
+    /// Model loss in bytes per message: cross-entropy against the
+    /// in-sample conditional entropy.
+    pub fn model_loss(&self) -> f64 {
+        self.per_message(self.cross_entropy - self.insample_entropy)
+    }
+
+    /// Raw-bit cost in bytes per message, as written today.
+    pub fn raw_cost(&self) -> f64 {
+        self.per_message(self.raw_bits as f64)
+    }
+
+    /// Padding to whole bytes, bytes per message.
+    pub fn padding(&self) -> f64 {
+        self.native_mean_bytes() - self.per_message(self.native_bits as f64)
+    }
+}
+
+/// Measures one demo: `native_loo`'s messages with models trained on the
+/// training demos in `training_dir` other than this one, adapting under
+/// [`AdaptPolicy::DEFAULT`].
+pub fn demo_bound(path: &Path, training_dir: &Path) -> Result<DemoBound, Error> {
+    let demo = Q3Demo::open(path)?;
+    let models = train_without(training_dir, path)?;
+    let policy = AdaptPolicy::DEFAULT;
+    let mut encoder = q3_model_encoder("native_loo", &models)?.adapting(policy);
+    let mut range_encoder = q3_model_encoder("native_loo_range", &models)?
+        .adapting(policy)
+        .range_coded();
+    let mut range_decoder =
+        ModelDecoder::new(Arc::clone(&models.entity), Arc::clone(&models.player))
+            .adapting(policy)
+            .range_coded();
+    // The same steps on the same states give the same models as the
+    // encoder's own adaptation (both follow `StreamAdaptation`).
+    let mut adaptation = StreamAdaptation::new(
+        Arc::clone(&models.entity),
+        Arc::clone(&models.player),
+        policy,
+    );
+    let zeros: Zeros<EntityState, PlayerState> = Zeros::default();
+    let mut bound = DemoBound {
+        name: demo.file_name(),
+        parts: PARTS
+            .iter()
+            .map(|name| Part {
+                name: (*name).into(),
+                ..Part::default()
+            })
+            .collect(),
+        ..DemoBound::default()
+    };
+    let mut breakdown = Breakdown::default();
+    let mut counts: HashMap<(Table, Context), HashMap<u8, u64>> = HashMap::new();
+    let mut raw: HashMap<RawKey, [u64; 2]> = HashMap::new();
+    let mut adaptive: HashMap<RawKey, [u64; 2]> = HashMap::new();
+    let mut traced: Vec<(Table, TracedSymbol)> = Vec::new();
+    let mut list = Vec::new();
+    let mut range = RangeEncoder::new();
+    let end = demo.decode(|owned| {
+        let step = owned.step();
+        let bits = encoder.encode(&step, &zeros, &mut breakdown)?;
+        let coding = adaptation.coding_for(step.base.map(|b| &**b))?;
+        let (entity, player) = (coding.entity.model(), coding.player.model());
+        traced.clear();
+        let traced_cell = std::cell::RefCell::new(std::mem::take(&mut traced));
+        visit_deltas(
+            &step,
+            &zeros,
+            &mut |base, new, context| {
+                trace_delta(player, base, new, context, &mut |s| {
+                    traced_cell.borrow_mut().push((Table::Player, s))
+                })
+            },
+            &mut |base, new, context| {
+                trace_delta(entity, base, new, context, &mut |s| {
+                    traced_cell.borrow_mut().push((Table::Entity, s))
+                })
+            },
+            &mut list,
+        );
+        traced = traced_cell.into_inner();
+        let held = step.base.map_or(&[][..], |b| &b.entities[..]);
+        trace_entity_list(list.iter().copied(), &held, &mut |s| {
+            traced.push((Table::Entity, s))
+        });
+        adaptation.record(&step, &zeros, &coding);
+        let mut symbol_bits = 0u64;
+        let mut raw_bits = 0u64;
+        range.reset();
+        encode_ones(&mut range, breakdown.header_bits as u64);
+        for &(table, s) in &traced {
+            let model: &NativeModel = match table {
+                Table::Entity => entity,
+                Table::Player => player,
+            };
+            let code = model
+                .code(s.context)
+                .ok_or_else(|| Error::Model(format!("no code for {:?}", s.context)))?;
+            symbol_bits += u64::from(code.bits(s.symbol));
+            let (start, frequency) = code
+                .span(s.symbol)
+                .ok_or_else(|| Error::Model(format!("no span for {:?}", s.context)))?;
+            range.encode(start, frequency);
+            range.encode_bits(s.raw, s.raw_bits);
+            let ideal = code.ideal_bits(s.symbol);
+            bound.cross_entropy += ideal;
+            let part = &mut bound.parts[part_of(table, s.context)];
+            part.symbol_bits += u64::from(code.bits(s.symbol));
+            part.cross_entropy += ideal;
+            part.raw_bits += u64::from(s.raw_bits);
+            *counts
+                .entry((table, s.context))
+                .or_default()
+                .entry(s.symbol)
+                .or_default() += 1;
+            raw_bits += u64::from(s.raw_bits);
+            for position in 0..s.raw_bits {
+                // From the top: position 0 is the bit just below the
+                // leading one.
+                let shift = s.raw_bits - 1 - position;
+                let bit = (s.raw >> shift) & 1;
+                let above = if position == 0 {
+                    0
+                } else {
+                    // The (up to) two bits above, with a marker bit so
+                    // "no bit" and "zero" differ.
+                    let take = position.min(2);
+                    (1 << take) | ((s.raw >> (shift + 1)) & ((1 << take) - 1))
+                };
+                let position8 = position.min(31) as u8;
+                raw.entry((table, s.context, s.symbol, position8, 0))
+                    .or_default()[bit as usize] += 1;
+                let slot = adaptive
+                    .entry((table, s.context, s.symbol, position8, above as u8))
+                    .or_default();
+                // Krichevsky–Trofimov: (count + 1/2) / (total + 1).
+                let p = (slot[bit as usize] as f64 + 0.5) / ((slot[0] + slot[1]) as f64 + 1.0);
+                bound.raw_adaptive -= p.log2();
+                bound.parts[part_of(table, s.context)].raw_adaptive -= p.log2();
+                slot[bit as usize] += 1;
+            }
+        }
+        bound.messages += 1;
+        bound.q3_bytes += owned.reference.reencoded_bits.div_ceil(8) as u64;
+        bound.native_bits += bits as u64;
+        bound.native_bytes += bits.div_ceil(8) as u64;
+        bound.header_bits += breakdown.header_bits as u64;
+        bound.symbols += traced.len() as u64;
+        bound.symbol_bits += symbol_bits;
+        bound.raw_bits += raw_bits;
+        bound.entity_updates += breakdown.updates.len() as u64;
+        bound.entity_update_bits += breakdown.update_bits();
+        let accounted = breakdown.header_bits as u64 + symbol_bits + raw_bits;
+        let other = (bits as u64).checked_sub(accounted).ok_or_else(|| {
+            Error::Model(format!(
+                "message at {} traced {accounted} bits of {bits}",
+                step.snapshot.server_time
+            ))
+        })?;
+        bound.other_bits += other;
+        // The other bits (the empty-list flag and the like), raw, last,
+        // as ones: no zeros at the end for the coder to drop.
+        encode_ones(&mut range, other);
+        let (_, coded) = range.finish();
+        bound.trace_range_bits += coded as u64;
+        // The real thing: the codec through a range coder, read back.
+        let range_bits = range_encoder.encode(&step, &zeros, &mut breakdown)?;
+        bound.range_entity_update_bits += breakdown.update_bits();
+        let decoded = range_decoder.decode(
+            range_encoder.buffer(),
+            range_bits,
+            step.base,
+            step.delta_num,
+            step.frame_ms,
+            step.baselines,
+            &zeros,
+        )?;
+        if decoded != **step.snapshot {
+            return Err(Error::Model(format!(
+                "the range-coded message at {} decoded to another snapshot",
+                step.snapshot.server_time
+            )));
+        }
+        bound.range_bits += range_bits as u64;
+        bound.range_bytes += range_bits.div_ceil(8) as u64;
+        Ok(())
+    })?;
+    bound.status = match end {
+        RunEnd::Complete => "complete".into(),
+        RunEnd::Stopped(why) => format!("stopped: {why}"),
+    };
+    for (&(table, context), symbols) in &counts {
+        let h = entropy(symbols.values());
+        bound.insample_entropy += h;
+        bound.parts[part_of(table, context)].insample_entropy += h;
+    }
+    for (&(table, context, ..), bits) in &raw {
+        let h = entropy(bits.iter());
+        bound.raw_entropy += h;
+        bound.parts[part_of(table, context)].raw_entropy += h;
+    }
+    Ok(bound)
+}
+
+/// Codes `count` raw one bits (standing for bits whose values the trace
+/// does not have; ones, so the coder's end gains nothing from them).
+fn encode_ones(range: &mut RangeEncoder, mut count: u64) {
+    while count > 0 {
+        let take = count.min(32) as u32;
+        range.encode_bits(u32::MAX, take);
+        count -= u64::from(take);
+    }
+}
+
+/// The total information of counts `counts` under their own frequencies:
+/// `sum c log2(n / c)`, in bits.
+fn entropy<'a>(counts: impl Iterator<Item = &'a u64> + Clone) -> f64 {
+    let total: u64 = counts.clone().sum();
+    counts
+        .filter(|&&c| c > 0)
+        .map(|&c| c as f64 * (total as f64 / c as f64).log2())
+        .sum()
+}
+
+/// The bound of several demos and their pooled totals.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BoundReport {
+    /// One per demo that had messages.
+    pub demos: Vec<DemoBound>,
+}
+
+/// The report as a Markdown table (bytes per message; ×q3 in brackets).
+pub fn render_markdown(report: &BoundReport) -> String {
+    let mut out = String::new();
+    out.push_str(
+        "| demo | msgs | q3 B | today B | range coder B | ideal coder B | + raw bits coded B | in-sample floor B | coder loss | model loss | raw bits (today → adaptive) | header + other + padding | bits/changed entity: today → range |\n",
+    );
+    out.push_str("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |\n");
+    let mut pooled = DemoBound {
+        name: "pooled".into(),
+        ..DemoBound::default()
+    };
+    for d in &report.demos {
+        out.push_str(&row(d));
+        pooled.messages += d.messages;
+        pooled.q3_bytes += d.q3_bytes;
+        pooled.native_bytes += d.native_bytes;
+        pooled.native_bits += d.native_bits;
+        pooled.header_bits += d.header_bits;
+        pooled.symbols += d.symbols;
+        pooled.symbol_bits += d.symbol_bits;
+        pooled.cross_entropy += d.cross_entropy;
+        pooled.insample_entropy += d.insample_entropy;
+        pooled.raw_bits += d.raw_bits;
+        pooled.raw_entropy += d.raw_entropy;
+        pooled.raw_adaptive += d.raw_adaptive;
+        pooled.other_bits += d.other_bits;
+        pooled.entity_updates += d.entity_updates;
+        pooled.range_bits += d.range_bits;
+        pooled.trace_range_bits += d.trace_range_bits;
+        pooled.entity_update_bits += d.entity_update_bits;
+        pooled.range_entity_update_bits += d.range_entity_update_bits;
+        pooled.range_bytes += d.range_bytes;
+    }
+    if report.demos.len() > 1 {
+        out.push_str(&row(&pooled));
+    }
+    for d in &report.demos {
+        if d.name.contains("duel") {
+            out.push('\n');
+            out.push_str(&parts_table(d));
+        }
+    }
+    out
+}
+
+/// Where a demo's symbol and raw bits go, per kind of symbol: bits per
+/// message.
+pub fn parts_table(d: &DemoBound) -> String {
+    let per = |bits: f64| bits / d.messages.max(1) as f64;
+    let mut out = format!(
+        "{} (bits per message) | Huffman today | cross-entropy | in-sample | raw today | raw adaptive | raw in-sample |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        d.name
+    );
+    for p in &d.parts {
+        out.push_str(&format!(
+            "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |\n",
+            p.name,
+            per(p.symbol_bits as f64),
+            per(p.cross_entropy),
+            per(p.insample_entropy),
+            per(p.raw_bits as f64),
+            per(p.raw_adaptive),
+            per(p.raw_entropy),
+        ));
+    }
+    out
+}
+
+fn row(d: &DemoBound) -> String {
+    let q3 = d.q3_mean_bytes();
+    let ratio = |b: f64| format!("{b:.2} ({:.3})", b / q3);
+    format!(
+        "| {} | {} | {:.1} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} → {:.2} | {:.2} | {:.1} → {:.1} |\n",
+        d.name,
+        d.messages,
+        q3,
+        ratio(d.native_mean_bytes()),
+        ratio(d.range_bytes as f64 / d.messages.max(1) as f64),
+        ratio(d.ideal_coder_bytes()),
+        ratio(d.ideal_coder_raw_bytes()),
+        ratio(d.insample_bytes()),
+        d.coder_loss(),
+        d.model_loss(),
+        d.raw_cost(),
+        d.per_message(d.raw_adaptive),
+        d.per_message((d.header_bits + d.other_bits) as f64) + d.padding(),
+        d.entity_update_bits as f64 / d.entity_updates.max(1) as f64,
+        d.range_entity_update_bits as f64 / d.entity_updates.max(1) as f64,
+    )
+}

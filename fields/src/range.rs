@@ -1,0 +1,567 @@
+//! A range coder for short messages: symbols priced by a model's
+//! frequencies, not by whole Huffman code words, and an end that costs a
+//! bit or two, not whole words.
+//!
+//! A Huffman code spends at least one bit on every symbol, and the native
+//! codec's symbols are often near-certain (a group of fields that did not
+//! change, a list that ends where it usually does): an arithmetic coder
+//! spends `-log2 p` on each, a fraction of a bit for those. Snapshot
+//! messages are 2 to 200 bytes, so how the coder ends matters as much as
+//! how it codes: coders that flush whole 32-bit words (ANS and most range
+//! coders) would add more to a three-byte message than they save. This one
+//! ends on the value with the most trailing zero bits inside its final
+//! interval and drops those zeros: the reader reads zeros past the end, so
+//! a message costs its information plus one to two bits.
+//!
+//! Layout (LZMA's carry-propagating byte output, with neither its leading
+//! zero byte nor its five-byte flush): a 32-bit `range`, a 64-bit `low`
+//! whose bit 32 is a carry into bytes already produced, and the bytes not
+//! yet final (one byte and a run of 0xFF bytes a carry may still change).
+//! Frequencies total [`PROB_TOTAL`]; the range stays at least 2^24, so each
+//! step's loss from the integer division is below 2^-9 of a bit.
+
+use crate::bits::{BitSink, BitSource};
+use crate::error::BitError;
+use crate::model::SymbolCode;
+
+/// Bits of a frequency table's total.
+pub const PROB_BITS: u32 = 16;
+/// A frequency table's total: every table the coder reads sums to this.
+pub const PROB_TOTAL: u32 = 1 << PROB_BITS;
+
+/// Below this the range is renormalised (a byte shifted out).
+const TOP: u32 = 1 << 24;
+
+/// Writes a message: symbols against cumulative frequencies, and raw bits.
+#[derive(Debug, Clone)]
+pub struct RangeEncoder {
+    low: u64,
+    range: u32,
+    /// The oldest byte not yet final (valid when `pending > 0`).
+    cache: u8,
+    /// Bytes not yet final: `cache`, then `pending - 1` bytes of 0xFF.
+    pending: u32,
+    out: Vec<u8>,
+}
+
+impl Default for RangeEncoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RangeEncoder {
+    /// An encoder at the start of a message.
+    pub fn new() -> Self {
+        RangeEncoder {
+            low: 0,
+            range: u32::MAX,
+            cache: 0,
+            pending: 0,
+            out: Vec::new(),
+        }
+    }
+
+    /// Starts a new message, keeping the output buffer's capacity.
+    pub fn reset(&mut self) {
+        self.low = 0;
+        self.range = u32::MAX;
+        self.cache = 0;
+        self.pending = 0;
+        self.out.clear();
+    }
+
+    /// Codes a symbol whose frequencies start at `cumulative` and span
+    /// `frequency` (of [`PROB_TOTAL`]; `frequency` must not be zero).
+    #[inline]
+    pub fn encode(&mut self, cumulative: u32, frequency: u32) {
+        debug_assert!(frequency > 0 && cumulative + frequency <= PROB_TOTAL);
+        let r = self.range >> PROB_BITS;
+        self.low += u64::from(r) * u64::from(cumulative);
+        self.range = r * frequency;
+        self.normalize();
+    }
+
+    /// Codes the low `count` bits of `value` (`count` up to 32), each
+    /// worth one bit, low bit first: one bit at a time, so bits written in
+    /// one call read back in any grouping (as from a bit stream).
+    #[inline]
+    pub fn encode_bits(&mut self, value: u32, count: u32) {
+        for i in 0..count.min(32) {
+            let half = self.range >> 1;
+            if (value >> i) & 1 != 0 {
+                self.low += u64::from(half);
+                self.range -= half;
+            } else {
+                self.range = half;
+            }
+            self.normalize();
+        }
+    }
+
+    #[inline]
+    fn normalize(&mut self) {
+        while self.range < TOP {
+            self.range <<= 8;
+            self.shift_low();
+        }
+    }
+
+    /// Moves the top byte of the 32-bit window out, settling the pending
+    /// bytes once a carry can no longer reach them.
+    fn shift_low(&mut self) {
+        let carry = (self.low >> 32) as u8;
+        let top = (self.low >> 24) as u8;
+        if self.low < 0xFF00_0000 || carry != 0 {
+            if self.pending > 0 {
+                self.out.push(self.cache.wrapping_add(carry));
+                for _ in 1..self.pending {
+                    self.out.push(0xFFu8.wrapping_add(carry));
+                }
+            }
+            self.cache = top;
+            self.pending = 1;
+        } else if self.pending == 0 {
+            // A first byte of 0xFF: nothing before it for a carry to reach
+            // (the coded value never reaches 1.0).
+            self.cache = 0xFF;
+            self.pending = 1;
+        } else {
+            self.pending += 1;
+        }
+        self.low = (self.low & 0x00FF_FFFF) << 8;
+    }
+
+    /// Ends the message: returns its bytes and its length in bits (the
+    /// bytes past that length are zero, and a reader may be given just
+    /// `bits`: it reads zeros past the end). An empty message is 0 bits.
+    pub fn finish(&mut self) -> (&[u8], usize) {
+        // The value in [low, low + range) with the most trailing zeros.
+        let high = self.low + u64::from(self.range) - 1;
+        let mut value = self.low;
+        for k in 0..=32u32 {
+            let step = 1u64 << (32 - k);
+            let candidate = self.low.div_ceil(step) * step;
+            if candidate <= high {
+                value = candidate;
+                break;
+            }
+        }
+        self.low = value;
+        for _ in 0..5 {
+            self.shift_low();
+        }
+        // Bits are read from each byte's top down: the trailing zeros are
+        // the low bits of the last non-zero byte.
+        let bits = match self.out.iter().rposition(|&b| b != 0) {
+            None => 0,
+            Some(last) => 8 * last + 8 - self.out[last].trailing_zeros() as usize,
+        };
+        let bytes = bits.div_ceil(8);
+        self.out.truncate(bytes);
+        (&self.out, bits)
+    }
+}
+
+/// Reads what a [`RangeEncoder`] wrote, from the message's bytes (zeros
+/// are read past their end).
+#[derive(Debug, Clone)]
+pub struct RangeDecoder<'a> {
+    input: &'a [u8],
+    position: usize,
+    code: u32,
+    range: u32,
+}
+
+impl<'a> RangeDecoder<'a> {
+    /// A decoder at the start of `input`.
+    pub fn new(input: &'a [u8]) -> Self {
+        let mut decoder = RangeDecoder {
+            input,
+            position: 0,
+            code: 0,
+            range: u32::MAX,
+        };
+        for _ in 0..4 {
+            decoder.code = (decoder.code << 8) | u32::from(decoder.next_byte());
+        }
+        decoder
+    }
+
+    #[inline]
+    fn next_byte(&mut self) -> u8 {
+        let byte = self.input.get(self.position).copied().unwrap_or(0);
+        self.position += 1;
+        byte
+    }
+
+    /// Where the next symbol falls among [`PROB_TOTAL`] frequencies: find
+    /// the symbol whose span holds it, then call [`RangeDecoder::consume`].
+    #[inline]
+    pub fn target(&self) -> u32 {
+        let r = self.range >> PROB_BITS;
+        (self.code / r).min(PROB_TOTAL - 1)
+    }
+
+    /// Takes the symbol spanning `cumulative..cumulative + frequency`,
+    /// which must hold [`RangeDecoder::target`]. Fails on input no
+    /// encoder wrote (the code left outside the range).
+    #[inline]
+    pub fn consume(&mut self, cumulative: u32, frequency: u32) -> Result<(), BitError> {
+        let r = self.range >> PROB_BITS;
+        let start = r * cumulative;
+        let span = r * frequency;
+        let code = self.code.wrapping_sub(start);
+        if self.code < start || code >= span {
+            return Err(self.invalid());
+        }
+        self.code = code;
+        self.range = span;
+        self.normalize();
+        Ok(())
+    }
+
+    /// Reads `count` raw bits (up to 32) coded by
+    /// [`RangeEncoder::encode_bits`], low bit first.
+    #[inline]
+    pub fn decode_bits(&mut self, count: u32) -> Result<u32, BitError> {
+        let mut value = 0u32;
+        for i in 0..count.min(32) {
+            let half = self.range >> 1;
+            if self.code >= half {
+                self.code -= half;
+                self.range -= half;
+                value |= 1 << i;
+            } else {
+                self.range = half;
+            }
+            self.normalize();
+        }
+        if self.code >= self.range {
+            return Err(self.invalid());
+        }
+        Ok(value)
+    }
+
+    #[inline]
+    fn normalize(&mut self) {
+        while self.range < TOP {
+            self.range <<= 8;
+            self.code = (self.code << 8) | u32::from(self.next_byte());
+        }
+    }
+
+    /// Bytes read past the input's end (zeros): more than the coder's
+    /// four-byte window means the message claimed more than it held.
+    pub fn overrun(&self) -> usize {
+        self.position.saturating_sub(self.input.len())
+    }
+
+    fn invalid(&self) -> BitError {
+        BitError::invalid(
+            "range-coded symbol",
+            8 * self.position.min(self.input.len()),
+            "the code is outside every span",
+        )
+    }
+}
+
+/// A [`BitSink`] that range-codes everything written to it: modelled
+/// symbols by their model's frequencies ([`SymbolCode::span`]), every other
+/// bit at one bit. The native codec written through it is the same
+/// sequence of decisions as through a [`crate::BitWriter`], coded closer
+/// to its information; [`RangeReader`] reads it back.
+///
+/// Bits copied whole from another stream ([`BitSink::put_bit_slice`]) are
+/// coded as raw bits: a slice of Huffman-coded symbols must not be copied
+/// into a message its reader range-decodes.
+#[derive(Debug, Clone, Default)]
+pub struct RangeWriter {
+    encoder: RangeEncoder,
+}
+
+impl RangeWriter {
+    /// A writer at the start of a message.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Starts a new message, keeping the buffer.
+    pub fn reset(&mut self) {
+        self.encoder.reset();
+    }
+
+    /// Ends the message: its bytes and length in bits (see
+    /// [`RangeEncoder::finish`]).
+    pub fn finish(&mut self) -> (&[u8], usize) {
+        self.encoder.finish()
+    }
+}
+
+impl BitSink for RangeWriter {
+    #[inline]
+    fn put_bits(&mut self, value: u32, count: u32) -> Result<(), BitError> {
+        if count == 0 || count > 32 {
+            return Err(BitError::BadWidth(count));
+        }
+        self.encoder.encode_bits(value, count);
+        Ok(())
+    }
+
+    /// An upper bound of the message's length if it ended here: the bytes
+    /// settled or pending, the information in the window, and the end's
+    /// bit or two.
+    fn bits_written(&self) -> usize {
+        let e = &self.encoder;
+        8 * (e.out.len() + e.pending as usize) + e.range.leading_zeros() as usize + 2
+    }
+
+    #[inline]
+    fn put_coded_symbol(&mut self, code: &SymbolCode, symbol: u8) -> Result<(), BitError> {
+        let (start, frequency) = code.span(symbol).ok_or(BitError::InvalidCode {
+            position: self.bits_written(),
+        })?;
+        self.encoder.encode(start, frequency);
+        Ok(())
+    }
+
+    #[inline]
+    fn put_coded_symbol_and_raw(
+        &mut self,
+        code: &SymbolCode,
+        symbol: u8,
+        raw: u32,
+        raw_bits: u32,
+    ) -> Result<(), BitError> {
+        self.put_coded_symbol(code, symbol)?;
+        self.encoder.encode_bits(raw, raw_bits);
+        Ok(())
+    }
+}
+
+/// Reads what a [`RangeWriter`] wrote, as a [`BitSource`].
+///
+/// The writer drops the zero bytes a message ends with, so a reader reads
+/// zeros past the input for as long as the codec asks: a message's length
+/// must come from its transport (a datagram's), and a message cut short
+/// decodes as one that ends in zeros, not as an error. What the codec reads
+/// is bounded by its own limits (fields per struct, entities per list);
+/// past [`RangeReader::MAX_OVERRUN`] zero bytes the reader fails with
+/// [`BitError::EndOfInput`] all the same.
+#[derive(Debug, Clone)]
+pub struct RangeReader<'a> {
+    decoder: RangeDecoder<'a>,
+}
+
+impl<'a> RangeReader<'a> {
+    /// Most zero bytes read past the input before a read fails.
+    pub const MAX_OVERRUN: usize = 1 << 16;
+
+    /// A reader of the message in `input` (its bytes; zeros past them).
+    pub fn new(input: &'a [u8]) -> Self {
+        RangeReader {
+            decoder: RangeDecoder::new(input),
+        }
+    }
+
+    fn check_end(&self, requested: u32) -> Result<(), BitError> {
+        if self.decoder.overrun() > Self::MAX_OVERRUN {
+            return Err(BitError::EndOfInput {
+                position: 8 * self.decoder.input.len(),
+                requested,
+                available: 8 * self.decoder.input.len(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl BitSource for RangeReader<'_> {
+    #[inline]
+    fn get_bits(&mut self, count: u32) -> Result<u32, BitError> {
+        if count == 0 || count > 32 {
+            return Err(BitError::BadWidth(count));
+        }
+        let value = self.decoder.decode_bits(count)?;
+        self.check_end(count)?;
+        Ok(value)
+    }
+
+    /// Input bytes consumed so far, in bits (the coder reads four bytes
+    /// ahead).
+    fn bits_read(&self) -> usize {
+        8 * self.decoder.position.min(self.decoder.input.len())
+    }
+
+    #[inline]
+    fn get_coded_symbol(&mut self, code: &SymbolCode) -> Result<u8, BitError> {
+        let (symbol, start, frequency) = code.symbol_at(self.decoder.target());
+        if frequency == 0 {
+            return Err(BitError::InvalidCode {
+                position: self.bits_read(),
+            });
+        }
+        self.decoder.consume(start, frequency)?;
+        self.check_end(1)?;
+        Ok(symbol)
+    }
+}
+
+/// A model's weights quantised to [`PROB_TOTAL`], and their running sums:
+/// what the range coder reads. Every symbol below `alphabet` keeps at
+/// least 1 (a Huffman code gives every symbol a code word, the unseen ones
+/// long ones, so a stream of any symbols of the context stays codable);
+/// the others get none. Weights of all zero share the total evenly.
+pub fn quantize(weights: &[u32; 256], alphabet: usize) -> Box<[u32; 257]> {
+    let alphabet = alphabet.clamp(1, 256);
+    let total: u64 = weights[..alphabet].iter().map(|&w| u64::from(w)).sum();
+    // Each symbol of the alphabet gets 1, the rest is shared by weight.
+    let spare = u64::from(PROB_TOTAL) - alphabet as u64;
+    let mut frequencies = [0u32; 256];
+    let mut given = 0u64;
+    for (frequency, &weight) in frequencies.iter_mut().zip(weights).take(alphabet) {
+        let share = if total == 0 {
+            spare / alphabet as u64
+        } else {
+            u64::from(weight) * spare / total
+        };
+        *frequency = 1 + share as u32;
+        given += 1 + share;
+    }
+    // Rounding down left some over: to the most weighted symbol.
+    let largest = (0..alphabet).max_by_key(|&s| weights[s]).unwrap_or(0);
+    frequencies[largest] += (u64::from(PROB_TOTAL) - given) as u32;
+    let mut cumulative = Box::new([0u32; 257]);
+    let mut sum = 0u32;
+    for (symbol, &frequency) in frequencies.iter().enumerate() {
+        cumulative[symbol] = sum;
+        sum += frequency;
+    }
+    cumulative[256] = sum;
+    cumulative
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A frequency table as (cumulative, frequency) spans.
+    fn spans(frequencies: &[u32]) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        let mut sum = 0;
+        for &f in frequencies {
+            out.push((sum, f));
+            sum += f;
+        }
+        assert_eq!(sum, PROB_TOTAL);
+        out
+    }
+
+    enum Item {
+        Symbol(usize),
+        Bits(u32, u32),
+    }
+
+    fn round_trip(table: &[(u32, u32)], items: &[Item]) -> usize {
+        let mut encoder = RangeEncoder::new();
+        for item in items {
+            match *item {
+                Item::Symbol(s) => encoder.encode(table[s].0, table[s].1),
+                Item::Bits(v, n) => encoder.encode_bits(v, n),
+            }
+        }
+        let (bytes, bits) = encoder.finish();
+        assert_eq!(bytes.len(), bits.div_ceil(8));
+        let mut decoder = RangeDecoder::new(bytes);
+        for item in items {
+            match *item {
+                Item::Symbol(s) => {
+                    let target = decoder.target();
+                    let found = table
+                        .iter()
+                        .position(|&(c, f)| (c..c + f).contains(&target))
+                        .unwrap();
+                    assert_eq!(found, s);
+                    decoder.consume(table[s].0, table[s].1).unwrap();
+                }
+                Item::Bits(v, n) => {
+                    let mask = if n >= 32 { u32::MAX } else { (1 << n) - 1 };
+                    assert_eq!(decoder.decode_bits(n).unwrap(), v & mask);
+                }
+            }
+        }
+        bits
+    }
+
+    #[test]
+    fn an_empty_message_is_no_bits() {
+        let mut encoder = RangeEncoder::new();
+        assert_eq!(encoder.finish().1, 0);
+    }
+
+    #[test]
+    fn near_certain_symbols_cost_a_fraction_of_a_bit() {
+        // 1 in 65536 for the rare symbol: a hundred certain ones cost
+        // about 0.002 bits, and the end a bit or two.
+        let table = spans(&[PROB_TOTAL - 1, 1]);
+        let items: Vec<Item> = (0..100).map(|_| Item::Symbol(0)).collect();
+        assert!(round_trip(&table, &items) <= 2);
+        // Raw bits cost what they are.
+        let items = [Item::Bits(0b1011_0110_1, 9)];
+        let bits = round_trip(&table, &items);
+        assert!((9..=11).contains(&bits), "{bits}");
+    }
+
+    #[test]
+    fn quantized_tables_sum_to_the_total_and_keep_every_symbol() {
+        let mut weights = [0u32; 256];
+        weights[0] = u32::MAX / 2;
+        weights[7] = 1;
+        weights[200] = 5;
+        let cumulative = quantize(&weights, 201);
+        let frequency = |s: usize| cumulative[s + 1] - cumulative[s];
+        assert_eq!(cumulative[256], PROB_TOTAL);
+        assert!(frequency(7) >= 1 && frequency(200) >= 1);
+        // Unseen in the alphabet: the least there is; beyond it: nothing.
+        assert_eq!((frequency(1), frequency(201)), (1, 0));
+        assert!(frequency(0) > PROB_TOTAL - 256);
+        let even = quantize(&[0; 256], 4);
+        assert_eq!(even[4], PROB_TOTAL);
+        assert!((0..4).all(|s| even[s + 1] - even[s] >= PROB_TOTAL / 4));
+    }
+
+    proptest! {
+        #[test]
+        fn any_sequence_round_trips_within_two_bits_of_its_information(
+            frequencies in proptest::collection::vec(1u32..4000, 2..20),
+            picks in proptest::collection::vec((any::<u8>(), any::<u32>(), 0u32..=32), 0..300),
+        ) {
+            // Scale the frequencies to the total.
+            let sum: u32 = frequencies.iter().sum();
+            let mut scaled: Vec<u32> = frequencies
+                .iter()
+                .map(|&f| (f * (PROB_TOTAL - frequencies.len() as u32) / sum).max(1))
+                .collect();
+            let given: u32 = scaled.iter().sum();
+            scaled[0] += PROB_TOTAL - given;
+            let table = spans(&scaled);
+            let mut information = 0.0f64;
+            let items: Vec<Item> = picks
+                .iter()
+                .map(|&(s, v, n)| {
+                    if s % 4 == 0 {
+                        information += f64::from(n);
+                        Item::Bits(v, n)
+                    } else {
+                        let s = usize::from(s) % table.len();
+                        information += (f64::from(PROB_TOTAL) / f64::from(table[s].1)).log2();
+                        Item::Symbol(s)
+                    }
+                })
+                .collect();
+            let bits = round_trip(&table, &items) as f64;
+            prop_assert!(bits <= information * 1.001 + 2.0, "{bits} > {information}");
+        }
+    }
+}
