@@ -71,6 +71,9 @@ fn codec_seeds(codec: Codec) -> Vec<Vec<u8>> {
     list_seeds(codec, &everything_base(), changed(), raw_bits)
 }
 
+/// Runs a writing closure through a sink and returns the seed's bytes.
+type Framer = fn(&mut dyn FnMut(&mut dyn BitSink)) -> Vec<u8>;
+
 /// What `write` writes through a [`BitWriter`], in whole bytes.
 fn raw_bits(write: &mut dyn FnMut(&mut dyn BitSink)) -> Vec<u8> {
     let mut buf = [0u8; 512];
@@ -89,12 +92,7 @@ fn range_coded(write: &mut dyn FnMut(&mut dyn BitSink)) -> Vec<u8> {
 
 /// Struct deltas from `base` to each of `changed`, then an entity list,
 /// each written by `frame`.
-fn list_seeds<T: Fields>(
-    codec: Codec,
-    base: &T,
-    changed: [T; 3],
-    frame: fn(&mut dyn FnMut(&mut dyn BitSink)) -> Vec<u8>,
-) -> Vec<Vec<u8>> {
+fn list_seeds<T: Fields>(codec: Codec, base: &T, changed: [T; 3], frame: Framer) -> Vec<Vec<u8>> {
     let base = base.clone();
     let mut seeds = Vec::new();
     for new in changed.clone() {
