@@ -31,6 +31,7 @@ pub mod adapt;
 pub mod bound;
 pub mod corpus;
 pub mod encode;
+pub mod engine;
 pub mod frame;
 pub mod loo;
 pub mod message;
@@ -78,6 +79,10 @@ pub enum Error {
     /// A trained model could not be used.
     #[error("native model: {0}")]
     Model(String),
+    /// The snapshot engine's reader refused or misread its writer's
+    /// message.
+    #[error("engine: {0}")]
+    Engine(String),
 }
 
 /// Where the real Quake 3 demos are ([`q3::corpus::dir`]).

@@ -6,7 +6,7 @@
 //!   position, velocity, angles, a few small integers) with *every* entity
 //!   changing every 50 ms frame (positions integrate velocities), each
 //!   snapshot a delta from the one before (every snapshot acknowledged: the
-//!   best case), encoded with the native codec ([`FormatEncoder::native`]).
+//!   best case), encoded with the native codec ([`EngineEncoder::native`]: the snapshot engine's own messages).
 //!   Bytes per second = (mean message + netchan's 13-byte header per
 //!   1400-byte datagram) × 20 snapshots/s, plus upstream the same orders
 //!   the lockstep clients send (one 14-byte order per turn) riding in 20
@@ -34,7 +34,8 @@ use lockstep::{HostConfig, PeerConfig, UnitOrder, Units, UnitsSetup};
 use netchan::ConditionerConfig;
 use serde::Serialize;
 
-use crate::encode::{Encoder, FormatEncoder};
+use crate::encode::Encoder;
+use crate::engine::EngineEncoder;
 use crate::message::Breakdown;
 use crate::state::{Delivery, NoBaselines, State, Step, Zeros};
 use crate::workload::stress::{StressEntity, StressPlayer};
@@ -120,7 +121,7 @@ pub fn snapshot_message_bytes(units: u32, frames: usize) -> Result<f64, Error> {
     type Snap = std::sync::Arc<State<StressEntity, StressPlayer>>;
     let mut world: World<StressEntity, StressPlayer> =
         World::new(0x5eed_00c0 ^ units as u64, units, 1, units as usize, 50);
-    let mut encoder = FormatEncoder::native();
+    let mut encoder = EngineEncoder::native().with_entity_limit(snapshot::config::MAX_ENTITY_LIMIT);
     let zeros: Zeros<StressEntity, StressPlayer> = Zeros::default();
     let mut breakdown = Breakdown::default();
     let mut bases: Vec<Option<Snap>> = Vec::new();
@@ -130,7 +131,7 @@ pub fn snapshot_message_bytes(units: u32, frames: usize) -> Result<f64, Error> {
         world.step();
         let chunks = world.entities.chunks(ENTITIES_PER_MESSAGE);
         bases.resize(chunks.len(), None);
-        for (chunk, base) in chunks.zip(bases.iter_mut()) {
+        for (stream, (chunk, base)) in chunks.zip(bases.iter_mut()).enumerate() {
             let snapshot = std::sync::Arc::new(State {
                 server_time: world.time_ms,
                 flags: 0,
@@ -146,6 +147,7 @@ pub fn snapshot_message_bytes(units: u32, frames: usize) -> Result<f64, Error> {
                 frame_ms: 50,
                 baselines: &NoBaselines,
                 reference: None,
+                stream,
             };
             let size = encoder.encode(&step, &zeros, &mut breakdown)?;
             if frame > 0 {

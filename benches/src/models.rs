@@ -285,6 +285,7 @@ impl<E: Fields, P: Fields> Encoder<E, P> for ModelEncoder<E> {
             frame_ms: step.frame_ms,
             baselines: &spawn,
             reference: step.reference,
+            stream: step.stream,
         };
         let wrapped_zeros = Zeros {
             entity: Retrained::with(zeros.entity.clone(), &entity),
@@ -397,6 +398,7 @@ impl<E: Fields> ModelDecoder<E> {
                 frame_ms,
                 baselines,
                 reference: None,
+                stream: 0,
             };
             self.models.record(&step, zeros, coding);
         }

@@ -24,8 +24,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::encode::{Encoder, FormatEncoder, NaiveEncoder};
+use crate::encode::{Encoder, NaiveEncoder};
+use crate::engine::EngineEncoder;
 use crate::message::Breakdown;
+use crate::model_compare::ModelComparison;
 use crate::state::Step;
 use crate::stats::{bytes_of_bits, kbps, percentile, rate_from_times, Summary};
 use crate::workload::{RunEnd, TargetSet, Workload};
@@ -44,6 +46,9 @@ pub const BITS_PER_CHANGED_ENTITY_TARGET: f64 = 60.0;
 pub struct Report {
     /// One entry per workload, in the order run.
     pub workloads: Vec<WorkloadReport>,
+    /// The model comparison (snapshot deltas vs lockstep), when run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub models: Option<ModelComparison>,
 }
 
 /// One workload's results.
@@ -239,8 +244,8 @@ pub fn measure<W: Workload>(workload: &mut W) -> Result<WorkloadReport, Error> {
     let zeros = workload.zeros();
     let extra = workload.extra_encoders()?;
     let mut encoders: Vec<Box<dyn Encoder<W::Entity, W::Player>>> = vec![
-        Box::new(FormatEncoder::q3()),
-        Box::new(FormatEncoder::native()),
+        Box::new(EngineEncoder::q3()),
+        Box::new(EngineEncoder::native()),
         Box::new(NaiveEncoder::default()),
     ];
     encoders.extend(extra.encoders);

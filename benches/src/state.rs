@@ -59,6 +59,10 @@ impl Delivery {
 pub trait Baselines<E> {
     /// The baseline of entity `number`, or `None` to use the zeroed dummy.
     fn baseline(&self, number: u32) -> Option<&E>;
+
+    /// Calls `f` with every baseline there is, by number (what a server's
+    /// gamestate announces).
+    fn each(&self, f: &mut dyn FnMut(u32, &E));
 }
 
 /// No spawn baselines: every new entity deltas from the zeroed dummy.
@@ -69,6 +73,8 @@ impl<E> Baselines<E> for NoBaselines {
     fn baseline(&self, _: u32) -> Option<&E> {
         None
     }
+
+    fn each(&self, _: &mut dyn FnMut(u32, &E)) {}
 }
 
 /// Spawn baselines as a list of `(number, state)` sorted by number.
@@ -82,11 +88,23 @@ impl<E> Baselines<E> for SpawnList<E> {
             .ok()
             .map(|i| &self.0[i].1)
     }
+
+    fn each(&self, f: &mut dyn FnMut(u32, &E)) {
+        for (number, state) in &self.0 {
+            f(*number, state);
+        }
+    }
 }
 
 impl Baselines<q3::EntityState> for q3::Baselines {
     fn baseline(&self, number: u32) -> Option<&q3::EntityState> {
         self.get(number)
+    }
+
+    fn each(&self, f: &mut dyn FnMut(u32, &q3::EntityState)) {
+        for (number, state) in self.non_zero() {
+            f(number, state);
+        }
     }
 }
 
@@ -120,6 +138,10 @@ pub struct Step<'a, E, P> {
     pub baselines: &'a dyn Baselines<E>,
     /// The original stream's cost, for recordings.
     pub reference: Option<Reference>,
+    /// Which of the workload's streams it belongs to (one per client of a
+    /// multi-client workload; 0 otherwise). An encoder that keeps state
+    /// per stream, as the engine does, keys it by this.
+    pub stream: usize,
 }
 
 impl<E: std::fmt::Debug, P: std::fmt::Debug> std::fmt::Debug for Step<'_, E, P> {
@@ -130,6 +152,7 @@ impl<E: std::fmt::Debug, P: std::fmt::Debug> std::fmt::Debug for Step<'_, E, P> 
             .field("delta_num", &self.delta_num)
             .field("frame_ms", &self.frame_ms)
             .field("reference", &self.reference)
+            .field("stream", &self.stream)
             .finish_non_exhaustive()
     }
 }

@@ -314,6 +314,7 @@ fn adapting_models_stay_in_step_when_messages_are_lost() {
             frame_ms: owned.frame_ms,
             baselines: &*owned.baselines,
             reference: None,
+            stream: 0,
         };
         let bits = Encoder::encode(&mut encoder, &step, &zeros, &mut breakdown).unwrap();
         if lost(i) {
@@ -390,4 +391,53 @@ fn range_coded_messages_decode_back_and_are_smaller() {
     // know this demo, so its symbols are near-certain and Huffman's whole
     // bits a symbol and the padding are most of what range coding saves.
     assert_eq!((huffman_bytes, range_bytes), (218, 176));
+}
+
+/// The report's `q3` and `native` figures are the engine's own messages:
+/// the same demo sent straight through `q3::engine::EngineReplay` (a
+/// `snapshot::Server` numbering each snapshot with its message number)
+/// gives exactly the report's total bytes. A report that computed either
+/// size any other way would differ.
+#[test]
+fn the_reports_sizes_are_the_bytes_the_snapshot_server_emitted() {
+    use q3::engine::{frame_ms, EngineReplay};
+    use q3::{Command, Dm68Decoder};
+    if !demos_here("the_reports_sizes_are_the_bytes_the_snapshot_server_emitted") {
+        return;
+    }
+    let report = measure(&mut small_demo()).unwrap();
+    let data = std::fs::read(benches::default_demo_dir().join(SMALL_DEMO)).unwrap();
+    let snapshots = || {
+        Dm68Decoder::new(&data)
+            .unwrap()
+            .flat_map(|record| record.unwrap().message.commands)
+            .filter_map(|command| match command.command {
+                Command::Snapshot(snap) => Some(snap),
+                _ => None,
+            })
+    };
+    let frame = frame_ms(snapshots().map(|snap| snap.snapshot.server_time));
+    let (mut native, mut quake3) = (None, None);
+    let mut baselines = None;
+    let (mut native_bytes, mut q3_bytes, mut count) = (0u64, 0u64, 0usize);
+    for snap in snapshots() {
+        if baselines
+            .as_ref()
+            .is_none_or(|b| !Arc::ptr_eq(b, &snap.baselines))
+        {
+            native = Some(EngineReplay::native(&snap.baselines, frame).unwrap());
+            quake3 = Some(EngineReplay::quake3(&snap.baselines, frame).unwrap());
+            baselines = Some(Arc::clone(&snap.baselines));
+        }
+        let sent = native.as_mut().unwrap().send(&snap.snapshot).unwrap();
+        assert!(sent.same_base);
+        native_bytes += sent.info.bits.div_ceil(8) as u64;
+        let sent = quake3.as_mut().unwrap().send(&snap.snapshot).unwrap();
+        q3_bytes += sent.info.bits.div_ceil(8) as u64;
+        count += 1;
+    }
+    assert_eq!(count, 71);
+    assert_eq!(report.snapshots, 71);
+    assert_eq!(report.encodings["native"].total_bytes, native_bytes);
+    assert_eq!(report.encodings["q3"].total_bytes, q3_bytes);
 }

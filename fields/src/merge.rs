@@ -267,6 +267,10 @@ pub enum ListRead<'a, E> {
         new: Option<&'a E>,
         /// Bit position of its body in the source.
         at: usize,
+        /// Bit position of the entry (its number) in the source.
+        from: usize,
+        /// Bit position just after it.
+        to: usize,
     },
 }
 
@@ -330,10 +334,14 @@ where
     out.clear();
     let mut cursor = BaseCursor::new(held);
     let mut last = None;
-    while let Some(header) = codec
-        .read_entity_number(source, last, limit, zero, &held)
-        .map_err(ListError::Number)?
-    {
+    loop {
+        let from = source.bits_read();
+        let Some(header) = codec
+            .read_entity_number(source, last, limit, zero, &held)
+            .map_err(ListError::Number)?
+        else {
+            break;
+        };
         let number = header.number();
         visit(ListRead::Number(number)).map_err(ListError::Refused)?;
         let (carried, previous) = cursor.advance_to(number);
@@ -362,6 +370,8 @@ where
             start,
             new: (!removed).then_some(&out[slot].1),
             at,
+            from,
+            to: source.bits_read(),
         });
         if removed || seen.is_err() {
             out.truncate(slot);

@@ -41,10 +41,9 @@ use fields::{BitError, BitSink, BitSource, Codec, HuffmanCode};
 use snapshot::framing::{
     AreaMask, BaseInfo, Bases, Delivery, Framing, SnapshotHeader, MAX_AREA_MASK,
 };
-use snapshot::{
-    AllInScope, BuildOutcome, ClientError, ClientId, ClientSettings, Compact, Server, ServerConfig,
-    ServerError, SnapshotInfo,
-};
+use snapshot::replay::{Recorded, Replay};
+pub use snapshot::replay::{ReplayError, Replayed};
+use snapshot::{ClientError, ClientId, Compact, Server, ServerConfig};
 
 use crate::message::svc;
 use crate::snapshot::{Baselines, Snapshot};
@@ -168,41 +167,9 @@ impl Framing for Quake3Framing {
     }
 }
 
-/// Why a Quake 3 snapshot could not be replayed through the engine.
-#[derive(Debug, thiserror::Error, Clone, PartialEq)]
-pub enum ReplayError {
-    /// The snapshot server refused something.
-    #[error("snapshot server: {0}")]
-    Server(#[from] ServerError),
-    /// Message numbers or server times went backwards.
-    #[error("message {message_num} at {server_time} ms comes after message {last_message} at {last_time} ms")]
-    Backwards {
-        /// The snapshot's message number.
-        message_num: i32,
-        /// Its server time.
-        server_time: i32,
-        /// The previous snapshot's message number.
-        last_message: i32,
-        /// Its server time.
-        last_time: i32,
-    },
-}
-
-/// A snapshot the engine sent: its message and what the server says of it.
-#[derive(Debug, Clone, Copy)]
-pub struct Replayed<'a> {
-    /// The message bytes.
-    pub bytes: &'a [u8],
-    /// The build's account (sequence, base, bits).
-    pub info: SnapshotInfo,
-    /// Whether the base is the one Quake 3 used (when the recorded base was
-    /// not sent through the engine, or lies behind an acknowledgement it
-    /// already took, the engine sends what it can).
-    pub same_base: bool,
-}
-
 /// A [`snapshot::Server`] sending one client the snapshots a Quake 3
-/// server sent (see the [module docs](self)).
+/// server sent (see the [module docs](self)): a
+/// [`snapshot::replay::Replay`] of Quake 3's snapshots.
 ///
 /// Every snapshot is numbered with its message number, and the base Quake 3
 /// used is acknowledged just before it is built, so the engine deltas from
@@ -211,12 +178,7 @@ pub struct Replayed<'a> {
 /// commits the frames between, as a server runs them.
 #[derive(Debug)]
 pub struct EngineReplay {
-    server: Server<EntityState, PlayerState>,
-    client: ClientId,
-    frame_ms: u32,
-    last: Option<(i32, i32)>,
-    numbers: Vec<u32>,
-    bytes: Vec<u8>,
+    replay: Replay<EntityState, PlayerState>,
 }
 
 impl EngineReplay {
@@ -240,14 +202,8 @@ impl EngineReplay {
                 server.set_baseline(number, Some(*state))?;
             }
         }
-        let client = server.add_client(ClientSettings::unlimited())?;
         Ok(EngineReplay {
-            server,
-            client,
-            frame_ms: frame_ms.max(1),
-            last: None,
-            numbers: Vec::new(),
-            bytes: Vec::new(),
+            replay: Replay::new(server, frame_ms)?,
         })
     }
 
@@ -264,95 +220,33 @@ impl EngineReplay {
 
     /// The server.
     pub fn server(&self) -> &Server<EntityState, PlayerState> {
-        &self.server
+        self.replay.server()
     }
 
     /// The one client's id.
     pub fn client(&self) -> ClientId {
-        self.client
+        self.replay.client()
     }
 
     /// The gamestate message, for a [`snapshot::Client`] that reads the
     /// stream.
     pub fn write_gamestate(&mut self, out: &mut Vec<u8>) -> Result<(), ReplayError> {
-        Ok(self.server.write_gamestate(out)?)
+        self.replay.write_gamestate(out)
     }
 
     /// Sends `snapshot` through the engine against the base Quake 3 used
     /// (`Snapshot::base_message`). A full snapshot is full in the engine
-    /// too: when the engine holds an acknowledged base, the replay asks it
-    /// for a full update first.
+    /// too.
     pub fn send(&mut self, snapshot: &Snapshot) -> Result<Replayed<'_>, ReplayError> {
-        let (message, time) = (snapshot.message_num, snapshot.server_time);
-        if let Some((last_message, last_time)) = self.last {
-            if message <= last_message || time < last_time {
-                return Err(ReplayError::Backwards {
-                    message_num: message,
-                    server_time: time,
-                    last_message,
-                    last_time,
-                });
-            }
-        }
-        let id = self.client;
-        let base = snapshot.base_message().map(|b| b as u32);
-        match base {
-            None if self.server.last_acknowledged(id)?.is_some() => {
-                self.server.request_full_update(id)?
-            }
-            None => {}
-            Some(base) => {
-                self.server.acknowledge(id, base)?;
-            }
-        }
-        self.set_world(snapshot)?;
-        self.server.set_next_sequence(id, message as u32)?;
-        let BuildOutcome::Built(info) =
-            self.server
-                .build_snapshot(id, &mut AllInScope, &mut self.bytes)?
-        else {
-            unreachable!("an unlimited client gets a snapshot every frame")
-        };
-        self.last = Some((message, time));
-        Ok(Replayed {
-            bytes: &self.bytes,
-            info,
-            same_base: info.base == base,
+        self.replay.send(&Recorded {
+            sequence: snapshot.message_num as u32,
+            base: snapshot.base_message().map(|b| b as u32),
+            server_time: snapshot.server_time as u32,
+            flags: snapshot.snap_flags,
+            area_mask: &snapshot.areamask,
+            player: &snapshot.ps,
+            entities: &snapshot.entities,
         })
-    }
-
-    /// Commits the frames up to the snapshot's with its entities, player
-    /// state, flags and area mask.
-    fn set_world(&mut self, snapshot: &Snapshot) -> Result<(), ReplayError> {
-        let time = snapshot.server_time as u32;
-        if let Some((_, last_time)) = self.last {
-            // The frames between, as the server ran them.
-            let frame_ms = self.frame_ms;
-            let frames = (time - last_time as u32 + frame_ms / 2) / frame_ms;
-            for k in 1..frames {
-                self.server.commit_frame(last_time as u32 + k * frame_ms)?;
-            }
-        }
-        let entities = &snapshot.entities;
-        for &number in &self.numbers {
-            if entities.binary_search_by_key(&number, |(n, _)| *n).is_err() {
-                self.server.remove_entity(number);
-            }
-        }
-        self.numbers.clear();
-        for (number, state) in entities {
-            match self.server.entity_mut(*number) {
-                Some(entity) => *entity = *state,
-                None => self.server.set_entity(*number, *state)?,
-            }
-            self.numbers.push(*number);
-        }
-        let id = self.client;
-        self.server.set_player_state(id, snapshot.ps)?;
-        self.server.set_snapshot_flags(id, snapshot.snap_flags)?;
-        self.server.set_area_mask(id, &snapshot.areamask)?;
-        self.server.commit_frame(time)?;
-        Ok(())
     }
 }
 

@@ -301,10 +301,12 @@ impl<E: Fields, P: Fields> Client<E, P> {
                 base: named,
             })?),
         };
+        let header_end = reader.bits_read();
         if let Some(trace) = trace.as_deref_mut() {
             trace.sequence = sequence;
             trace.base = header.base;
             trace.entities.clear();
+            trace.header_bits = header_end;
         }
 
         // No anchor: the server shares lists between clients (see
@@ -320,6 +322,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
         codec.read_delta_in(&context.with_spawn(base.is_none()), reader, &mut out.player)?;
         if let Some(trace) = trace.as_deref_mut() {
             trace.player_fields = FieldMask::diff(base_player, &out.player);
+            trace.player_bits = reader.bits_read() - header_end;
         }
 
         // Merge the base's entities with the message's updates, in number
@@ -378,6 +381,10 @@ impl<E: Fields, P: Fields> Client<E, P> {
         };
         if let Some(trace) = trace {
             trace.bits = reader.bits_read();
+            let entity_bits: usize = trace.entities.iter().map(|e| e.bits as usize).sum();
+            trace.end_bits = trace
+                .bits
+                .saturating_sub(trace.header_bits + trace.player_bits + entity_bits);
         }
         Ok(Decoded::Ready { header, sync })
     }
@@ -606,7 +613,7 @@ impl<E: Fields> EntityLists<'_, E> {
     ) -> Result<(), ClientError> {
         let limit = self.entity_limit;
         let visit = |read: ListRead<'_, E>| -> Result<(), ClientError> {
-            let (number, held, start, new) = match read {
+            let (number, held, start, new, bits) = match read {
                 ListRead::Number(number) if number >= limit => {
                     return Err(ClientError::EntityOutOfRange { number, limit })
                 }
@@ -616,8 +623,10 @@ impl<E: Fields> EntityLists<'_, E> {
                     held,
                     start,
                     new,
+                    from,
+                    to,
                     ..
-                } => (number, held, start, new),
+                } => (number, held, start, new, to - from),
             };
             let kind = match (new, held) {
                 (None, false) => return Err(ClientError::RemovedUnknownEntity { number }),
@@ -631,6 +640,7 @@ impl<E: Fields> EntityLists<'_, E> {
                     number,
                     kind,
                     fields,
+                    bits: bits as u32,
                 });
             }
             Ok(())

@@ -152,6 +152,7 @@ mod list_cache;
 pub mod message;
 mod rate;
 pub mod received;
+pub mod replay;
 pub mod rewind;
 pub mod scope;
 pub mod server;

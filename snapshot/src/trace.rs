@@ -93,6 +93,8 @@ pub struct EntityTrace {
     pub kind: UpdateKind,
     /// Fields that differ from the state it was decoded against.
     pub fields: FieldMask,
+    /// Its bits in the message, entity number included.
+    pub bits: u32,
 }
 
 /// Everything one snapshot message carried.
@@ -108,4 +110,11 @@ pub struct SnapshotTrace {
     pub entities: Vec<EntityTrace>,
     /// Message length in bits, padding excluded.
     pub bits: usize,
+    /// Bits of the header.
+    pub header_bits: usize,
+    /// Bits of the player-state delta.
+    pub player_bits: usize,
+    /// Bits after the entity updates: the lists' end markers and the
+    /// sync checksum.
+    pub end_bits: usize,
 }

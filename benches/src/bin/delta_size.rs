@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use benches::model_compare::{
-    compare, render_text as render_models, write_svg, Effort, UNIT_COUNTS,
+    compare, render_text as render_models, write_svg, Effort, ModelComparison, UNIT_COUNTS,
 };
 use benches::report::{measure, render_text, Report};
 use benches::workload::arena::{Arena, ARENA_SECONDS};
@@ -30,7 +30,8 @@ use clap::Parser;
     about = "Bytes per snapshot: q3 vs native vs naive, on real Quake 3 demos and generated workloads"
 )]
 struct Args {
-    /// Print one JSON object instead of tables.
+    /// Print one JSON document instead of tables: the report's workloads
+    /// and, unless skipped, the model comparison under `models`.
     #[arg(long)]
     json: bool,
     /// Skip the leave-one-out encoding (retraining the models per demo).
@@ -51,6 +52,10 @@ struct Args {
     /// Run only the model comparison.
     #[arg(long)]
     models_only: bool,
+    /// Run the model comparison with a few frames and turns per unit count
+    /// (a check that it runs, not a measurement).
+    #[arg(long)]
+    models_quick: bool,
     /// Where the model comparison's SVG plot goes.
     #[arg(long, default_value = "model-comparison.svg")]
     models_svg: PathBuf,
@@ -92,60 +97,49 @@ fn run(args: &Args) -> Result<Report, Error> {
     Ok(report)
 }
 
-/// The model comparison: its table (or JSON line with `--json`) and plot.
-fn models(args: &Args) -> ExitCode {
-    match compare(&UNIT_COUNTS, Effort::REPORT) {
-        Ok(comparison) => {
-            if args.json {
-                match serde_json::to_string(&comparison) {
-                    Ok(json) => println!("{json}"),
-                    Err(error) => {
-                        eprintln!("delta-size: {error}");
-                        return ExitCode::FAILURE;
-                    }
-                }
-            } else {
-                print!("\n{}", render_models(&comparison));
-            }
-            if let Err(error) = write_svg(&comparison, &args.models_svg) {
-                eprintln!("delta-size: {error}");
-                return ExitCode::FAILURE;
-            }
-            if !args.json {
-                println!("plot: {}", args.models_svg.display());
-            }
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            eprintln!("delta-size: model comparison: {error}");
-            ExitCode::FAILURE
-        }
+/// The model comparison, with its plot written.
+fn models(args: &Args) -> Result<ModelComparison, String> {
+    let effort = if args.models_quick {
+        Effort::QUICK
+    } else {
+        Effort::REPORT
+    };
+    let comparison =
+        compare(&UNIT_COUNTS, effort).map_err(|error| format!("model comparison: {error}"))?;
+    write_svg(&comparison, &args.models_svg).map_err(|error| error.to_string())?;
+    Ok(comparison)
+}
+
+/// The report (workloads unless `--models-only`, the model comparison
+/// unless `--no-models`), printed as tables or as one JSON document.
+fn report_all(args: &Args) -> Result<(), String> {
+    let mut report = if args.models_only {
+        Report::default()
+    } else {
+        run(args).map_err(|error| error.to_string())?
+    };
+    if !args.json && !args.models_only {
+        print!("{}", render_text(&report));
     }
+    if args.models_only || !args.no_models {
+        let comparison = models(args)?;
+        if !args.json {
+            print!("\n{}", render_models(&comparison));
+            println!("plot: {}", args.models_svg.display());
+        }
+        report.models = Some(comparison);
+    }
+    if args.json {
+        let json = serde_json::to_string_pretty(&report).map_err(|error| error.to_string())?;
+        println!("{json}");
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    if args.models_only {
-        return models(&args);
-    }
-    match run(&args) {
-        Ok(report) => {
-            if args.json {
-                match serde_json::to_string_pretty(&report) {
-                    Ok(json) => println!("{json}"),
-                    Err(error) => {
-                        eprintln!("delta-size: {error}");
-                        return ExitCode::FAILURE;
-                    }
-                }
-            } else {
-                print!("{}", render_text(&report));
-            }
-            if !args.no_models {
-                return models(&args);
-            }
-            ExitCode::SUCCESS
-        }
+    match report_all(&args) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("delta-size: {error}");
             ExitCode::FAILURE

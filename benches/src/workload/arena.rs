@@ -269,6 +269,7 @@ impl Workload for Arena {
                         frame_ms,
                         baselines: &spawn,
                         reference: None,
+                        stream: id.index(),
                     })?;
                     stream.held.insert(sequence, state);
                     while stream.held.len() > KEEP {

@@ -22,9 +22,9 @@ use crate::Error;
 /// A sequence of snapshot messages to measure.
 pub trait Workload {
     /// The entity type.
-    type Entity: Fields + Serialize;
+    type Entity: Fields + PartialEq + Serialize;
     /// The player-state type.
-    type Player: Fields + Serialize;
+    type Player: Fields + PartialEq + Serialize;
 
     /// Short name (the report's key).
     fn name(&self) -> String;

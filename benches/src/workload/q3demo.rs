@@ -46,6 +46,7 @@ impl OwnedStep {
             frame_ms: self.frame_ms,
             baselines: &*self.baselines,
             reference: Some(self.reference),
+            stream: 0,
         }
     }
 }

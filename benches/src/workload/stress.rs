@@ -254,6 +254,7 @@ impl Workload for Stress {
                 frame_ms: STRESS_FRAME_MS as u32,
                 baselines: &NoBaselines,
                 reference: None,
+                stream: 0,
             })?;
             base = Some(snapshot);
         }
