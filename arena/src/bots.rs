@@ -11,7 +11,6 @@
 //! error with the reason.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fields::Codec;
@@ -70,12 +69,6 @@ impl BotsSummary {
     /// The JSON document.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-    }
-
-    /// Writes the JSON file.
-    pub fn write_json(&self, path: &Path) -> Result<(), Error> {
-        std::fs::write(path, self.to_json() + "\n")
-            .map_err(|e| Error::Config(format!("cannot write {}: {e}", path.display())))
     }
 
     /// The readable report.

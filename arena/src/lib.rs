@@ -23,6 +23,7 @@
 //! | [`game`] | the match loop on a real or simulated clock |
 //! | [`summary`] / [`status`] | the report, JSON, invariants; live status line |
 //! | [`recording`] | the demo recorder behind the server's recording hook |
+//! | [`output`] | files that appear whole or not at all (recordings, summaries) |
 //! | [`cli`] / [`serve`] / [`bots`] | subcommands: a dedicated server, remote bots |
 //! | [`server_status`] | the connectionless status payload and `arena status`'s query |
 //! | [`metrics`] / [`http`] | Prometheus metrics and the `/metrics` responder |
@@ -51,6 +52,7 @@ pub mod lockstep;
 pub mod logging;
 pub mod metrics;
 pub mod model;
+pub mod output;
 pub mod physics;
 pub mod predict;
 pub mod protocol;
@@ -72,15 +74,19 @@ pub use game::Match;
 pub use summary::Summary;
 
 /// Runs a match to the end and summarizes it (recording the demo if the
-/// configuration names a file). `live_status` shows the one-line status.
+/// configuration names a file: the file appears only if the match ran to
+/// its end). `live_status` shows the one-line status.
 pub fn run(config: MatchConfig, live_status: bool) -> Result<(Match, Summary), Error> {
-    let demo = recording::open(&config)?;
+    let (demo, pending) = recording::open(&config)?.unzip();
     let mut game = Match::new(config, demo, Instant::now())?;
     if live_status {
         game.enable_status();
     }
     game.run()?;
     let summary = Summary::of(&game);
+    if let Some(pending) = pending {
+        pending.commit()?;
+    }
     Ok((game, summary))
 }
 

@@ -11,6 +11,7 @@ use clap::Parser;
 use arena::bots::Bots;
 use arena::cli::{BotsArgs, Cli, Command, ServeArgs, StatusArgs};
 use arena::config::{ClockKind, ModelKind};
+use arena::output::conclude;
 use arena::serve::Dedicated;
 use arena::shutdown::Shutdown;
 use arena::{Args, MatchConfig};
@@ -70,21 +71,12 @@ fn serve(args: &ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    print!("{}", summary.table());
-    if let Some(path) = &args.record {
-        println!(
-            "demo: {} (replay: cargo run --release -p demo-cli -- play {} --verify)",
-            path.display(),
-            path.display()
-        );
-    }
-    if let Some(path) = &args.summary_json {
-        if let Err(e) = summary.write_json(path) {
-            eprintln!("arena serve: {e}");
-            return ExitCode::FAILURE;
-        }
-    }
-    ExitCode::SUCCESS
+    let recording = args.record.as_deref().map(|p| ("demo", p));
+    let json = args.summary_json.as_deref().map(|p| (p, summary.to_json()));
+    exit_code(
+        conclude("arena serve", &summary.table(), recording, json),
+        true,
+    )
 }
 
 fn bots(args: &BotsArgs) -> ExitCode {
@@ -108,26 +100,21 @@ fn bots(args: &BotsArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    print!("{}", summary.table());
-    if let Some(path) = &args.summary_json {
-        if let Err(e) = summary.write_json(path) {
-            eprintln!("arena bots: {e}");
-            return ExitCode::FAILURE;
-        }
-    }
-    if summary.ok() {
+    let json = args.summary_json.as_deref().map(|p| (p, summary.to_json()));
+    exit_code(
+        conclude("arena bots", &summary.table(), None, json),
+        summary.ok(),
+    )
+}
+
+/// Success only if the run's report was written (`concluded`) and every
+/// invariant held (`ok`).
+fn exit_code(concluded: bool, ok: bool) -> ExitCode {
+    if concluded && ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     }
-}
-
-/// Writes `json` to `path`, or says why not.
-fn write_json(what: &str, path: &std::path::Path, json: &str) -> Result<(), ExitCode> {
-    std::fs::write(path, format!("{json}\n")).map_err(|e| {
-        eprintln!("{what}: cannot write {}: {e}", path.display());
-        ExitCode::FAILURE
-    })
 }
 
 fn serve_lockstep(args: &ServeArgs, shutdown: &Shutdown) -> ExitCode {
@@ -143,24 +130,10 @@ fn serve_lockstep(args: &ServeArgs, shutdown: &Shutdown) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    print!("{}", summary.table());
-    if let Some(path) = &summary.record {
-        println!(
-            "lockstep recording: {} (replay: cargo run --release -p demo-cli -- play {} --verify)",
-            path.display(),
-            path.display()
-        );
-    }
-    if let Some(path) = &args.summary_json {
-        if let Err(code) = write_json("arena serve", path, &summary.to_json()) {
-            return code;
-        }
-    }
-    if summary.ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    let recording = summary.record.as_deref().map(|p| ("lockstep recording", p));
+    let json = args.summary_json.as_deref().map(|p| (p, summary.to_json()));
+    let concluded = conclude("arena serve", &summary.table(), recording, json);
+    exit_code(concluded, summary.ok())
 }
 
 fn bots_lockstep(args: &BotsArgs, shutdown: &Shutdown) -> ExitCode {
@@ -171,17 +144,11 @@ fn bots_lockstep(args: &BotsArgs, shutdown: &Shutdown) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    print!("{}", summary.table());
-    if let Some(path) = &args.summary_json {
-        if let Err(code) = write_json("arena bots", path, &summary.to_json()) {
-            return code;
-        }
-    }
-    if summary.ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    let json = args.summary_json.as_deref().map(|p| (p, summary.to_json()));
+    exit_code(
+        conclude("arena bots", &summary.table(), None, json),
+        summary.ok(),
+    )
 }
 
 fn status(args: &StatusArgs) -> ExitCode {
@@ -245,19 +212,10 @@ fn local_match(args: &Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    print!("{}", summary.table());
-    if let Some(path) = record {
-        println!(
-            "demo: {} (replay: cargo run --release -p demo-cli -- play {} --verify)",
-            path.display(),
-            path.display()
-        );
-    }
-    if let Some(path) = summary_path {
-        if let Err(e) = std::fs::write(&path, summary.to_json() + "\n") {
-            eprintln!("arena: cannot write {}: {e}", path.display());
-            return ExitCode::FAILURE;
-        }
+    let recording = record.as_deref().map(|p| ("demo", p));
+    let json = summary_path.as_deref().map(|p| (p, summary.to_json()));
+    if !conclude("arena", &summary.table(), recording, json) {
+        return ExitCode::FAILURE;
     }
     if panicked.load(Ordering::SeqCst) {
         eprintln!("arena: a thread panicked");

@@ -4,13 +4,13 @@
 //! layer produced for its recorder stream; the header made here carries
 //! both schemas, the codec, the rates and who played.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 
 use demo::{DemoHeader, Recorder};
 
 use crate::config::MatchConfig;
 use crate::error::Error;
+use crate::output::PendingFile;
 use crate::physics::Map;
 use crate::protocol::{EntityState, PlayerState};
 use crate::server::DemoRecorder;
@@ -39,15 +39,15 @@ pub fn header(config: &MatchConfig) -> DemoHeader {
 }
 
 /// Opens the recording the configuration asks for, if any: a recorder
-/// over the file, with the match's header written.
-pub fn open(config: &MatchConfig) -> Result<Option<DemoRecorder>, Error> {
+/// over a temporary file beside the destination, with the match's header
+/// written, and that file, to commit once the recorder has finished.
+pub fn open(config: &MatchConfig) -> Result<Option<(DemoRecorder, PendingFile)>, Error> {
     let Some(path) = &config.record else {
         return Ok(None);
     };
-    let file = File::create(path)
-        .map_err(|e| Error::Demo(format!("cannot create {}: {e}", path.display())))?;
+    let (pending, file) = PendingFile::create(path)?;
     let writer: Box<dyn Write + Send> = Box::new(BufWriter::new(file));
     let recorder =
         Recorder::create(writer, header(config)).map_err(|e| Error::Demo(e.to_string()))?;
-    Ok(Some(recorder))
+    Ok(Some((recorder, pending)))
 }

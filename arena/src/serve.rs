@@ -12,7 +12,6 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fields::Codec;
@@ -25,6 +24,7 @@ use crate::error::Error;
 use crate::http::MetricsServer;
 use crate::logging::{log_rejected, RejectLog};
 use crate::metrics::{ServerMetrics, Totals};
+use crate::output::PendingFile;
 use crate::physics::Map;
 use crate::protocol::{schema_fingerprint, PROTOCOL_VERSION};
 use crate::recording;
@@ -130,6 +130,8 @@ pub struct Dedicated {
     next_tick: Instant,
     next_housekeeping: Instant,
     drain_complete: bool,
+    /// The demo file, named only once the recording finished.
+    recording: Option<PendingFile>,
 }
 
 impl std::fmt::Debug for Dedicated {
@@ -180,7 +182,7 @@ impl Dedicated {
             server.max_clients = args.max_clients;
         }
         let net = network.bind_udp_at(args.bind, Endpoint::new(endpoint, now))?;
-        let demo = recording::open(&config)?;
+        let (demo, recording) = recording::open(&config)?.unzip();
         let server = GameServer::new(net, options, demo)?;
         let metrics = ServerMetrics::new();
         let metrics_http = match args.metrics_bind {
@@ -202,6 +204,7 @@ impl Dedicated {
             next_tick: now + config.tick_interval(),
             next_housekeeping: now,
             drain_complete: false,
+            recording,
         };
         dedicated.housekeeping(now);
         Ok(dedicated)
@@ -324,6 +327,9 @@ impl Dedicated {
         }
         self.housekeeping(Instant::now());
         self.server.finish_recording()?;
+        if let Some(recording) = self.recording.take() {
+            recording.commit()?;
+        }
         Ok(())
     }
 
@@ -474,12 +480,9 @@ impl Dedicated {
 }
 
 impl ServeSummary {
-    /// Writes the JSON file.
-    pub fn write_json(&self, path: &Path) -> Result<(), Error> {
-        let json = serde_json::to_string_pretty(self)
-            .map_err(|e| Error::Config(format!("summary: {e}")))?;
-        std::fs::write(path, json + "\n")
-            .map_err(|e| Error::Config(format!("cannot write {}: {e}", path.display())))
+    /// The JSON document.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
 
     /// A readable report.

@@ -8,14 +8,23 @@ use demo::{DemoReader, Player};
 
 #[test]
 fn the_spectator_demo_plays_back_verified_and_seeks() {
-    let path = std::env::temp_dir().join(format!("arena-test-{}.demo", std::process::id()));
+    // A directory of its own: the recording must be the only file left in
+    // it (written under a temporary name, renamed when the match ended).
+    let dir = std::env::temp_dir().join(format!("arena-test-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("match.demo");
     let mut config = MatchConfig::short(TransportKind::Local, 3.0, 5);
     config.record = Some(path.clone());
     config.keyframe_ms = 1000;
     let summary = arena::play(config).expect("match runs");
     assert!(summary.ok(), "{}", summary.table());
     let data = std::fs::read(&path).expect("demo written");
-    let _ = std::fs::remove_file(&path);
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("match.demo")]);
+    let _ = std::fs::remove_dir_all(&dir);
 
     let reader = DemoReader::new(&data).expect("valid header");
     assert_eq!(

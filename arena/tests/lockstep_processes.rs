@@ -9,39 +9,20 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use arena::lockstep::ArenaSim;
 use demo::lockstep::{replay, LockstepReader};
-use serde_json::Value;
 
-const ARENA: &str = env!("CARGO_BIN_EXE_arena");
+mod common;
+
+use common::{json, wait, ARENA};
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("arena-lsp-{}-{name}", std::process::id()))
-}
-
-/// Waits for `child` at most `limit`, killing it past that.
-fn wait(child: &mut Child, limit: Duration) -> ExitStatus {
-    let end = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return status;
-        }
-        if Instant::now() >= end {
-            let _ = child.kill();
-            panic!("process did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-    serde_json::from_str(&text).unwrap()
+    common::tmp("arena-lsp", name)
 }
 
 #[test]

@@ -6,32 +6,19 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use demo::{DemoReader, Player};
 use serde_json::Value;
 
-const ARENA: &str = env!("CARGO_BIN_EXE_arena");
+mod common;
+
+use common::{json, wait, ARENA};
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("arena-mp-{}-{name}", std::process::id()))
-}
-
-/// Waits for `child` at most `limit`, killing it past that.
-fn wait(child: &mut Child, limit: Duration) -> ExitStatus {
-    let end = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return status;
-        }
-        if Instant::now() >= end {
-            let _ = child.kill();
-            panic!("process did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::tmp("arena-mp", name)
 }
 
 /// Reads the server's stdout until it names its game and metrics addresses.
@@ -52,11 +39,6 @@ fn addresses(child: &mut Child) -> (SocketAddr, SocketAddr) {
     // Keep draining stdout so the server never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
     (game.unwrap(), metrics.unwrap())
-}
-
-fn json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-    serde_json::from_str(&text).unwrap()
 }
 
 fn scrape(addr: SocketAddr) -> prometheus_parse::Scrape {

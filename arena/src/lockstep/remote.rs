@@ -15,12 +15,10 @@
 //! participants are dropped at the next turn boundary and the rest play on.
 
 use std::collections::BTreeMap;
-use std::io::BufWriter;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use demo::lockstep::LockstepRecorder;
 use lockstep::net::{host_endpoint_config, peer_endpoint_config};
 use lockstep::{
     Host, HostConfig, HostEvent, HostNode, LockstepError, ParticipantId, Peer, PeerConfig,
@@ -32,7 +30,9 @@ use serde_json::{json, Value};
 use crate::bot::Bot;
 use crate::cli::{BotsArgs, ServeArgs};
 use crate::error::Error;
-use crate::lockstep::run::{issue_commands, record_turn, settings, RecordedSession};
+use crate::lockstep::run::{
+    issue_commands, record_turn, settings, LockstepRecording, RecordedSession,
+};
 use crate::lockstep::sim::ArenaSim;
 use crate::lockstep::summary::{LockstepClient, LockstepSummary};
 use crate::shutdown::Shutdown;
@@ -206,7 +206,7 @@ struct Replica {
     settings: lockstep::Settings,
     turns: u32,
     checks: BTreeMap<u32, u64>,
-    recorder: Option<LockstepRecorder<BufWriter<std::fs::File>>>,
+    recorder: Option<LockstepRecording>,
     record: Option<PathBuf>,
 }
 
@@ -353,8 +353,8 @@ pub fn serve(
         host.pump(Instant::now());
         network.wait(Duration::from_millis(5))?;
     }
-    if let Some(recorder) = replica.recorder.take() {
-        recorder.finish().map_err(|e| Error::Demo(e.to_string()))?;
+    if let Some(recording) = replica.recorder.take() {
+        recording.finish()?;
     }
     let mut sync_verified = 0;
     let mut sync_mismatches = Vec::new();

@@ -29,6 +29,7 @@ use crate::error::Error;
 use crate::interp::RenderEntity;
 use crate::lockstep::sim::ArenaSim;
 use crate::lockstep::summary::{Desync, LockstepClient, LockstepSummary};
+use crate::output::PendingFile;
 use crate::protocol::{kind, MAX_COMMAND_MSEC};
 use crate::transport::{Net, Network, TransportKind};
 use crate::world::ITEM_BASE;
@@ -52,19 +53,13 @@ pub fn main(config: &MatchConfig) -> std::process::ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    print!("{}", summary.table());
-    if let Some(path) = &summary.record {
-        println!(
-            "lockstep recording: {} (replay: cargo run --release -p demo-cli -- play {} --verify)",
-            path.display(),
-            path.display()
-        );
-    }
-    if let Some(path) = &config.summary_json {
-        if let Err(e) = std::fs::write(path, summary.to_json() + "\n") {
-            eprintln!("arena: cannot write {}: {e}", path.display());
-            return ExitCode::FAILURE;
-        }
+    let recording = summary.record.as_deref().map(|p| ("lockstep recording", p));
+    let json = config
+        .summary_json
+        .as_deref()
+        .map(|p| (p, summary.to_json()));
+    if !crate::output::conclude("arena", &summary.table(), recording, json) {
+        return ExitCode::FAILURE;
     }
     let failures = summary.failures();
     if failures.is_empty() {
@@ -185,7 +180,7 @@ fn run<T: Transport>(
         });
     }
     let victim = desync_victim(config);
-    let mut recorder: Option<LockstepRecorder<BufWriter<std::fs::File>>> = None;
+    let mut recorder: Option<LockstepRecording> = None;
     let mut host_events = Vec::new();
     let mut ended_at: Option<Instant> = None;
     let mut stopped_at: Option<Instant> = None;
@@ -301,8 +296,8 @@ fn run<T: Transport>(
             }
         }
     }
-    if let Some(recorder) = recorder {
-        recorder.finish().map_err(|e| Error::Demo(e.to_string()))?;
+    if let Some(recording) = recorder {
+        recording.finish()?;
     }
 
     let desync = host_events.iter().find_map(|e| match e {
@@ -468,7 +463,7 @@ pub(crate) fn issue_commands<T: Transport>(
 }
 
 fn record(
-    recorder: &mut Option<LockstepRecorder<BufWriter<std::fs::File>>>,
+    recorder: &mut Option<LockstepRecording>,
     path: &Path,
     config: &MatchConfig,
     peer: &Peer<ArenaSim>,
@@ -504,7 +499,7 @@ pub(crate) struct RecordedSession<'a> {
 /// Records `turn` (just executed by `sim`) to the recording at `path`,
 /// creating it (with its header) on the first turn.
 pub(crate) fn record_turn(
-    recorder: &mut Option<LockstepRecorder<BufWriter<std::fs::File>>>,
+    recorder: &mut Option<LockstepRecording>,
     path: &Path,
     session: &RecordedSession<'_>,
     turn: &lockstep::Turn,
@@ -521,14 +516,43 @@ pub(crate) fn record_turn(
             keyframe_interval: KEYFRAME_INTERVAL,
             metadata: session.metadata.clone(),
         };
-        let file = std::fs::File::create(path)?;
-        *recorder =
-            Some(LockstepRecorder::create(BufWriter::new(file), header).map_err(demo_error)?);
+        let (file, writer) = PendingFile::create(path)?;
+        let recorder_of_file =
+            LockstepRecorder::create(BufWriter::new(writer), header).map_err(demo_error)?;
+        *recorder = Some(LockstepRecording {
+            recorder: recorder_of_file,
+            file,
+        });
     }
-    if let Some(recorder) = recorder.as_mut() {
-        recorder.record_turn(turn, sim).map_err(demo_error)?;
+    if let Some(recording) = recorder.as_mut() {
+        recording
+            .recorder
+            .record_turn(turn, sim)
+            .map_err(demo_error)?;
     }
     Ok(())
+}
+
+/// A lockstep recording being written: its recorder, over a temporary
+/// file that takes the recording's name only once [`finish`](Self::finish)
+/// succeeded (a failed match leaves no half-written recording).
+pub(crate) struct LockstepRecording {
+    recorder: LockstepRecorder<BufWriter<std::fs::File>>,
+    file: PendingFile,
+}
+
+impl LockstepRecording {
+    /// Ends the recording, flushes it and gives it its name.
+    pub(crate) fn finish(self) -> Result<(), Error> {
+        let writer = self
+            .recorder
+            .finish()
+            .map_err(|e| Error::Demo(e.to_string()))?;
+        let file = writer.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        drop(file);
+        self.file.commit()
+    }
 }
 
 /// Writes every participant's saved state of sync turn `turn` (the one
