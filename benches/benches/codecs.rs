@@ -1,73 +1,104 @@
 //! Encode and decode time of both codecs on the real duel demo's state
 //! sequence (`dm_68_osp_duel_2.dm_68`, about 17,700 snapshots, loaded once):
 //!
-//! * per snapshot — a whole `svc_snapshot`-equivalent message (header,
-//!   player state, entity list) against the recorded base, cycling through
-//!   the sequence so the time is the sequence's mean;
+//! * per snapshot — the snapshot engine's own messages (`snapshot::Server`
+//!   writing, `snapshot::Client` reading; q3 in Quake 3's `svc_snapshot`
+//!   framing, native in the engine's compact one), each against the base
+//!   the recording used, cycling through the sequence so the time is the
+//!   sequence's mean. Encoding includes setting the snapshot's world in
+//!   the server (entities, player state, frame commit), as a server does
+//!   before it builds;
 //! * per entity — each changed or added entity update on its own;
 //! * adapting models (`fields::model::Adaptation`) — tallying one
 //!   message's symbols, and rebuilding both of Quake 3's models from a
 //!   chain of the duel's first 128 messages (`AdaptPolicy::DEFAULT`).
 //!
 //! q3 runs through Quake 3's Huffman code as Quake 3 does; native is raw
-//! bits (see `benches::message`).
+//! bits (the native codec codes its symbols with its models' codes).
 
 use std::hint::black_box;
 use std::sync::Arc;
 
 use benches::adapt::MessageTally;
+use std::time::{Duration, Instant};
+
 use benches::corpus::{
-    decode_entity, duel_steps, encode_all, encode_entity, entity_cases, q3_zeros, Encoded,
+    decode_entity, duel_steps, encode_entity, engine_encoder, engine_stream, entity_cases,
+    q3_zeros, Encoded,
 };
-use benches::message::{Breakdown, MessageFormat};
+use benches::encode::Encoder;
+use benches::message::Breakdown;
 use criterion::{criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use fields::model::{AdaptPolicy, Adaptation};
 use fields::Codec;
 
-const FORMATS: [(&str, MessageFormat); 2] =
-    [("q3", MessageFormat::Q3), ("native", MessageFormat::NATIVE)];
+const CODECS: [(&str, Codec); 2] = [("q3", Codec::Q3), ("native", Codec::Native)];
 
 fn per_snapshot(c: &mut Criterion) {
     let steps = duel_steps().expect("the duel demo decodes");
     let zeros = q3_zeros();
-    let mut buf = vec![0u8; 1 << 16];
     let mut breakdown = Breakdown::default();
 
+    // The engine's server sending the duel to one client: each snapshot's
+    // entities and player state set, its frame committed, its message
+    // built (not read back). At the end of the demo a fresh server starts
+    // over, outside the timing.
     let mut group = c.benchmark_group("snapshot_encode");
     group.throughput(Throughput::Elements(1));
-    for (name, format) in FORMATS {
+    for (name, codec) in CODECS {
+        let fresh = || engine_encoder(codec).unverified();
+        let mut encoder = fresh();
         let mut i = 0;
         group.bench_function(BenchmarkId::new("duel", name), |b| {
-            b.iter(|| {
-                let step = steps[i].step();
-                i = (i + 1) % steps.len();
-                format
-                    .encode(&mut buf, black_box(&step), &zeros, &mut breakdown)
-                    .expect("encodes")
+            b.iter_custom(|iters| {
+                let mut time = Duration::ZERO;
+                for _ in 0..iters {
+                    if i == steps.len() {
+                        encoder = fresh();
+                        i = 0;
+                    }
+                    let step = steps[i].step();
+                    let start = Instant::now();
+                    black_box(
+                        encoder
+                            .encode(black_box(&step), &zeros, &mut breakdown)
+                            .expect("encodes"),
+                    );
+                    time += start.elapsed();
+                    i += 1;
+                }
+                time
             })
         });
     }
     group.finish();
 
+    // The engine's client reading those messages in order, each against
+    // the base it names from its own ring. At the end a client that has
+    // read only the gamestate starts over, outside the timing.
     let mut group = c.benchmark_group("snapshot_decode");
     group.throughput(Throughput::Elements(1));
-    for (name, format) in FORMATS {
-        let messages = encode_all(format, &steps).expect("encodes");
+    for (name, codec) in CODECS {
+        let recording = engine_stream(codec, &steps).expect("encodes");
+        let start_client = recording.reader(&zeros).expect("the gamestate decodes");
+        let mut client = start_client.clone();
         let mut i = 0;
         group.bench_function(BenchmarkId::new("duel", name), |b| {
-            b.iter(|| {
-                let (step, message) = (&steps[i], &messages[i]);
-                i = (i + 1) % steps.len();
-                format
-                    .decode(
-                        black_box(&message.bytes),
-                        message.bits,
-                        step.base.as_deref(),
-                        step.frame_ms,
-                        &*step.baselines,
-                        &zeros,
-                    )
-                    .expect("decodes")
+            b.iter_custom(|iters| {
+                let mut time = Duration::ZERO;
+                for _ in 0..iters {
+                    if i == recording.messages.len() {
+                        client = start_client.clone();
+                        i = 0;
+                    }
+                    let start = Instant::now();
+                    recording
+                        .decode(black_box(&mut client), i)
+                        .expect("decodes");
+                    time += start.elapsed();
+                    i += 1;
+                }
+                time
             })
         });
     }

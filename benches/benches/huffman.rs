@@ -5,7 +5,7 @@
 
 use std::hint::black_box;
 
-use benches::corpus::{duel_steps, huffman_input};
+use benches::corpus::huffman_input;
 use criterion::{criterion_main, BenchmarkId, Criterion, Throughput};
 use fields::{BitReader, BitSink, BitWriter, HuffmanCode};
 
@@ -23,9 +23,7 @@ fn encode_bit_by_bit(code: &HuffmanCode, input: &[u8], out: &mut BitWriter<'_>) 
 }
 
 fn huffman(c: &mut Criterion) {
-    let steps = duel_steps().expect("the duel demo decodes");
-    let input = huffman_input(&steps, INPUT_LEN).expect("encodes");
-    drop(steps);
+    let input = huffman_input(INPUT_LEN).expect("encodes");
     let code = HuffmanCode::quake3();
     let mut encoded = vec![0u8; code.encoded_bits(&input).div_ceil(8)];
     code.encode_bytes(&input, &mut BitWriter::new(&mut encoded))

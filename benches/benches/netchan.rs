@@ -2,7 +2,8 @@
 //! memory (`benches::netpair`):
 //!
 //! * datagrams per second — each 50 ms tick the server hands over a real
-//!   snapshot (the duel demo's native messages, in order) as the
+//!   snapshot (the native messages the snapshot engine writes for the duel
+//!   demo, in order) as the
 //!   most-recent state and the client a 20-byte player command
 //!   (guaranteed-quickest, as Quake 3's usercmds): two datagrams per tick,
 //!   each carrying the other side's acks;
@@ -11,10 +12,10 @@
 
 use std::time::Duration;
 
-use benches::corpus::{duel_steps, encode_all};
-use benches::message::MessageFormat;
+use benches::corpus::{duel_steps, engine_stream};
 use benches::netpair::Pair;
 use criterion::{criterion_main, BenchmarkId, Criterion, Throughput};
+use fields::Codec;
 
 const TICK: Duration = Duration::from_millis(50);
 const LARGE: usize = 16 * 1024;
@@ -23,7 +24,9 @@ const COMMAND: [u8; 20] = [0x5a; 20];
 
 fn datagrams(c: &mut Criterion) {
     let steps = duel_steps().expect("the duel demo decodes");
-    let messages = encode_all(MessageFormat::NATIVE, &steps).expect("encodes");
+    let messages = engine_stream(Codec::Native, &steps)
+        .expect("encodes")
+        .messages;
     drop(steps);
     let mut group = c.benchmark_group("netchan_state_datagrams");
     for compress in [false, true] {

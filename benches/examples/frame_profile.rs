@@ -25,10 +25,11 @@
 
 use std::hint::black_box;
 
-use benches::corpus::{duel_steps, encode_all, q3_zeros};
+use benches::corpus::{duel_steps, engine_stream, q3_zeros};
+use benches::engine::EngineRecording;
 use benches::frame::{memcmp_floor, FrameBench};
-use benches::message::MessageFormat;
 use fields::Codec;
+use snapshot::Client;
 
 const ENTITIES: u32 = 256;
 
@@ -46,18 +47,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => {}
     }
     if let Some(codec) = what.strip_prefix("decode-") {
-        let format = if codec == "q3" {
-            MessageFormat::Q3
+        let codec = if codec == "q3" {
+            Codec::Q3
         } else {
-            MessageFormat::NATIVE
+            Codec::Native
         };
         let passes: usize = args.get(2).map_or(Ok(1), |s| s.parse())?;
-        let steps = duel_steps()?;
-        let messages = encode_all(format, &steps)?;
-        let zeros = q3_zeros();
+        let recording = engine_stream(codec, &duel_steps()?)?;
+        let client = recording.reader(&q3_zeros())?;
         // Decode once outside the measurement: models load lazily.
-        measured_decodes(format, &steps[..1], &messages[..1], &zeros, 1)?;
-        let decoded = measured_decodes(format, &steps, &messages, &zeros, passes)?;
+        measured_decodes(&recording, &client, 1, 1)?;
+        let decoded = measured_decodes(&recording, &client, recording.messages.len(), passes)?;
         println!("{what}: {decoded} snapshots decoded");
         return Ok(());
     }
@@ -102,27 +102,22 @@ fn measured_memcmp(
         .sum()
 }
 
-/// The measured decodes; returns how many snapshots were decoded.
+/// The measured decodes: the engine's client reading the first `count`
+/// messages of `recording`, `passes` times, each pass from `start` (a
+/// client that has read the gamestate); returns how many snapshots were
+/// decoded.
 #[inline(never)]
 fn measured_decodes(
-    format: MessageFormat,
-    steps: &[benches::workload::q3demo::OwnedStep],
-    messages: &[benches::corpus::Encoded],
-    zeros: &benches::state::Zeros<q3::EntityState, q3::PlayerState>,
+    recording: &EngineRecording,
+    start: &Client<q3::EntityState, q3::PlayerState>,
+    count: usize,
     passes: usize,
 ) -> Result<usize, benches::Error> {
     let mut decoded = 0;
     for _ in 0..passes {
-        for (step, message) in steps.iter().zip(messages) {
-            let base = step.base.as_deref();
-            black_box(format.decode(
-                black_box(&message.bytes),
-                message.bits,
-                base,
-                step.frame_ms,
-                &*step.baselines,
-                zeros,
-            )?);
+        let mut client = start.clone();
+        for index in 0..count.min(recording.messages.len()) {
+            recording.decode(black_box(&mut client), index)?;
             decoded += 1;
         }
     }
@@ -169,16 +164,20 @@ impl Rounds {
 fn ab_decode(rounds: usize) -> Result<(), Box<dyn std::error::Error>> {
     let steps = duel_steps()?;
     let zeros = q3_zeros();
-    let formats = [("q3", MessageFormat::Q3), ("native", MessageFormat::NATIVE)];
-    let encoded = formats
+    let codecs = [("q3", Codec::Q3), ("native", Codec::Native)];
+    let encoded = codecs
         .iter()
-        .map(|(_, format)| encode_all(*format, &steps))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|(_, codec)| {
+            let recording = engine_stream(*codec, &steps)?;
+            let client = recording.reader(&zeros)?;
+            Ok((recording, client))
+        })
+        .collect::<Result<Vec<_>, benches::Error>>()?;
     let mut times = Rounds::default();
     for _ in 0..rounds {
-        for ((name, format), messages) in formats.iter().zip(&encoded) {
+        for ((name, _), (recording, client)) in codecs.iter().zip(&encoded) {
             let start = std::time::Instant::now();
-            let decoded = measured_decodes(*format, &steps, messages, &zeros, 1)?;
+            let decoded = measured_decodes(recording, client, recording.messages.len(), 1)?;
             times.record(name, start.elapsed().as_nanos() as f64 / decoded as f64);
         }
     }

@@ -1,6 +1,7 @@
-//! Real data for the CPU benchmarks: the duel demo's state sequence, its
-//! messages pre-encoded for the decoders, its entity updates one by one,
-//! and the bytes Quake 3's Huffman coder sees.
+//! Real data for the CPU benchmarks: the duel demo's state sequence, the
+//! messages the snapshot engine writes for it (for the decoders and the
+//! netchan), its entity updates one by one, and the bytes Quake 3's
+//! Huffman coder sees.
 
 use fields::codec::NOTHING_HELD;
 use fields::{
@@ -9,7 +10,12 @@ use fields::{
 };
 use q3::{EntityState, PlayerState};
 
-use crate::message::{delta_context, write_message, Breakdown, MessageFormat};
+use q3::reencode::write_snapshot;
+use q3::{Command, Dm68Decoder};
+
+use crate::encode::Encoder;
+use crate::engine::{EngineEncoder, EngineRecording};
+use crate::message::{delta_context, Breakdown};
 use crate::state::{merge, Change, Zeros};
 use crate::workload::q3demo::{OwnedStep, Q3Demo};
 use crate::Error;
@@ -19,7 +25,7 @@ pub fn duel_steps() -> Result<Vec<OwnedStep>, Error> {
     Q3Demo::open(&crate::default_demo_dir().join(crate::DUEL_DEMO))?.collect()
 }
 
-/// One message, encoded: its bytes and length in bits.
+/// One entity update, encoded on its own: its bytes and length in bits.
 #[derive(Debug, Clone)]
 pub struct Encoded {
     /// The bytes.
@@ -28,21 +34,42 @@ pub struct Encoded {
     pub bits: usize,
 }
 
-/// Every step's message in `format`.
-pub fn encode_all(format: MessageFormat, steps: &[OwnedStep]) -> Result<Vec<Encoded>, Error> {
+/// The engine's encoder for `codec`: Quake 3's `svc_snapshot`
+/// ([`EngineEncoder::q3`]) or what the library sends
+/// ([`EngineEncoder::native`]).
+pub fn engine_encoder(codec: Codec) -> EngineEncoder<EntityState, PlayerState> {
+    match codec {
+        Codec::Q3 => EngineEncoder::q3(),
+        Codec::Native => EngineEncoder::native(),
+    }
+}
+
+/// The messages a [`snapshot::Server`] writes for `steps` through
+/// `encoder` (made [recording](EngineEncoder::recording) here), each read
+/// back by the engine's client on the way: one recording per gamestate.
+pub fn engine_recordings(
+    encoder: EngineEncoder<EntityState, PlayerState>,
+    steps: &[OwnedStep],
+) -> Result<Vec<EngineRecording>, Error> {
+    let mut encoder = encoder.recording();
     let zeros = Zeros::default();
-    let mut buf = vec![0u8; crate::encode::MAX_MESSAGE_BYTES];
     let mut breakdown = Breakdown::default();
-    steps
-        .iter()
-        .map(|owned| {
-            let bits = format.encode(&mut buf, &owned.step(), &zeros, &mut breakdown)?;
-            Ok(Encoded {
-                bytes: buf[..bits.div_ceil(8)].to_vec(),
-                bits,
-            })
-        })
-        .collect()
+    for owned in steps {
+        encoder.encode(&owned.step(), &zeros, &mut breakdown)?;
+    }
+    Ok(encoder.take_recordings())
+}
+
+/// The engine's messages for `steps` in `codec`, as one stream: the demo
+/// must have one gamestate (the duel has).
+pub fn engine_stream(codec: Codec, steps: &[OwnedStep]) -> Result<EngineRecording, Error> {
+    let mut recordings = engine_recordings(engine_encoder(codec), steps)?;
+    match recordings.len() {
+        1 => Ok(recordings.remove(0)),
+        n => Err(Error::Engine(format!(
+            "the steps form {n} streams, not one"
+        ))),
+    }
 }
 
 /// One entity update as a snapshot sends it.
@@ -176,22 +203,26 @@ impl BitSink for CodedBytes {
 
 /// The bytes Quake 3's Huffman coder is fed when it sends the duel's
 /// snapshots: every byte symbol of their `svc_snapshot` commands in
-/// bitstream mode, up to `max_len` bytes.
-pub fn huffman_input(steps: &[OwnedStep], max_len: usize) -> Result<Vec<u8>, Error> {
-    let zeros = Zeros::default();
+/// bitstream mode, as Quake 3 writes them ([`q3::reencode::write_snapshot`],
+/// bit for bit the recorded commands), up to `max_len` bytes.
+pub fn huffman_input(max_len: usize) -> Result<Vec<u8>, Error> {
+    let data = crate::read_file(&crate::default_demo_dir().join(crate::DUEL_DEMO))?;
     let mut tap = CodedBytes::default();
-    let mut breakdown = Breakdown::default();
-    for owned in steps {
+    for item in Dm68Decoder::new(&data)? {
         if tap.bytes.len() >= max_len {
             break;
         }
-        write_message(
-            &MessageFormat::Q3,
-            &mut tap,
-            &owned.step(),
-            &zeros,
-            &mut breakdown,
-        )?;
+        let record = item?;
+        for command in &record.message.commands {
+            if let Command::Snapshot(snap) = &command.command {
+                write_snapshot(
+                    &mut tap,
+                    &snap.snapshot,
+                    snap.base.as_deref(),
+                    &snap.baselines,
+                )?;
+            }
+        }
     }
     tap.bytes.truncate(max_len);
     Ok(tap.bytes)

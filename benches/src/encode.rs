@@ -3,7 +3,7 @@
 use fields::Fields;
 use serde::Serialize;
 
-use crate::message::{Breakdown, MessageFormat};
+use crate::message::Breakdown;
 use crate::state::{merge, Change, Step, Zeros};
 use crate::Error;
 
@@ -30,55 +30,6 @@ pub trait Encoder<E, P> {
     /// only the entity updates.
     fn accounts_sections(&self) -> bool {
         true
-    }
-}
-
-/// A [`MessageFormat`] as an [`Encoder`].
-#[derive(Debug, Clone)]
-pub struct FormatEncoder {
-    name: String,
-    format: MessageFormat,
-    buf: Vec<u8>,
-}
-
-impl FormatEncoder {
-    /// An encoder named `name` writing `format`.
-    pub fn new(name: &str, format: MessageFormat) -> Self {
-        FormatEncoder {
-            name: name.to_owned(),
-            format,
-            buf: vec![0; MAX_MESSAGE_BYTES],
-        }
-    }
-
-    /// Quake 3's `svc_snapshot`, Huffman-coded: `q3`.
-    pub fn q3() -> Self {
-        Self::new("q3", MessageFormat::Q3)
-    }
-
-    /// The native codec with the compact header: `native`.
-    pub fn native() -> Self {
-        Self::new("native", MessageFormat::NATIVE)
-    }
-
-    /// The last message written (its first `bits.div_ceil(8)` bytes).
-    pub fn buffer(&self) -> &[u8] {
-        &self.buf
-    }
-}
-
-impl<E: Fields, P: Fields> Encoder<E, P> for FormatEncoder {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn encode(
-        &mut self,
-        step: &Step<'_, E, P>,
-        zeros: &Zeros<E, P>,
-        breakdown: &mut Breakdown,
-    ) -> Result<usize, Error> {
-        Ok(self.format.encode(&mut self.buf, step, zeros, breakdown)?)
     }
 }
 

@@ -28,6 +28,67 @@ use crate::Error;
 /// server's ring, twice over.
 const REMEMBERED: usize = 64;
 
+/// A message the engine wrote, as a transport carries it: its sequence
+/// (the transport numbers it) and its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineMessage {
+    /// The sequence the server sent it as.
+    pub sequence: u32,
+    /// The message bytes.
+    pub bytes: Vec<u8>,
+    /// Its length in bits, padding excluded.
+    pub bits: usize,
+}
+
+/// One stream's messages as the engine wrote them, from its gamestate on:
+/// everything a [`snapshot::Client`] needs to read them again.
+#[derive(Debug, Clone)]
+pub struct EngineRecording {
+    /// The gamestate message (spawn baselines, codec).
+    pub gamestate: Vec<u8>,
+    /// The framing the messages are in.
+    pub framing: Arc<dyn Framing>,
+    /// The snapshot messages, in order.
+    pub messages: Vec<EngineMessage>,
+}
+
+impl EngineRecording {
+    /// A client that has read the gamestate: it reads the messages in
+    /// order (clone it to read them again).
+    pub fn reader<E: Fields, P: Fields>(&self, zeros: &Zeros<E, P>) -> Result<Client<E, P>, Error> {
+        let mut client = Client::with_prototypes(zeros.entity.clone(), zeros.player.clone());
+        client.set_framing(Arc::clone(&self.framing));
+        client
+            .read_message(&self.gamestate)
+            .map_err(|error| Error::Engine(format!("the gamestate does not decode: {error}")))?;
+        Ok(client)
+    }
+
+    /// Reads message `index` with `client` (which has read the ones
+    /// before it).
+    pub fn decode<E: Fields, P: Fields>(
+        &self,
+        client: &mut Client<E, P>,
+        index: usize,
+    ) -> Result<(), Error> {
+        let message = self
+            .messages
+            .get(index)
+            .ok_or_else(|| Error::Engine(format!("no message {index}")))?;
+        match client.read_snapshot(message.sequence, &message.bytes) {
+            Ok(snapshot::Received::Snapshot(_)) => Ok(()),
+            Ok(other) => Err(Error::Engine(format!(
+                "message {} read as {other:?}",
+                message.sequence
+            ))),
+            Err(error) => Err(Error::Engine(format!(
+                "message {} does not decode: {error}",
+                message.sequence
+            ))),
+        }
+    }
+}
+
 /// One workload stream's replay.
 struct Stream<E, P> {
     replay: Replay<E, P>,
@@ -52,6 +113,12 @@ pub struct EngineEncoder<E, P> {
     streams: HashMap<usize, Stream<E, P>>,
     /// Snapshots the engine sent from another base than the recording's.
     rebased: u64,
+    /// Whether each message is read back (and traced).
+    verify: bool,
+    /// Every message written, per stream start (when recording).
+    recordings: Option<Vec<EngineRecording>>,
+    /// The recording of each stream, by the stream's key.
+    recording_of: HashMap<usize, usize>,
 }
 
 impl<E, P> std::fmt::Debug for EngineEncoder<E, P> {
@@ -76,7 +143,34 @@ impl<E, P> EngineEncoder<E, P> {
             entity_limit: None,
             streams: HashMap::new(),
             rebased: 0,
+            verify: true,
+            recordings: None,
+            recording_of: HashMap::new(),
         }
+    }
+
+    /// The same encoder keeping every message it writes
+    /// ([`EngineEncoder::take_recordings`]).
+    pub fn recording(mut self) -> Self {
+        self.recordings = Some(Vec::new());
+        self
+    }
+
+    /// The same encoder without the reader: messages are written, not
+    /// read back, and no breakdown is filled (for timing the writer).
+    pub fn unverified(mut self) -> Self {
+        self.verify = false;
+        self
+    }
+
+    /// The messages written so far, one recording per stream start (empty
+    /// unless [`EngineEncoder::recording`]).
+    pub fn take_recordings(&mut self) -> Vec<EngineRecording> {
+        self.recording_of.clear();
+        self.recordings
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The same encoder with servers numbering entities below `limit`
@@ -108,13 +202,47 @@ impl<E, P> EngineEncoder<E, P> {
 
 /// Which baselines a step names: the address of the value (a workload
 /// hands out one value per gamestate, so a new gamestate is a new one).
-fn baselines_key<E>(baselines: &dyn Baselines<E>) -> usize {
+pub(crate) fn baselines_key<E>(baselines: &dyn Baselines<E>) -> usize {
     baselines as *const dyn Baselines<E> as *const () as usize
+}
+
+/// What the engine needs of one step: a [`Step`]'s parts, with the values
+/// possibly of other types than the step's (see [`crate::models`]).
+pub(crate) struct Frame<'a, E, P> {
+    /// The step's stream.
+    pub stream: usize,
+    /// Which baselines the step names ([`baselines_key`] of the step's).
+    pub baselines_key: usize,
+    /// Those baselines.
+    pub baselines: &'a dyn Baselines<E>,
+    /// The frame length.
+    pub frame_ms: u32,
+    /// The base's server time (`None`: full).
+    pub base_time: Option<i32>,
+    /// How many messages back the base is.
+    pub delta_num: u8,
+    /// The snapshot.
+    pub snapshot: &'a crate::state::State<E, P>,
+}
+
+impl<'a, E, P> Frame<'a, E, P> {
+    /// The parts of `step`.
+    pub fn of(step: &'a Step<'a, E, P>) -> Self {
+        Frame {
+            stream: step.stream,
+            baselines_key: baselines_key(step.baselines),
+            baselines: step.baselines,
+            frame_ms: step.frame_ms,
+            base_time: step.base.map(|base| base.server_time),
+            delta_num: step.delta_num,
+            snapshot: step.snapshot,
+        }
+    }
 }
 
 impl<E: Fields + PartialEq, P: Fields + PartialEq> EngineEncoder<E, P> {
     /// A server and reader for a stream starting at `step`.
-    fn start(&self, step: &Step<'_, E, P>, zeros: &Zeros<E, P>) -> Result<Stream<E, P>, Error> {
+    fn start(&self, step: &Frame<'_, E, P>, zeros: &Zeros<E, P>) -> Result<Stream<E, P>, Error> {
         let defaults = ServerConfig::for_codec(self.codec);
         let config = ServerConfig {
             checksum_interval: 0,
@@ -132,13 +260,14 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> EngineEncoder<E, P> {
             }
         });
         result?;
-        let reader = Client::with_prototypes(zeros.entity.clone(), zeros.player.clone());
-        let replay = Replay::new(server, step.frame_ms)
-            .and_then(|replay| replay.with_reader(reader))
-            .map_err(replay_error)?;
+        let mut replay = Replay::new(server, step.frame_ms).map_err(replay_error)?;
+        if self.verify {
+            let reader = Client::with_prototypes(zeros.entity.clone(), zeros.player.clone());
+            replay = replay.with_reader(reader).map_err(replay_error)?;
+        }
         Ok(Stream {
             replay,
-            baselines: baselines_key(step.baselines),
+            baselines: step.baselines_key,
             frame_ms: step.frame_ms,
             sent: VecDeque::with_capacity(REMEMBERED),
             last: None,
@@ -164,24 +293,49 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Encoder<E, P> for EngineEncod
         zeros: &Zeros<E, P>,
         breakdown: &mut Breakdown,
     ) -> Result<usize, Error> {
+        self.send(&Frame::of(step), zeros, breakdown)
+    }
+}
+
+impl<E: Fields + PartialEq, P: Fields + PartialEq> EngineEncoder<E, P> {
+    /// Sends one step through its stream's server; its bits.
+    pub(crate) fn send(
+        &mut self,
+        step: &Frame<'_, E, P>,
+        zeros: &Zeros<E, P>,
+        breakdown: &mut Breakdown,
+    ) -> Result<usize, Error> {
         let restart = self.streams.get(&step.stream).is_none_or(|stream| {
-            stream.baselines != baselines_key(step.baselines) || stream.frame_ms != step.frame_ms
+            stream.baselines != step.baselines_key || stream.frame_ms != step.frame_ms
         });
         if restart {
-            let stream = self.start(step, zeros)?;
+            let mut stream = self.start(step, zeros)?;
+            if let Some(recordings) = self.recordings.as_mut() {
+                let mut gamestate = Vec::new();
+                stream
+                    .replay
+                    .write_gamestate(&mut gamestate)
+                    .map_err(replay_error)?;
+                self.recording_of.insert(step.stream, recordings.len());
+                recordings.push(EngineRecording {
+                    gamestate,
+                    framing: Arc::clone(&self.framing),
+                    messages: Vec::new(),
+                });
+            }
             self.streams.insert(step.stream, stream);
         }
         let stream = self.streams.get_mut(&step.stream).expect("started above");
-        let snapshot = &**step.snapshot;
+        let snapshot = step.snapshot;
         // The base's sequence, and this snapshot's: as many messages after
         // the base as the recording's (the compact header codes the
         // distance), else the next.
-        let base = step.base.and_then(|base| {
+        let base = step.base_time.and_then(|base_time| {
             stream
                 .sent
                 .iter()
                 .rev()
-                .find(|(time, _)| *time == base.server_time)
+                .find(|(time, _)| *time == base_time)
                 .map(|&(_, sequence)| sequence)
         });
         let next = stream.last.map_or(1, |last| last + 1);
@@ -199,10 +353,18 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Encoder<E, P> for EngineEncod
             entities: &snapshot.entities,
         };
         let replayed = stream.replay.send(&recorded).map_err(replay_error)?;
-        if !replayed.same_base || base.is_none() != step.base.is_none() {
+        if !replayed.same_base || base.is_none() != step.base_time.is_none() {
             self.rebased += 1;
         }
         let bits = replayed.info.bits;
+        if let Some(recordings) = self.recordings.as_mut() {
+            let index = self.recording_of[&step.stream];
+            recordings[index].messages.push(EngineMessage {
+                sequence,
+                bytes: replayed.bytes.to_vec(),
+                bits,
+            });
+        }
         breakdown.clear();
         if let Some(trace) = replayed.trace {
             breakdown.header_bits = trace.header_bits;

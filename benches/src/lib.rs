@@ -46,7 +46,7 @@ pub mod world;
 
 use std::path::PathBuf;
 
-pub use encode::{Encoder, FormatEncoder, NaiveEncoder};
+pub use encode::{Encoder, NaiveEncoder};
 pub use message::{Breakdown, MessageFormat};
 pub use state::{Delivery, State, Step, Zeros};
 

@@ -17,7 +17,7 @@ use fields::NetFields;
 use q3::model::training_paths;
 use q3::{EntityState, PlayerState};
 
-use crate::models::{build_model, ModelEncoder};
+use crate::models::{build_model, EngineModelEncoder, ModelEncoder};
 use crate::Error;
 
 /// Models for Quake 3's two structs, and what they were trained on.
@@ -68,6 +68,20 @@ pub fn q3_model_encoder(
     models: &TrainedModels,
 ) -> Result<ModelEncoder<EntityState>, Error> {
     ModelEncoder::new(
+        name,
+        Arc::clone(&models.entity),
+        &EntityState::TABLE.schema(),
+        Arc::clone(&models.player),
+        &PlayerState::TABLE.schema(),
+    )
+}
+
+/// The engine's native messages with models for Quake 3's structs.
+pub fn q3_engine_encoder(
+    name: &str,
+    models: &TrainedModels,
+) -> Result<EngineModelEncoder<EntityState, PlayerState>, Error> {
+    EngineModelEncoder::new(
         name,
         Arc::clone(&models.entity),
         &EntityState::TABLE.schema(),

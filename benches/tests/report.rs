@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use benches::encode::Encoder;
-use benches::loo::{q3_model_encoder, TrainedModels};
-use benches::message::{Breakdown, MessageFormat};
+use benches::engine::EngineEncoder;
+use benches::loo::{q3_engine_encoder, q3_model_encoder, TrainedModels};
+use benches::message::Breakdown;
 use benches::models::{ModelDecoder, ModelEncoder};
 use benches::report::{measure, Report};
 use benches::state::{Step, Zeros};
@@ -16,7 +17,6 @@ use benches::workload::arena::Arena;
 use benches::workload::q3demo::Q3Demo;
 use benches::workload::stress::Stress;
 use benches::workload::{RunEnd, Workload};
-use benches::FormatEncoder;
 use fields::model::AdaptPolicy;
 
 /// The smallest real demo: 72 records of CPMA.
@@ -56,91 +56,91 @@ fn q3_reproduces_the_original_size_of_a_real_demo() {
     assert!(native > 0.0 && native <= 0.29, "native/q3 ratio {native}");
 }
 
-/// Encodes `step` in both formats, checks that the breakdown accounts for
-/// every bit, and that each message decodes back to the snapshot.
-fn both_formats_decode_back<E, P>(
+/// Sends `step` through the engine in both codecs (the engine's reader
+/// checks every message decodes back to the snapshot) and checks that the
+/// breakdown, from the reader's trace, accounts for every bit.
+fn engine_reads_back<E, P>(
+    encoders: &mut [EngineEncoder<E, P>; 2],
     step: &Step<'_, E, P>,
     zeros: &Zeros<E, P>,
-    buf: &mut [u8],
     breakdown: &mut Breakdown,
-) -> Result<(), benches::Error>
+) -> Result<[usize; 2], benches::Error>
 where
-    E: fields::Fields + PartialEq + std::fmt::Debug,
-    P: fields::Fields + PartialEq + std::fmt::Debug,
+    E: fields::Fields + PartialEq,
+    P: fields::Fields + PartialEq,
 {
-    for format in [MessageFormat::Q3, MessageFormat::NATIVE] {
-        let bits = format.encode(buf, step, zeros, breakdown)?;
+    let mut bits = [0; 2];
+    for (encoder, bits) in encoders.iter_mut().zip(&mut bits) {
+        *bits = encoder.encode(step, zeros, breakdown)?;
         let sections = breakdown.header_bits
             + breakdown.player_bits
             + breakdown.update_bits() as usize
             + breakdown.removal_bits
             + breakdown.end_bits;
-        assert_eq!(sections, bits, "every bit is accounted for");
-        let base = step.base.map(|b| &**b);
-        let decoded = format.decode(buf, bits, base, step.frame_ms, step.baselines, zeros)?;
-        assert_eq!(&decoded, &**step.snapshot);
+        assert_eq!(sections, *bits, "every bit is accounted for");
     }
-    Ok(())
+    Ok(bits)
 }
 
 #[test]
-fn both_formats_decode_back_to_every_snapshot() {
+fn the_engine_reads_back_every_message_of_every_workload() {
     let zeros = Zeros::default();
-    let mut buf = vec![0u8; 1 << 16];
     let mut breakdown = Breakdown::default();
-    let steps = if demos_here("both_formats_decode_back_to_every_snapshot (demo part)") {
-        small_demo().collect().unwrap()
-    } else {
-        Vec::new()
-    };
-    for owned in &steps {
-        let step = owned.step();
-        both_formats_decode_back(&step, &zeros, &mut buf, &mut breakdown).unwrap();
-        // The q3 format is the demo crate's re-encoder, bit for bit.
-        let bits = MessageFormat::Q3
-            .encode(&mut buf, &step, &zeros, &mut breakdown)
-            .unwrap();
-        assert_eq!(bits, owned.reference.reencoded_bits);
+    if demos_here("the_engine_reads_back_every_message_of_every_workload (demo part)") {
+        let mut encoders = [EngineEncoder::q3(), EngineEncoder::native()];
+        let steps = small_demo().collect().unwrap();
+        for owned in &steps {
+            let [q3, _] =
+                engine_reads_back(&mut encoders, &owned.step(), &zeros, &mut breakdown).unwrap();
+            // The engine's q3 message is Quake 3's command, bit for bit.
+            assert_eq!(q3, owned.reference.reencoded_bits);
+        }
+        assert_eq!(steps.len(), 71);
+        assert_eq!(encoders.each_ref().map(|e| e.rebased()), [0, 0]);
     }
 
-    // The stress case, whose numbers need more than the q3 range's
-    // patience: every message decodes too.
+    // The stress case: 1023 entities, numbers up to Quake 3's limit.
     let mut stress = Stress::new(4);
     let zeros = stress.zeros();
+    let mut encoders = [EngineEncoder::q3(), EngineEncoder::native()];
     let end = stress
-        .run(&mut |step| both_formats_decode_back(&step, &zeros, &mut buf, &mut breakdown))
+        .run(&mut |step| {
+            engine_reads_back(&mut encoders, &step, &zeros, &mut breakdown).map(|_| ())
+        })
         .unwrap();
     assert_eq!(end, RunEnd::Complete);
 
     // An arena match, with its spawn baselines and lossy-link bases.
     let mut arena = Arena::new(4).with_seconds(3.0);
     let zeros = arena.zeros();
+    let mut encoders = [EngineEncoder::q3(), EngineEncoder::native()];
     let mut messages = 0;
     let end = arena
         .run(&mut |step| {
             messages += 1;
-            both_formats_decode_back(&step, &zeros, &mut buf, &mut breakdown)
+            engine_reads_back(&mut encoders, &step, &zeros, &mut breakdown).map(|_| ())
         })
         .unwrap();
     assert_eq!(end, RunEnd::Complete);
     assert!(messages > 0);
+    assert_eq!(encoders.each_ref().map(|e| e.rebased()), [0, 0]);
 }
 
 #[test]
-fn the_retrained_wrapper_codes_like_the_type_with_the_same_model() {
-    if !demos_here("the_retrained_wrapper_codes_like_the_type_with_the_same_model") {
+fn the_engine_with_given_models_codes_like_the_type_with_the_same_models() {
+    if !demos_here("the_engine_with_given_models_codes_like_the_type_with_the_same_models") {
         return;
     }
     let committed = committed_models();
-    let mut wrapped = q3_model_encoder("committed", &committed).unwrap();
-    let mut native = FormatEncoder::native();
+    let mut given = q3_engine_encoder("committed", &committed).unwrap();
+    let mut native = EngineEncoder::native();
     let zeros = Zeros::default();
     let mut breakdown = Breakdown::default();
     let mut compared = 0;
     for owned in small_demo().collect().unwrap() {
         let step: Step<'_, _, _> = owned.step();
         let a = native.encode(&step, &zeros, &mut breakdown).unwrap();
-        let b = wrapped.encode(&step, &zeros, &mut breakdown).unwrap();
+        let b = given.encode(&step, &zeros, &mut breakdown).unwrap();
         assert_eq!(a, b);
         compared += 1;
     }
@@ -440,4 +440,181 @@ fn the_reports_sizes_are_the_bytes_the_snapshot_server_emitted() {
     assert_eq!(report.snapshots, 71);
     assert_eq!(report.encodings["native"].total_bytes, native_bytes);
     assert_eq!(report.encodings["q3"].total_bytes, q3_bytes);
+}
+
+/// What a `snapshot::Server` sends for a real demo when its values code
+/// with `entity` and `player`, replayed here with the demo's own message
+/// numbers and bases, independently of the report's encoders: total whole
+/// bytes and snapshots.
+fn engine_bytes_with_models(
+    data: &[u8],
+    entity: &Arc<fields::model::NativeModel>,
+    player: &Arc<fields::model::NativeModel>,
+) -> (u64, usize) {
+    use benches::models::Retrained;
+    use q3::{Command, Dm68Decoder, EntityState, PlayerState};
+    use snapshot::replay::{Recorded, Replay};
+    use snapshot::{Compact, Server, ServerConfig};
+    let snapshots = || {
+        Dm68Decoder::new(data)
+            .unwrap()
+            .flat_map(|record| record.unwrap().message.commands)
+            .filter_map(|command| match command.command {
+                Command::Snapshot(snap) => Some(snap),
+                _ => None,
+            })
+    };
+    let frame = q3::engine::frame_ms(snapshots().map(|snap| snap.snapshot.server_time));
+    let mut replay = None;
+    let mut baselines = None;
+    let (mut bytes, mut count) = (0u64, 0usize);
+    for snap in snapshots() {
+        if baselines
+            .as_ref()
+            .is_none_or(|b| !Arc::ptr_eq(b, &snap.baselines))
+        {
+            let config = ServerConfig {
+                checksum_interval: 0,
+                ..ServerConfig::for_codec(fields::Codec::Native)
+            };
+            let mut server = Server::with_prototypes(
+                config,
+                Retrained::new(EntityState::default(), entity),
+                Retrained::new(PlayerState::default(), player),
+            )
+            .unwrap();
+            server.set_framing(Arc::new(Compact)).unwrap();
+            for (number, state) in snap.baselines.non_zero() {
+                if number < server.config().max_entities {
+                    server
+                        .set_baseline(number, Some(Retrained::new(*state, entity)))
+                        .unwrap();
+                }
+            }
+            replay = Some(Replay::new(server, frame).unwrap());
+            baselines = Some(Arc::clone(&snap.baselines));
+        }
+        let shot = &snap.snapshot;
+        let entities: Vec<_> = shot
+            .entities
+            .iter()
+            .map(|(n, e)| (*n, Retrained::new(*e, entity)))
+            .collect();
+        let ps = Retrained::new(shot.ps, player);
+        let sent = replay
+            .as_mut()
+            .unwrap()
+            .send(&Recorded {
+                sequence: shot.message_num as u32,
+                base: shot.base_message().map(|b| b as u32),
+                server_time: shot.server_time as u32,
+                flags: shot.snap_flags,
+                area_mask: &shot.areamask,
+                player: &ps,
+                entities: &entities,
+            })
+            .unwrap();
+        assert!(sent.same_base);
+        bytes += sent.info.bits.div_ceil(8) as u64;
+        count += 1;
+    }
+    (bytes, count)
+}
+
+/// The report's native figures with other models than the types' own
+/// (`native_loo_static` on a real demo, `native_trained` on the stress
+/// case) are the engine's messages too: a `snapshot::Server` with the same
+/// models, driven here straight from the recording, emits exactly the
+/// report's total bytes. Models trained on the small demo alone code it
+/// differently from the committed ones, so a report that fell back to the
+/// types' models, or wrote its own messages, would differ.
+#[test]
+fn the_reports_sizes_with_other_models_are_the_bytes_the_snapshot_server_emitted() {
+    if !demos_here("the_reports_sizes_with_other_models_are_the_bytes_the_snapshot_server_emitted")
+    {
+        return;
+    }
+    let data = std::fs::read(benches::default_demo_dir().join(SMALL_DEMO)).unwrap();
+    let trained = q3::model::train([data.as_slice()]).unwrap();
+    let models = TrainedModels {
+        entity: benches::models::build_model(trained.entity).unwrap(),
+        player: benches::models::build_model(trained.player).unwrap(),
+        trained_on: vec![SMALL_DEMO.to_owned()],
+    };
+    let report = measure(&mut small_demo().with_loo_models(models.clone())).unwrap();
+    let (bytes, count) = engine_bytes_with_models(&data, &models.entity, &models.player);
+    assert_eq!(count, 71);
+    assert_eq!(report.encodings["native_loo_static"].total_bytes, bytes);
+    assert_ne!(
+        report.encodings["native"].total_bytes, bytes,
+        "the models differ from the committed ones"
+    );
+}
+
+#[test]
+fn the_stress_cases_trained_sizes_are_the_bytes_the_snapshot_server_emitted() {
+    use benches::models::{build_model, train_on, Retrained};
+    use benches::workload::stress::{StressEntity, StressPlayer, STRESS_FRAME_MS};
+    use fields::model::ModelTrainer;
+    use fields::NetFields;
+    use snapshot::replay::{Recorded, Replay};
+    use snapshot::{Compact, Server, ServerConfig};
+    let frames = 3;
+    let report = measure(&mut Stress::new(frames)).unwrap();
+    // The models the workload trains for `native_trained`, trained again.
+    let table =
+        |t: &fields::FieldTable| ModelTrainer::new(t.schema().fingerprint(), t.fields.len());
+    let mut training =
+        Stress::new(frames).with_seed(benches::workload::stress::STRESS_TRAINING_SEED);
+    let (entity, player) = train_on(
+        &mut training,
+        table(&StressEntity::TABLE),
+        table(&StressPlayer::TABLE),
+    )
+    .unwrap();
+    let (entity, player) = (build_model(entity).unwrap(), build_model(player).unwrap());
+    let config = ServerConfig {
+        checksum_interval: 0,
+        ..ServerConfig::for_codec(fields::Codec::Native)
+    };
+    let server = Server::with_prototypes(
+        config,
+        Retrained::new(StressEntity::default(), &entity),
+        Retrained::new(StressPlayer::default(), &player),
+    )
+    .unwrap();
+    let mut server = server;
+    server.set_framing(Arc::new(Compact)).unwrap();
+    let mut replay = Replay::new(server, STRESS_FRAME_MS as u32).unwrap();
+    let mut bytes = 0u64;
+    let mut sequence = 0u32;
+    Stress::new(frames)
+        .run(&mut |step| {
+            // Every snapshot is a delta from the one before.
+            sequence += 1;
+            let shot = &step.snapshot;
+            let entities: Vec<_> = shot
+                .entities
+                .iter()
+                .map(|(n, e)| (*n, Retrained::new(*e, &entity)))
+                .collect();
+            let ps = Retrained::new(shot.player, &player);
+            let sent = replay
+                .send(&Recorded {
+                    sequence,
+                    base: step.base.map(|_| sequence - 1),
+                    server_time: shot.server_time as u32,
+                    flags: shot.flags,
+                    area_mask: &shot.areamask,
+                    player: &ps,
+                    entities: &entities,
+                })
+                .unwrap();
+            bytes += sent.info.bits.div_ceil(8) as u64;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(report.snapshots, frames);
+    assert_eq!(report.encodings["native_trained"].total_bytes, bytes);
+    assert_ne!(report.encodings["native"].total_bytes, bytes);
 }

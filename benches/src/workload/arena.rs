@@ -25,7 +25,7 @@ use serde::{Serialize, Serializer};
 use snapshot::ClientId;
 
 use super::{ExtraEncoders, RunEnd, TargetSet, Visit, Workload};
-use crate::models::{build_model, train_on, ModelEncoder};
+use crate::models::{build_model, train_on, EngineModelEncoder};
 use crate::state::{Delivery, SpawnList, State, Step, Zeros};
 use crate::Error;
 
@@ -188,7 +188,7 @@ impl Workload for Arena {
         // The arena's own trainers: its predictors and pattern keys.
         let (entity, player) = arena::model::trainers();
         let (entity, player) = train_on(&mut training, entity, player)?;
-        let encoder = ModelEncoder::new(
+        let encoder = EngineModelEncoder::new(
             "native_trained",
             build_model(entity)?,
             &EntityState::TABLE.schema(),

@@ -11,7 +11,7 @@ use q3::reencode::write_snapshot;
 use q3::{Command, Dm68Decoder, EntityState, PlayerState, Snapshot, MAX_MSGLEN};
 
 use super::{ExtraEncoders, RunEnd, TargetSet, Visit, Workload};
-use crate::loo::{q3_model_encoder, train_without};
+use crate::loo::{q3_engine_encoder, q3_model_encoder, train_without, TrainedModels};
 use crate::state::{Delivery, Reference, State, Step, Zeros};
 use crate::Error;
 use fields::model::AdaptPolicy;
@@ -81,9 +81,18 @@ const RECENT: usize = 2 * q3::PACKET_BACKUP;
 pub struct Q3Demo {
     path: PathBuf,
     data: Vec<u8>,
-    /// Where the training demos are, for the leave-one-out encoder
-    /// (`None`: no leave-one-out).
-    loo_dir: Option<PathBuf>,
+    /// The leave-one-out encoders' models (`None`: no leave-one-out).
+    loo: Option<LooModels>,
+}
+
+/// Where the leave-one-out encoders' models come from.
+#[derive(Debug, Clone)]
+enum LooModels {
+    /// Trained on the training demos in this directory other than the
+    /// measured one.
+    Train(PathBuf),
+    /// Given.
+    Given(TrainedModels),
 }
 
 impl Q3Demo {
@@ -92,7 +101,7 @@ impl Q3Demo {
         Ok(Q3Demo {
             data: crate::read_file(path)?,
             path: path.to_path_buf(),
-            loo_dir: None,
+            loo: None,
         })
     }
 
@@ -101,7 +110,15 @@ impl Q3Demo {
     /// ([`AdaptPolicy::DEFAULT`]), and `native_loo_static`: the same
     /// models, fixed.
     pub fn with_leave_one_out(mut self, dir: &Path) -> Self {
-        self.loo_dir = Some(dir.to_path_buf());
+        self.loo = Some(LooModels::Train(dir.to_path_buf()));
+        self
+    }
+
+    /// Measures `native_loo` and `native_loo_static` with `models`
+    /// instead of training them (for tests: training takes the whole
+    /// training set).
+    pub fn with_loo_models(mut self, models: TrainedModels) -> Self {
+        self.loo = Some(LooModels::Given(models));
         self
     }
 
@@ -228,10 +245,11 @@ impl Workload for Q3Demo {
     }
 
     fn extra_encoders(&self) -> Result<ExtraEncoders<EntityState, PlayerState>, Error> {
-        let Some(dir) = &self.loo_dir else {
-            return Ok(ExtraEncoders::default());
+        let models = match &self.loo {
+            None => return Ok(ExtraEncoders::default()),
+            Some(LooModels::Train(dir)) => train_without(dir, &self.path)?,
+            Some(LooModels::Given(models)) => models.clone(),
         };
-        let models = train_without(dir, &self.path)?;
         let policy = AdaptPolicy::DEFAULT;
         let note = format!(
             "native_loo: models trained on {} other demos ({}), not on this one, adapting to \
@@ -245,7 +263,7 @@ impl Workload for Q3Demo {
         Ok(ExtraEncoders {
             encoders: vec![
                 Box::new(q3_model_encoder("native_loo", &models)?.adapting(policy)),
-                Box::new(q3_model_encoder("native_loo_static", &models)?),
+                Box::new(q3_engine_encoder("native_loo_static", &models)?),
             ],
             notes: vec![note],
         })
