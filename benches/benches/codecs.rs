@@ -26,8 +26,8 @@ use benches::corpus::{
     decode_entity, duel_steps, encode_entity, engine_encoder, engine_stream, entity_cases,
     q3_zeros, Encoded,
 };
+use benches::encode::Breakdown;
 use benches::encode::Encoder;
-use benches::message::Breakdown;
 use criterion::{criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use fields::model::{AdaptPolicy, Adaptation};
 use fields::Codec;

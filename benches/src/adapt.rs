@@ -14,7 +14,7 @@ use std::sync::Arc;
 use fields::model::{AdaptPolicy, Adaptation, NativeModel, SymbolTally};
 use fields::Fields;
 
-use crate::message::visit_deltas;
+use crate::deltas::visit_deltas;
 use crate::state::{State, Step, Zeros};
 use crate::Error;
 

@@ -40,9 +40,10 @@ use q3::{EntityState, PlayerState};
 use serde::Serialize;
 
 use crate::adapt::StreamAdaptation;
+use crate::deltas::visit_deltas;
+use crate::encode::Breakdown;
 use crate::encode::Encoder;
 use crate::loo::{q3_model_encoder, train_without};
-use crate::message::{visit_deltas, Breakdown};
 use crate::models::ModelDecoder;
 use crate::workload::q3demo::Q3Demo;
 use crate::workload::RunEnd;

@@ -13,9 +13,10 @@ use q3::{EntityState, PlayerState};
 use q3::reencode::write_snapshot;
 use q3::{Command, Dm68Decoder};
 
+use crate::deltas::delta_context;
+use crate::encode::Breakdown;
 use crate::encode::Encoder;
 use crate::engine::{EngineEncoder, EngineRecording};
-use crate::message::{delta_context, Breakdown};
 use crate::state::{merge, Change, Zeros};
 use crate::workload::q3demo::{OwnedStep, Q3Demo};
 use crate::Error;

@@ -3,7 +3,6 @@
 use fields::Fields;
 use serde::Serialize;
 
-use crate::message::Breakdown;
 use crate::state::{merge, Change, Step, Zeros};
 use crate::Error;
 
@@ -30,6 +29,47 @@ pub trait Encoder<E, P> {
     /// only the entity updates.
     fn accounts_sections(&self) -> bool {
         true
+    }
+}
+
+/// Where the bits of one message went.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Breakdown {
+    /// Header bits.
+    pub header_bits: usize,
+    /// Player-state delta bits.
+    pub player_bits: usize,
+    /// Bits of each entity update that carries a state (changed or added),
+    /// entity header included, in list order.
+    pub updates: Vec<u32>,
+    /// Entities changed from the client's copy.
+    pub changed: u32,
+    /// Entities new to the client.
+    pub added: u32,
+    /// Entities removed.
+    pub removed: u32,
+    /// Bits of the removals.
+    pub removal_bits: usize,
+    /// Bits of the end marker.
+    pub end_bits: usize,
+}
+
+impl Breakdown {
+    /// Clears the account for the next message.
+    pub fn clear(&mut self) {
+        self.header_bits = 0;
+        self.player_bits = 0;
+        self.updates.clear();
+        self.changed = 0;
+        self.added = 0;
+        self.removed = 0;
+        self.removal_bits = 0;
+        self.end_bits = 0;
+    }
+
+    /// Bits of all state-carrying entity updates.
+    pub fn update_bits(&self) -> u64 {
+        self.updates.iter().map(|&b| u64::from(b)).sum()
     }
 }
 

@@ -19,8 +19,8 @@ use snapshot::framing::Framing;
 use snapshot::replay::{Recorded, Replay};
 use snapshot::{Client, Compact, Server, ServerConfig, UpdateKind};
 
+use crate::encode::Breakdown;
 use crate::encode::Encoder;
-use crate::message::Breakdown;
 use crate::state::{Baselines, Step, Zeros};
 use crate::Error;
 

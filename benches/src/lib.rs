@@ -10,14 +10,20 @@
 //! * [`state`] — a snapshot as the client holds it ([`State`]) and a step of
 //!   a stream ([`Step`]: a snapshot and the base it deltas from), the same
 //!   for every workload;
-//! * [`message`] — one snapshot message in Quake 3's exact `svc_snapshot`
-//!   format or the native one, written and read back, with where its bits
-//!   went ([`Breakdown`]);
-//! * [`encode`] — the encodings the report compares ([`Encoder`]): `q3`,
-//!   `native`, the `naive` postcard baseline, and through [`models`] the
-//!   native codec with other models, fixed or adapting to the stream as
-//!   both ends code it ([`adapt`]): in [`loo`] trained without the demo
-//!   being measured, for the arena trained on another match;
+//! * [`engine`] — the snapshot engine as the report's encoder: every `q3`
+//!   and `native` figure is a message a [`snapshot::Server`] wrote and a
+//!   [`snapshot::Client`] read back;
+//! * [`encode`] — the encodings the report compares ([`Encoder`]), with
+//!   where each message's bits went ([`Breakdown`], from the engine
+//!   reader's trace): `q3`, `native`, the `naive` postcard baseline, and
+//!   through [`models`] the engine with other models than the types' own:
+//!   in [`loo`] trained without the demo being measured, for the arena
+//!   trained on another match;
+//! * [`deltas`] — the deltas a message carries, without writing one: what
+//!   model training and the adaptation's tallies count;
+//! * [`message`] and [`adapt`] — the harness's own message writer, kept
+//!   only for `native_loo` (models adapting along the acknowledged chain,
+//!   which the engine does not do yet) and the entropy bound ([`bound`]);
 //! * [`workload`] — what is measured: real Quake 3 demos, arena matches
 //!   and the synthetic stress case;
 //! * [`report`] — runs encoders over workloads and summarises;
@@ -30,6 +36,7 @@
 pub mod adapt;
 pub mod bound;
 pub mod corpus;
+pub mod deltas;
 pub mod encode;
 pub mod engine;
 pub mod frame;
@@ -46,8 +53,7 @@ pub mod world;
 
 use std::path::PathBuf;
 
-pub use encode::{Encoder, NaiveEncoder};
-pub use message::{Breakdown, MessageFormat};
+pub use encode::{Breakdown, Encoder, NaiveEncoder};
 pub use state::{Delivery, State, Step, Zeros};
 
 /// Anything that can go wrong while measuring.

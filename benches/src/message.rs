@@ -26,6 +26,8 @@ use fields::{
     HuffmanCode, HuffmanReader, HuffmanWriter,
 };
 
+use crate::deltas::{delta_context, player_context};
+use crate::encode::Breakdown;
 use crate::state::{merge, Baselines, Change, Delivery, State, Step, Zeros};
 
 /// Quake 3's `svc_snapshot` command byte (the q3 crate's).
@@ -161,110 +163,6 @@ impl MessageFormat {
         } else {
             let mut source = reader;
             read_message(self, &mut source, base, frame_ms, baselines, zeros)
-        }
-    }
-}
-
-/// Where the bits of one message went.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Breakdown {
-    /// Header bits.
-    pub header_bits: usize,
-    /// Player-state delta bits.
-    pub player_bits: usize,
-    /// Bits of each entity update that carries a state (changed or added),
-    /// entity header included, in list order.
-    pub updates: Vec<u32>,
-    /// Entities changed from the client's copy.
-    pub changed: u32,
-    /// Entities new to the client.
-    pub added: u32,
-    /// Entities removed.
-    pub removed: u32,
-    /// Bits of the removals.
-    pub removal_bits: usize,
-    /// Bits of the end marker.
-    pub end_bits: usize,
-}
-
-impl Breakdown {
-    /// Clears the account for the next message.
-    pub fn clear(&mut self) {
-        self.header_bits = 0;
-        self.player_bits = 0;
-        self.updates.clear();
-        self.changed = 0;
-        self.added = 0;
-        self.removed = 0;
-        self.removal_bits = 0;
-        self.end_bits = 0;
-    }
-
-    /// Bits of all state-carrying entity updates.
-    pub fn update_bits(&self) -> u64 {
-        self.updates.iter().map(|&b| u64::from(b)).sum()
-    }
-}
-
-/// The context the native codec's predictions use (as
-/// `q3::model::delta_context`): the elapsed server time from `base` to
-/// `snapshot`, and the viewer's position, which the receiver knows once it
-/// has read the player state, as the anchor of positions entering the view
-/// ([`fields::codec::anchor_of`]).
-pub fn delta_context<E, P: Fields>(
-    snapshot: &State<E, P>,
-    base: Option<&State<E, P>>,
-) -> DeltaContext {
-    DeltaContext {
-        elapsed_ms: base.map_or(0, |b| snapshot.server_time.wrapping_sub(b.server_time)),
-        spawn: false,
-        anchor: anchor_of(&snapshot.player),
-    }
-}
-
-/// The context of a message's player-state delta: its
-/// [`delta_context`] without the anchor, which the receiver learns from
-/// this very state, not before it; from the zeroed dummy when `full`.
-pub fn player_context(context: &DeltaContext, full: bool) -> DeltaContext {
-    context.with_spawn(full).with_anchor(None)
-}
-
-/// Calls `player` with a message's player-state delta and `entity` with
-/// each entity delta it carries (changed from the client's copy, or new
-/// from its spawn baseline), each in the context the writer codes it in,
-/// and fills `list` with the entity list's entries (number, removed), in
-/// order: what a model trainer or an adaptation counts.
-pub fn visit_deltas<E: Fields, P: Fields>(
-    step: &Step<'_, E, P>,
-    zeros: &Zeros<E, P>,
-    player: &mut dyn FnMut(&P, &P, &DeltaContext),
-    entity: &mut dyn FnMut(&E, &E, &DeltaContext),
-    list: &mut Vec<(u32, bool)>,
-) {
-    let snapshot = &**step.snapshot;
-    let base = step.base.map(|b| &**b);
-    let context = delta_context(snapshot, base);
-    let base_player = base.map_or(&zeros.player, |b| &b.player);
-    player(
-        base_player,
-        &snapshot.player,
-        &player_context(&context, base.is_none()),
-    );
-    list.clear();
-    let old = base.map_or(&[][..], |b| &b.entities[..]);
-    for change in merge(old, &snapshot.entities) {
-        match change {
-            Change::Changed { old, new, number } => {
-                entity(old, new, &context);
-                list.push((number, false));
-            }
-            Change::Added { number, new } => {
-                let baseline = step.baselines.baseline(number).unwrap_or(&zeros.entity);
-                entity(baseline, new, &context.with_spawn(true));
-                list.push((number, false));
-            }
-            Change::Removed { number } => list.push((number, true)),
-            Change::Unchanged { .. } => {}
         }
     }
 }

@@ -34,9 +34,9 @@ use lockstep::{HostConfig, PeerConfig, UnitOrder, Units, UnitsSetup};
 use netchan::ConditionerConfig;
 use serde::Serialize;
 
+use crate::encode::Breakdown;
 use crate::encode::Encoder;
 use crate::engine::EngineEncoder;
-use crate::message::Breakdown;
 use crate::state::{Delivery, NoBaselines, State, Step, Zeros};
 use crate::workload::stress::{StressEntity, StressPlayer};
 use crate::world::World;

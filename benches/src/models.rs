@@ -14,9 +14,11 @@ use fields::model::{AdaptPolicy, ModelData, ModelTrainer, NativeModel};
 use fields::{FieldKind, Fields, Schema};
 
 use crate::adapt::{MessageAdaptation, StreamAdaptation};
+use crate::deltas::visit_deltas;
+use crate::encode::Breakdown;
 use crate::encode::{Encoder, MAX_MESSAGE_BYTES};
 use crate::engine::{baselines_key, EngineEncoder, EngineRecording, Frame};
-use crate::message::{visit_deltas, Breakdown, MessageFormat};
+use crate::message::MessageFormat;
 use crate::state::{merge, Baselines, Change, SpawnList, State, Step, Zeros};
 use crate::workload::Workload;
 use crate::Error;

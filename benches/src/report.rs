@@ -24,9 +24,9 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::encode::Breakdown;
 use crate::encode::{Encoder, NaiveEncoder};
 use crate::engine::EngineEncoder;
-use crate::message::Breakdown;
 use crate::model_compare::ModelComparison;
 use crate::state::Step;
 use crate::stats::{bytes_of_bits, kbps, percentile, rate_from_times, Summary};

@@ -31,7 +31,7 @@ pub struct State<E, P> {
 /// and the server time since the base. The client keeps it with the state
 /// it decoded, so a later message from that base can code its own distance
 /// and frame count against these (see
-/// [`write_compact_header`](crate::message::write_compact_header)).
+/// the snapshot engine's compact header, `snapshot::framing`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Delivery {
     /// Messages back to the base (0: a full snapshot).

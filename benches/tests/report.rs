@@ -6,10 +6,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use benches::encode::Breakdown;
 use benches::encode::Encoder;
 use benches::engine::EngineEncoder;
 use benches::loo::{q3_engine_encoder, q3_model_encoder, TrainedModels};
-use benches::message::Breakdown;
 use benches::models::{ModelDecoder, ModelEncoder};
 use benches::report::{measure, Report};
 use benches::state::{Step, Zeros};
