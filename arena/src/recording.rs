@@ -4,7 +4,7 @@
 //! layer produced for its recorder stream; the header made here carries
 //! both schemas, the codec, the rates and who played.
 
-use std::io::{BufWriter, Write};
+use std::io::Write;
 
 use demo::{DemoHeader, Recorder};
 
@@ -45,8 +45,8 @@ pub fn open(config: &MatchConfig) -> Result<Option<(DemoRecorder, PendingFile)>,
     let Some(path) = &config.record else {
         return Ok(None);
     };
-    let (pending, file) = PendingFile::create(path)?;
-    let writer: Box<dyn Write + Send> = Box::new(BufWriter::new(file));
+    let pending = PendingFile::new(path);
+    let writer: Box<dyn Write + Send> = Box::new(pending.create()?);
     let recorder =
         Recorder::create(writer, header(config)).map_err(|e| Error::Demo(e.to_string()))?;
     Ok(Some((recorder, pending)))

@@ -71,6 +71,7 @@ pub mod format;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod lockstep;
+pub mod output;
 pub mod play;
 pub mod reader;
 pub mod rebase;

@@ -516,9 +516,9 @@ pub(crate) fn record_turn(
             keyframe_interval: KEYFRAME_INTERVAL,
             metadata: session.metadata.clone(),
         };
-        let (file, writer) = PendingFile::create(path)?;
+        let file = PendingFile::new(path);
         let recorder_of_file =
-            LockstepRecorder::create(BufWriter::new(writer), header).map_err(demo_error)?;
+            LockstepRecorder::create(file.create()?, header).map_err(demo_error)?;
         *recorder = Some(LockstepRecording {
             recorder: recorder_of_file,
             file,
@@ -548,10 +548,7 @@ impl LockstepRecording {
             .recorder
             .finish()
             .map_err(|e| Error::Demo(e.to_string()))?;
-        let file = writer.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        drop(file);
-        self.file.commit()
+        Ok(self.file.finish(writer)?)
     }
 }
 

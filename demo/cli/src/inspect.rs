@@ -258,7 +258,7 @@ pub fn stats(path: &Path, json: bool, svg: Option<&Path>) -> FileOutcome {
             let pending = PendingFile::new(svg);
             let plotted = crate::plot::write_svg(&stats, &title, pending.path())
                 .map_err(ToolError::from)
-                .and_then(|()| pending.commit());
+                .and_then(|()| pending.commit().map_err(ToolError::from));
             match plotted {
                 Ok(()) => written = Some(svg.display().to_string()),
                 Err(plot_error) => error = error.or(Some(plot_error)),
