@@ -185,7 +185,8 @@ struct Emitter<'a, E> {
     codec: Codec,
     /// The framing's coding of the message.
     huffman: Option<&'static HuffmanCode>,
-    /// The snapshot's elapsed time since its base, for the codec's predictors.
+    /// The snapshot's elapsed time since its base, for the codec's
+    /// predictors, and the viewer's anchor, for its spawn deltas.
     context: DeltaContext,
     slab: &'a StateSlab<E>,
     gamestate: &'a Gamestate<E>,
@@ -228,15 +229,17 @@ impl<E: Fields> Emitter<'_, E> {
         } else {
             (0, None)
         };
-        if let Some(hit) = cache.lookup(op.number, elapsed, base_key, op.new, key_last) {
-            cache.copy_to(hit, sink)?;
-            return Ok(hit.written);
+        // A spawn delta coded against the viewer's anchor is this viewer's
+        // alone: it neither comes from nor goes to the shared cache.
+        let anchored = self.reads_anchor(op);
+        if !anchored {
+            if let Some(hit) = cache.lookup(op.number, elapsed, base_key, op.new, key_last) {
+                cache.copy_to(hit, sink)?;
+                return Ok(hit.written);
+            }
         }
         let (base, force) = match op.kind {
-            OpKind::Added => (
-                self.gamestate.baseline(op.number).unwrap_or(self.zero),
-                true,
-            ),
+            OpKind::Added => (self.spawn_base(op.number), true),
             _ => (self.slab.get(op.base), false),
         };
         let update = EntityUpdate::Delta {
@@ -252,6 +255,9 @@ impl<E: Fields> Emitter<'_, E> {
             op.number,
             update,
         )?;
+        if anchored {
+            return Ok(written);
+        }
         cache.store(
             op.number,
             elapsed,
@@ -264,6 +270,18 @@ impl<E: Fields> Emitter<'_, E> {
             sink.bits_written(),
         )?;
         Ok(written)
+    }
+
+    /// The baseline of entity `number` when it is new to the client.
+    fn spawn_base(&self, number: u32) -> &E {
+        self.gamestate.baseline(number).unwrap_or(self.zero)
+    }
+
+    /// Whether `op` is a spawn delta the codec codes against the viewer's
+    /// anchor (whatever this viewer's is: a list or update encoded for a
+    /// viewer without one must not reach a viewer with one either).
+    fn reads_anchor(&self, op: &Op) -> bool {
+        op.kind == OpKind::Added && self.codec.spawn_reads_anchor(self.spawn_base(op.number))
     }
 
     /// An upper bound of the bits `op` takes anywhere in a list: encoded as
@@ -564,16 +582,19 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             Some(sent) => Some((sent, store.frame(sent.frame).ok_or(ServerError::NoFrame)?)),
             None => None,
         };
-        // No anchor (`DeltaContext::anchor`): a list is shared by every
-        // client with the same base and view, and one coded against a
-        // viewer's position would be that viewer's alone.
+        // The entities are coded with the viewer's position as their anchor
+        // (`DeltaContext::anchor`), which the receiver reads in the player
+        // state before them. A list holding a delta coded against it is
+        // this viewer's alone: it is never stored for sharing (see below),
+        // so every shared list reads no anchor and serves any viewer.
         let context = DeltaContext {
             elapsed_ms: base.map_or(0, |sent| now.wrapping_sub(sent.time) as i32),
             spawn: false,
-            anchor: None,
+            anchor: fields::codec::anchor_of(&player),
         };
-        // A full snapshot's player state deltas from the zeroed dummy.
-        let player_context = context.with_spawn(base.is_none());
+        // A full snapshot's player state deltas from the zeroed dummy, and
+        // without an anchor (the receiver learns it from this very state).
+        let player_context = context.with_spawn(base.is_none()).with_anchor(None);
         // A base holding left-out changes gives a list of its own.
         let shareable = base.is_none_or(|sent| sent.overrides.is_empty());
         let list_key = (base.map(|sent| sent.frame), base.map(|sent| &sent.visible));
@@ -745,7 +766,8 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                     Some(budget_bits - tail_bits),
                     &mut last,
                 )?;
-            if fit && shareable {
+            let anchored = || ops.iter().any(|op| emitter.reads_anchor(op));
+            if fit && shareable && !anchored() {
                 lists.store(
                     list_key.0,
                     list_key.1,

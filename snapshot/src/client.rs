@@ -309,8 +309,8 @@ impl<E: Fields, P: Fields> Client<E, P> {
             trace.header_bits = header_end;
         }
 
-        // No anchor: the server shares lists between clients (see
-        // `build.rs`), so it never codes one against a viewer.
+        // The player state has no anchor; the entities after it take the
+        // viewer's position it holds as theirs (see `build.rs`).
         let context = DeltaContext {
             elapsed_ms: base.map_or(0, |b| header.server_time.wrapping_sub(b.server_time) as i32),
             spawn: false,
@@ -320,6 +320,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
         let base_player = base.map_or(&self.zero_player, |b| &b.player);
         out.player.clone_from(base_player);
         codec.read_delta_in(&context.with_spawn(base.is_none()), reader, &mut out.player)?;
+        let context = context.with_anchor(fields::codec::anchor_of(&out.player));
         if let Some(trace) = trace.as_deref_mut() {
             trace.player_fields = FieldMask::diff(base_player, &out.player);
             trace.player_bits = reader.bits_read() - header_end;
@@ -338,13 +339,11 @@ impl<E: Fields, P: Fields> Client<E, P> {
             (Some(via_time), Some(base)) => {
                 let first = DeltaContext {
                     elapsed_ms: via_time.wrapping_sub(base.server_time) as i32,
-                    spawn: false,
-                    anchor: None,
+                    ..context
                 };
                 let second = DeltaContext {
                     elapsed_ms: header.server_time.wrapping_sub(via_time) as i32,
-                    spawn: false,
-                    anchor: None,
+                    ..context
                 };
                 let via = &mut self.via_entities;
                 lists.read(reader, &first, held_entities, via, trace.as_deref_mut())?;

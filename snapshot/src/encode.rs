@@ -188,7 +188,7 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
             snapshot.server_time.wrapping_sub(b.server_time) as i32
         }),
         spawn: false,
-        anchor: None,
+        anchor: fields::codec::anchor_of(snapshot.player),
     };
     let zero_player = zeroed(snapshot.player);
     let base_player = base.map_or(&zero_player, |b| b.player);
@@ -198,7 +198,7 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
     encode_message(out, initial, framing.huffman(), |w| {
         framing.write_header(w, &header, base_info.as_ref())?;
         codec.write_delta_in(
-            &context.with_spawn(base.is_none()),
+            &context.with_spawn(base.is_none()).with_anchor(None),
             w,
             base_player,
             snapshot.player,

@@ -297,6 +297,20 @@ impl Codec {
         }
     }
 
+    /// Whether a delta from spawn baseline `base` (an entity new to the
+    /// receiver) is coded against the viewer's anchor
+    /// ([`DeltaContext::anchor`]) when it has one: the native codec's model
+    /// has a position field ([`crate::model::ModelData::axes`]) that holds
+    /// zero in `base`. Such a delta is the receiving viewer's alone; a
+    /// writer that shares encodings between receivers keys it by the anchor
+    /// or does not share it. Quake 3's codec never reads the anchor.
+    pub fn spawn_reads_anchor<T: Fields>(self, base: &T) -> bool {
+        match self {
+            Codec::Q3 => false,
+            Codec::Native => native::spawn_reads_anchor(base),
+        }
+    }
+
     /// Reads the next entry of a list, or `None` at the end marker.
     /// Numbers must increase and be below `limit`. `like` is any value of
     /// the list's entity type (it carries the native codec's model).

@@ -449,6 +449,26 @@ fn predictor_of<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> Option
     fits.then_some(predictor)
 }
 
+/// Whether a spawn delta from `base` reads the context's anchor (see
+/// [`Codec::spawn_reads_anchor`](super::Codec::spawn_reads_anchor)): a
+/// Quake 3 float holding an axis of a position is zero there, the case
+/// [`reference_of`] codes against the anchor.
+pub(super) fn spawn_reads_anchor<T: Fields>(base: &T) -> bool {
+    let Some(held) = HeldModel::of(base) else {
+        return false;
+    };
+    let codings = held.get().field_codings();
+    codings
+        .iter()
+        .enumerate()
+        .take(base.field_count())
+        .any(|(field, coding)| {
+            coding.axis.is_some()
+                && matches!(base.field_kind(field).element(), ScalarKind::Q3Float)
+                && base.word(field, 0) & 0x7fff_ffff == 0
+        })
+}
+
 /// What the value of `field` is coded against. `new` must already
 /// hold the new values of every field the prediction reads; `base_word`
 /// gives a field's baseline word (element 0).
