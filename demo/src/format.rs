@@ -84,7 +84,12 @@ pub const FORMAT_NAME: &str = "native";
 /// their own, the sequence is not in the message (the record's frame
 /// carries it), a delta's distance and frames are coded against its base's
 /// delivery, and flags and an area mask travel with every snapshot.
-pub const VERSION: u16 = 10;
+/// 11: the engine sets the viewer anchor: a native entity new to the
+/// viewer whose spawn baseline holds zero in a model's position axes is
+/// coded against the recorded player state's position
+/// (`fields::Codec::spawn_reads_anchor`), so a version 10 file's entering
+/// missiles and events would decode elsewhere.
+pub const VERSION: u16 = 11;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

@@ -26,7 +26,11 @@ use snapshot::ClientSettings;
 /// 8: snapshots are the engine's one message format
 /// (`snapshot::framing::Compact`) and carry no sequence: a snapshot's
 /// sequence is netchan's state id for its payload.
-pub const SESSION_VERSION: u32 = 8;
+/// 9: a native entity new to the client whose spawn baseline holds zero in
+/// a model's position axes is coded against the client's own position
+/// (`fields::Codec::spawn_reads_anchor`): a peer of version 8 would place
+/// it elsewhere.
+pub const SESSION_VERSION: u32 = 9;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec and (native codec) the
