@@ -12,7 +12,6 @@
 //!   source's game.
 //! * `q3 status ADDR` prints the `getinfo` and `getstatus` answers.
 
-use std::fs::File;
 use std::io::BufWriter;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::path::PathBuf;
@@ -242,7 +241,7 @@ fn relay(
         std::fs::create_dir_all(dir).map_err(|e| format!("{dir}: {e}"))?;
         for (i, seed) in outcome.captured.iter().enumerate() {
             let path = std::path::Path::new(dir).join(format!("spectator-{i}"));
-            std::fs::write(&path, seed).map_err(|e| format!("{}: {e}", path.display()))?;
+            write_whole(&path.to_string_lossy(), seed)?;
         }
     }
     let json = serde_json::json!({
@@ -252,7 +251,7 @@ fn relay(
     });
     let text = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?;
     if let Some(path) = summary_json {
-        std::fs::write(path, &text).map_err(|e| format!("{path}: {e}"))?;
+        write_whole(path, text.as_bytes())?;
     }
     println!("{text}");
     match outcome.source_end {
@@ -352,9 +351,14 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 ..LiveConfig::default()
             };
             let mut session = Session::new(server.clone(), protocol);
+            // The demo is written under a temporary name beside its
+            // destination and takes that name only once it is finished.
+            let mut recording = None;
             if let Some(path) = &record {
-                let file = File::create(path).map_err(|e| format!("{path}: {e}"))?;
-                session = session.record_to(Box::new(BufWriter::new(file)));
+                let file = pending_file(path)?;
+                let writer = file.reopen().map_err(|e| format!("{path}: {e}"))?;
+                session = session.record_to(Box::new(BufWriter::new(writer)));
+                recording = Some((file, path));
             }
             let mut captured = capture.as_ref().map(|_| udp::Capture::default());
             let client = udp::run(
@@ -366,15 +370,20 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             )
             .map_err(|e| e.to_string())?;
             session.finish_recording().map_err(|e| e.to_string())?;
+            // A session that never entered the game recorded nothing to
+            // play: its temporary file is dropped, not kept.
+            if let (Some((file, path)), true) = (recording, session.gamestates() > 0) {
+                file.persist(path).map_err(|e| format!("{path}: {e}"))?;
+            }
             if let (Some(path), Some(captured)) = (&capture, &mut captured) {
                 captured.snapshots = session.marks().to_vec();
                 let bytes = postcard::to_allocvec(captured).map_err(|e| e.to_string())?;
-                std::fs::write(path, bytes).map_err(|e| format!("{path}: {e}"))?;
+                write_whole(path, &bytes)?;
             }
             let summary = session.summary(&client);
             let json = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;
             if let Some(path) = &summary_json {
-                std::fs::write(path, &json).map_err(|e| format!("{path}: {e}"))?;
+                write_whole(path, json.as_bytes())?;
             }
             println!("{json}");
             let stats = client.stats();
@@ -406,4 +415,30 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             }
         }
     }
+}
+
+/// A temporary file beside `path`, for output that must appear whole or
+/// not at all: it is deleted unless persisted to `path`.
+fn pending_file(path: &str) -> Result<tempfile::NamedTempFile, String> {
+    let destination = std::path::Path::new(path);
+    let directory = match destination.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => std::path::Path::new("."),
+    };
+    tempfile::Builder::new()
+        .prefix(".q3-")
+        .suffix(".partial")
+        .tempfile_in(directory)
+        .map_err(|e| format!("{path}: {e}"))
+}
+
+/// Writes `bytes` to `path` whole or not at all.
+fn write_whole(path: &str, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut file = pending_file(path)?;
+    file.write_all(bytes)
+        .and_then(|()| file.as_file().sync_all())
+        .map_err(|e| format!("{path}: {e}"))?;
+    file.persist(path).map_err(|e| format!("{path}: {e}"))?;
+    Ok(())
 }

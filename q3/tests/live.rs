@@ -167,14 +167,21 @@ fn live_sessions_against_ioquake3() {
     let steady = Server::start("steady");
     let changing = Server::start("changing");
     let openarena = Server::start_as("openarena71", Flavour::OpenArena71);
+    let refused_dir = std::env::temp_dir().join(format!("netq3-refused-{}", std::process::id()));
+    std::fs::create_dir_all(&refused_dir).unwrap();
     let (a, b, c, oa, refused, missing) = std::thread::scope(|scope| {
         let oa = scope.spawn(|| run_session(openarena.address, Protocol::V71, "netq3_oa", |_| {}));
         // Forced into ioquake3's framing, a client never reads the
-        // OpenArena server's gamestate: the CLI must say so and fail.
+        // OpenArena server's gamestate: the CLI must say so and fail,
+        // leaving its summary but no recording (nor a temporary file).
         let refused = scope.spawn(|| {
             std::process::Command::new(env!("CARGO_BIN_EXE_q3"))
                 .args(["connect", &openarena.address.to_string(), "--seconds", "4"])
                 .args(["--framing", "ioq3", "--name", "netq3_wrong"])
+                .arg("--record")
+                .arg(refused_dir.join("refused.dm_68"))
+                .arg("--summary-json")
+                .arg(refused_dir.join("refused.json"))
                 .output()
                 .expect("q3 runs")
         });
@@ -269,6 +276,13 @@ fn live_sessions_against_ioquake3() {
         stderr.contains("never entered the game") || stderr.contains("no gamestate"),
         "{stderr}"
     );
+    let mut left: Vec<String> = std::fs::read_dir(&refused_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    let _ = std::fs::remove_dir_all(&refused_dir);
+    assert_eq!(left, ["refused.json"], "only the summary of a failed run");
 
     // The console's map_restart and map change were followed: a restart
     // command, then a second gamestate for the new map, and the session
