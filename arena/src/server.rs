@@ -93,6 +93,7 @@ impl ServerOptions {
             keyframe_ms: self.keyframe_ms,
             connection: self.connection.clone(),
             max_rewind_ms: self.max_rewind_ms,
+            models: session::Models::of_types(),
         }
     }
 

@@ -89,7 +89,11 @@ pub const FORMAT_NAME: &str = "native";
 /// coded against the recorded player state's position
 /// (`fields::Codec::spawn_reads_anchor`), so a version 10 file's entering
 /// missiles and events would decode elsewhere.
-pub const VERSION: u16 = 11;
+/// 12: a gamestate's fingerprint folds in the ids of the native models
+/// the snapshots are coded with (`snapshot::Models::fingerprint`), so an
+/// engine given other models than its types' is told apart: a version 11
+/// gamestate carries the layout's alone and is refused.
+pub const VERSION: u16 = 12;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

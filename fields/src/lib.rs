@@ -77,7 +77,7 @@ pub mod table;
 pub mod varcode;
 
 pub use bits::{BitReader, BitSink, BitSource, BitWriter};
-pub use codec::{Codec, DeltaContext, EntityBody, EntityHeader, EntityUpdate};
+pub use codec::{Codec, DeltaContext, EntityBody, EntityHeader, EntityUpdate, ModelCodec};
 pub use error::BitError;
 pub use huffman::{HuffmanCode, HuffmanReader, HuffmanWriter};
 pub use kind::{array, boolean, q3_float, quantized, signed, unsigned, FieldKind, ScalarKind};

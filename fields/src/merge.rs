@@ -35,7 +35,7 @@
 //! ```
 
 use crate::bits::{BitSink, BitSource};
-use crate::codec::{Codec, DeltaContext, EntityBody, EntityUpdate, Held};
+use crate::codec::{DeltaContext, EntityBody, EntityUpdate, Held, ModelCodec};
 use crate::error::BitError;
 use crate::table::Fields;
 
@@ -195,8 +195,8 @@ impl<'a, E> BaseCursor<'a, E> {
 /// Returns how many entries were written. The plain encoder side of
 /// [`read_entity_list`]; the snapshot server's builder, which shares
 /// encodings between clients and selects under a byte budget, has its own.
-pub fn write_entity_list<'b, E, S>(
-    codec: Codec,
+pub fn write_entity_list<'b, 'm, E, S>(
+    codec: impl Into<ModelCodec<'m>>,
     context: &DeltaContext,
     sink: &mut S,
     held: &[(u32, E)],
@@ -208,6 +208,7 @@ where
     E: Fields + 'b,
     S: BitSink + ?Sized,
 {
+    let codec = codec.into();
     let mut last = None;
     let mut written = 0;
     for merged in merge_by_number(held, new) {
@@ -316,8 +317,8 @@ pub enum ListError<X> {
 /// The client side of every entity list in the workspace (the snapshot
 /// client, Quake 3's packet entities, the benches' message reader).
 #[allow(clippy::too_many_arguments)]
-pub fn read_entity_list<'b, E, S, X>(
-    codec: Codec,
+pub fn read_entity_list<'b, 'm, E, S, X>(
+    codec: impl Into<ModelCodec<'m>>,
     context: &DeltaContext,
     source: &mut S,
     limit: u32,
@@ -331,6 +332,7 @@ where
     E: Fields + Clone + 'b,
     S: BitSource + ?Sized,
 {
+    let codec = codec.into();
     out.clear();
     let mut cursor = BaseCursor::new(held);
     let mut last = None;
@@ -387,6 +389,7 @@ where
 mod list_tests {
     use super::*;
     use crate::bits::{BitReader, BitWriter};
+    use crate::codec::Codec;
     use crate::fuzzing::Everything;
 
     fn state(time: i32) -> Everything {

@@ -10,7 +10,7 @@ use fields::NetFields;
 use netchan::{
     ConnectError, ConnectOptions, ConnectionId, Endpoint, EndpointConfig, Event, StateId,
 };
-use snapshot::{Interpolate, Received, Rendered, SnapshotReport, SyncCheck, ViewStamp};
+use snapshot::{Interpolate, Models, Received, Rendered, SnapshotReport, SyncCheck, ViewStamp};
 
 use crate::config::ClientConfig;
 use crate::error::SessionError;
@@ -151,6 +151,16 @@ impl<E, P, C> std::fmt::Debug for Client<E, P, C> {
 
 type Result<T> = std::result::Result<T, SessionError>;
 
+/// A fresh snapshot client decoding with `models`, or with the types' own
+/// if they do not fit (then [`Client::connect`] refuses to connect).
+fn snapshot_client<E: NetFields, P: NetFields>(models: &Models) -> snapshot::Client<E, P> {
+    let mut client = snapshot::Client::new();
+    if client.set_models(models.clone()).is_err() {
+        client = snapshot::Client::new();
+    }
+    client
+}
+
 impl<E, P, C> Client<E, P, C>
 where
     E: NetFields,
@@ -160,8 +170,8 @@ where
     /// A client that has not connected yet.
     pub fn new(config: ClientConfig) -> Self {
         Client {
+            snap: snapshot_client(&config.models),
             config,
-            snap: snapshot::Client::new(),
             state: ClientState::Idle,
             server: None,
             conn: None,
@@ -262,6 +272,9 @@ where
         now: Instant,
         server: SocketAddr,
     ) -> Result<()> {
+        // Models that do not fit the types are refused before anything
+        // is sent (the snapshot client was built without them).
+        self.config.models.check(&E::default(), &P::default())?;
         self.now = now;
         self.server = Some(server);
         self.deadline = self.config.connect_deadline.map(|d| now + d);
@@ -308,7 +321,7 @@ where
     }
 
     fn reset_session(&mut self) {
-        self.snap = snapshot::Client::new();
+        self.snap = snapshot_client(&self.config.models);
         // Events still queued about the old session's gamestate and
         // snapshots would send the game to a snapshot store that is now
         // empty: the session they describe is gone, and the game learns so

@@ -6,7 +6,7 @@ use std::time::Duration;
 use fields::schema::combined_fingerprint;
 use fields::{Codec, NetFields};
 use netchan::{ConnectionConfig, EndpointConfig, RateAnnounce, StatusLimits};
-use snapshot::ClientSettings;
+use snapshot::{ClientSettings, Models};
 
 /// The session protocol's own version, mixed into the handshake's version.
 /// 2: snapshot sync checksums are XXH3 (`snapshot::checksum`), not FNV-1a:
@@ -30,13 +30,26 @@ use snapshot::ClientSettings;
 /// a model's position axes is coded against the client's own position
 /// (`fields::Codec::spawn_reads_anchor`): a peer of version 8 would place
 /// it elsewhere.
-pub const SESSION_VERSION: u32 = 9;
+/// 10: the gamestate's fingerprint folds in the native models' ids
+/// (`snapshot::Models::fingerprint`): a peer of version 9 would refuse
+/// every gamestate.
+pub const SESSION_VERSION: u32 = 10;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec and (native codec) the
 /// trained models, so a client that would code anything differently is
 /// rejected at connect with [`crate::DisconnectReason::SchemaMismatch`].
 pub fn schema_fingerprint<E: NetFields, P: NetFields, C: NetFields>(codec: Codec) -> u64 {
+    schema_fingerprint_with::<E, P, C>(codec, &Models::of_types())
+}
+
+/// [`schema_fingerprint`] of ends that code snapshots with `models` (see
+/// [`snapshot::models`]): a client given other models than the server's
+/// is rejected at connect.
+pub fn schema_fingerprint_with<E: NetFields, P: NetFields, C: NetFields>(
+    codec: Codec,
+    models: &Models,
+) -> u64 {
     let tables =
         combined_fingerprint(&[&E::TABLE.schema(), &P::TABLE.schema(), &C::TABLE.schema()]);
     // FNV-1a of the codec and the models, on top of the tables.
@@ -48,12 +61,10 @@ pub fn schema_fingerprint<E: NetFields, P: NetFields, C: NetFields>(codec: Codec
     };
     eat(codec.name().as_bytes());
     if codec == Codec::Native {
-        for model in [
-            E::static_native_model(),
-            P::static_native_model(),
-            C::static_native_model(),
-        ] {
-            eat(&model.map_or(0, |m| m.id()).to_le_bytes());
+        let [entity, player] = models.ids(&E::default(), &P::default());
+        let command = C::static_native_model().map_or(0, |m| m.id());
+        for id in [entity, player, command] {
+            eat(&id.to_le_bytes());
         }
     }
     hash
@@ -86,6 +97,10 @@ pub struct ServerConfig {
     /// [`snapshot::rewind::REWIND_LIMIT_MS`]). A client's view older than
     /// this is rewound to this much only.
     pub max_rewind_ms: u32,
+    /// The native models snapshots are coded with (default: the types'
+    /// own). Clients must be given the same ones: the handshake refuses
+    /// a client whose models differ.
+    pub models: Models,
 }
 
 /// [`ServerConfig::max_rewind_ms`]'s default: 200 ms.
@@ -103,6 +118,7 @@ impl Default for ServerConfig {
             keyframe_ms: 5000,
             connection: ConnectionConfig::default(),
             max_rewind_ms: DEFAULT_MAX_REWIND_MS,
+            models: Models::of_types(),
         }
     }
 }
@@ -112,7 +128,7 @@ impl ServerConfig {
     pub fn endpoint<E: NetFields, P: NetFields, C: NetFields>(&self) -> EndpointConfig {
         let mut endpoint = EndpointConfig::server();
         endpoint.protocol_version = protocol_version(self.game_version);
-        endpoint.schema_fingerprint = schema_fingerprint::<E, P, C>(self.codec);
+        endpoint.schema_fingerprint = schema_fingerprint_with::<E, P, C>(self.codec, &self.models);
         endpoint.connection = self.connection.clone();
         if let Some(server) = endpoint.server.as_mut() {
             // Headroom over the player slots: a client whose accept was lost
@@ -172,6 +188,9 @@ pub struct ClientConfig {
     pub game_version: u32,
     /// Netchan settings of the connection.
     pub connection: ConnectionConfig,
+    /// The native models snapshots are decoded with (must be the
+    /// server's: see [`ServerConfig::models`]).
+    pub models: Models,
 }
 
 impl Default for ClientConfig {
@@ -188,6 +207,7 @@ impl Default for ClientConfig {
             codec: Codec::Native,
             game_version: 1,
             connection: ConnectionConfig::default(),
+            models: Models::of_types(),
         }
     }
 }
@@ -212,7 +232,7 @@ impl ClientConfig {
     pub fn endpoint<E: NetFields, P: NetFields, C: NetFields>(&self) -> EndpointConfig {
         let mut endpoint = EndpointConfig::client();
         endpoint.protocol_version = protocol_version(self.game_version);
-        endpoint.schema_fingerprint = schema_fingerprint::<E, P, C>(self.codec);
+        endpoint.schema_fingerprint = schema_fingerprint_with::<E, P, C>(self.codec, &self.models);
         endpoint.handshake_retry = Duration::from_millis(250);
         endpoint.handshake_retry_max = Duration::from_millis(250);
         endpoint.connection = self.connection.clone();

@@ -141,12 +141,15 @@ pub mod stats;
 pub mod wire;
 
 pub use client::{Client, ClientEvent, ClientState};
-pub use config::{client_settings, schema_fingerprint, ClientConfig, ServerConfig};
+pub use config::{
+    client_settings, schema_fingerprint, schema_fingerprint_with, ClientConfig, ServerConfig,
+};
 pub use error::SessionError;
 pub use reason::DisconnectReason;
 pub use server::{ClientInfo, ClientKey, Server, ServerEvent};
 #[cfg(feature = "record")]
 pub use server::{RecordView, RecordingStats};
+pub use snapshot::Models;
 pub use snapshot::{
     AllInScope, Clamp, Interpolate, RenderPoint, Rendered, Rewind, Scope, ViewStamp,
 };

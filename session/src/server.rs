@@ -168,11 +168,12 @@ where
 {
     /// A server with an empty world.
     pub fn new(config: ServerConfig) -> Result<Self> {
-        let snap = snapshot::Server::new(snapshot::ServerConfig {
+        let mut snap = snapshot::Server::new(snapshot::ServerConfig {
             codec: config.codec,
             max_entities: config.max_entities,
             checksum_interval: config.checksum_interval,
         })?;
+        snap.set_models(config.models.clone())?;
         Ok(Server {
             slots: (0..config.max_clients).map(|_| None).collect(),
             generations: vec![0; config.max_clients],

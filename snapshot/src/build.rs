@@ -17,7 +17,7 @@
 
 use fields::codec::Held;
 use fields::{
-    BitError, BitSink, BitWriter, Codec, DeltaContext, EntityUpdate, Fields, HuffmanCode,
+    BitError, BitSink, BitWriter, DeltaContext, EntityUpdate, Fields, HuffmanCode, ModelCodec,
 };
 
 use crate::bitset::{Bitset, Ones};
@@ -182,7 +182,7 @@ struct Chain {
 
 /// Everything an entity update is encoded from.
 struct Emitter<'a, E> {
-    codec: Codec,
+    codec: ModelCodec<'a>,
     /// The framing's coding of the message.
     huffman: Option<&'static HuffmanCode>,
     /// The snapshot's elapsed time since its base, for the codec's
@@ -501,9 +501,11 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             gamestate,
             work,
             framing,
+            models,
             ..
         } = self;
-        let codec = config.codec;
+        let codec = models.entity_codec(config.codec);
+        let player_codec = models.player_codec(config.codec);
         let framing: &dyn crate::framing::Framing = &**framing;
         let huffman = framing.huffman();
         let Some(slot) = clients[id.index()].as_mut() else {
@@ -590,7 +592,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         let context = DeltaContext {
             elapsed_ms: base.map_or(0, |sent| now.wrapping_sub(sent.time) as i32),
             spawn: false,
-            anchor: fields::codec::anchor_of(&player),
+            anchor: fields::codec::anchor_with(models.player().map(|m| &**m), &player),
         };
         // A full snapshot's player state deltas from the zeroed dummy, and
         // without an anchor (the receiver learns it from this very state).
@@ -709,7 +711,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         let prefix = framing
             .write_header(&mut writer, &header, base_info.as_ref())
             .and_then(|()| {
-                codec.write_delta_in(&player_context, &mut writer, base_player, &player)
+                player_codec.write_delta_in(&player_context, &mut writer, base_player, &player)
             });
         match prefix {
             Ok(()) => {}
@@ -734,7 +736,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                 header.via_time = None;
                 writer = MessageWriter::new(&mut buf[..], huffman);
                 framing.write_header(&mut writer, &header, base_info.as_ref())?;
-                codec.write_delta_in(&player_context, &mut writer, base_player, &player)?;
+                player_codec.write_delta_in(&player_context, &mut writer, base_player, &player)?;
                 prefix_bits = writer.bits_written();
                 let priorities = Priorities::new(uniform, &frame.always, priority);
                 merge(ops, want, priorities, &slot.accum, held, frame);
@@ -819,7 +821,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             }
             writer = MessageWriter::new(&mut buf[..], huffman);
             framing.write_header(&mut writer, &header, base_info.as_ref())?;
-            codec.write_delta_in(&player_context, &mut writer, base_player, &player)?;
+            player_codec.write_delta_in(&player_context, &mut writer, base_player, &player)?;
             emitter.write_ops(cache, &mut writer, ops, None, &mut last)?;
         }
 

@@ -15,14 +15,15 @@
 use std::sync::Arc;
 
 use fields::merge::{merge_by_number, read_entity_list, ListError, ListRead, Merged};
-use fields::{BitReader, BitSource, Codec, DeltaContext, Fields, HuffmanReader};
+use fields::{BitReader, BitSource, Codec, DeltaContext, Fields, HuffmanReader, ModelCodec};
 
 use crate::checksum::{layout_fingerprint, state_hash, SyncChecksum};
 use crate::config::RING_SIZE;
-use crate::error::ClientError;
+use crate::error::{ClientError, ConfigError};
 use crate::framing::{BaseInfo, Bases, Compact, Framing, SnapshotHeader};
 use crate::gamestate::{read_configstring, read_gamestate, Gamestate};
 use crate::message::{expect_end, MessageKind};
+use crate::models::Models;
 use crate::received::Snapshot;
 use crate::server::zeroed;
 use crate::stats::ClientStats;
@@ -93,6 +94,7 @@ pub struct Client<E, P> {
     zero_entity: E,
     zero_player: P,
     fingerprint: u32,
+    models: Models,
     setup: Option<Setup>,
     gamestate: Gamestate<E>,
     ring: Vec<Snapshot<E, P>>,
@@ -146,6 +148,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
             zero_entity,
             zero_player,
             fingerprint,
+            models: Models::of_types(),
             setup: None,
             gamestate: Gamestate::new(),
             newest: None,
@@ -203,12 +206,35 @@ impl<E: Fields, P: Fields> Client<E, P> {
         self.framing = framing;
     }
 
+    /// The native models snapshots are decoded with.
+    pub fn models(&self) -> &Models {
+        &self.models
+    }
+
+    /// Decodes snapshots with `models` instead of the types' own (see
+    /// [`crate::models`]): the server's, which its gamestate's fingerprint
+    /// checks. Forgets every snapshot held (they were decoded with the
+    /// models before), so the next gamestate starts the stream again.
+    pub fn set_models(&mut self, models: Models) -> Result<(), ConfigError> {
+        models.check(&self.zero_entity, &self.zero_player)?;
+        self.models = models;
+        self.clear_snapshots();
+        Ok(())
+    }
+
+    /// The fingerprint a gamestate must carry: the layout's, with the
+    /// models folded in (see [`Models::fingerprint`]).
+    pub fn fingerprint(&self) -> u32 {
+        self.models
+            .fingerprint(self.fingerprint, &self.zero_entity, &self.zero_player)
+    }
+
     fn read_reliable(&mut self, bytes: &[u8]) -> Result<Received, ClientError> {
         let mut reader = BitReader::new(bytes);
         match MessageKind::read(&mut reader)? {
             MessageKind::Gamestate => {
                 let (header, gamestate) =
-                    read_gamestate(&mut reader, &self.zero_entity, self.fingerprint)?;
+                    read_gamestate(&mut reader, &self.zero_entity, self.fingerprint())?;
                 self.setup = Some(Setup {
                     codec: header.codec,
                     entity_limit: header.entity_limit,
@@ -319,8 +345,13 @@ impl<E: Fields, P: Fields> Client<E, P> {
         let out = &mut self.scratch;
         let base_player = base.map_or(&self.zero_player, |b| &b.player);
         out.player.clone_from(base_player);
-        codec.read_delta_in(&context.with_spawn(base.is_none()), reader, &mut out.player)?;
-        let context = context.with_anchor(fields::codec::anchor_of(&out.player));
+        self.models.player_codec(codec).read_delta_in(
+            &context.with_spawn(base.is_none()),
+            reader,
+            &mut out.player,
+        )?;
+        let anchor = fields::codec::anchor_with(self.models.player().map(|m| &**m), &out.player);
+        let context = context.with_anchor(anchor);
         if let Some(trace) = trace.as_deref_mut() {
             trace.player_fields = FieldMask::diff(base_player, &out.player);
             trace.player_bits = reader.bits_read() - header_end;
@@ -330,7 +361,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
         // order: for a chained snapshot, through the intermediate frame.
         let held_entities: &[(u32, E)] = base.map_or(&[], |b| &b.entities);
         let lists = EntityLists {
-            codec,
+            codec: self.models.entity_codec(codec),
             entity_limit,
             gamestate: &self.gamestate,
             zero: &self.zero_entity,
@@ -522,7 +553,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
 
     /// The zeroed prototypes and layout fingerprint (for re-encoding).
     pub(crate) fn zero_and_fingerprint(&self) -> (&E, &P, u32) {
-        (&self.zero_entity, &self.zero_player, self.fingerprint)
+        (&self.zero_entity, &self.zero_player, self.fingerprint())
     }
 
     /// Counters of what was received and rejected.
@@ -593,7 +624,7 @@ impl<E, P> Bases for HeldRing<'_, E, P> {
 
 /// What reading an entity list needs besides the bits.
 struct EntityLists<'a, E> {
-    codec: Codec,
+    codec: ModelCodec<'a>,
     entity_limit: u32,
     gamestate: &'a Gamestate<E>,
     zero: &'a E,

@@ -21,6 +21,7 @@ use crate::checksum::{state_hash, SyncChecksum};
 use crate::client::Client;
 use crate::framing::{AreaMask, BaseInfo, Delivery, Framing, SnapshotHeader, RATE_DELAYED};
 use crate::gamestate::{encode_growing, write_gamestate, Gamestate, GamestateHeader};
+use crate::models::Models;
 use crate::received::Snapshot;
 use crate::server::zeroed;
 use crate::writer::encode_message;
@@ -134,6 +135,9 @@ pub struct EncodeSetup<'a, E> {
     /// The entity type's zeroed dummy (new entities without a baseline
     /// delta from it; it carries the native codec's model).
     pub zero_entity: &'a E,
+    /// The native models to code with (the reader's: see
+    /// [`crate::models`]); `None`: the types' own.
+    pub models: Option<&'a Models>,
 }
 
 impl<E> std::fmt::Debug for EncodeSetup<'_, E> {
@@ -188,7 +192,10 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
             snapshot.server_time.wrapping_sub(b.server_time) as i32
         }),
         spawn: false,
-        anchor: fields::codec::anchor_of(snapshot.player),
+        anchor: fields::codec::anchor_with(
+            setup.models.and_then(|m| m.player()).map(|m| &**m),
+            snapshot.player,
+        ),
     };
     let zero_player = zeroed(snapshot.player);
     let base_player = base.map_or(&zero_player, |b| b.player);
@@ -197,14 +204,16 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
     let initial = 64 + 16 * (snapshot.entities.len() + held.len());
     encode_message(out, initial, framing.huffman(), |w| {
         framing.write_header(w, &header, base_info.as_ref())?;
-        codec.write_delta_in(
+        let no_models = Models::of_types();
+        let models = setup.models.unwrap_or(&no_models);
+        models.player_codec(codec).write_delta_in(
             &context.with_spawn(base.is_none()).with_anchor(None),
             w,
             base_player,
             snapshot.player,
         )?;
         write_entity_list(
-            codec,
+            models.entity_codec(codec),
             &context,
             w,
             held,
@@ -269,6 +278,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
             codec,
             gamestate,
             zero_entity: self.zero_and_fingerprint().0,
+            models: Some(self.models()),
         };
         encode_snapshot(
             &setup,
@@ -424,6 +434,7 @@ mod tests {
             codec: Codec::Native,
             gamestate: &gamestate,
             zero_entity: &zero,
+            models: None,
         };
         let result = encode_snapshot(&setup, &state, None, EncodeOptions::default(), &mut out);
         assert!(matches!(result, Err(EncodeError::Bits(_))));

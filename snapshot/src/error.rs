@@ -56,6 +56,14 @@ pub enum ConfigError {
         /// The configured value.
         bytes: u32,
     },
+    /// A native model given to the engine does not fit its type.
+    #[error("the {what} model does not fit {type_name}: it was trained on another schema")]
+    ModelMismatch {
+        /// Which model: `entity` or `player-state`.
+        what: &'static str,
+        /// The type it was given for.
+        type_name: String,
+    },
     /// The framing cannot carry the codec's deltas (Quake 3's
     /// `svc_snapshot` carries only its own codec).
     #[error("the {framing} framing cannot carry {codec} deltas")]
@@ -163,6 +171,11 @@ pub enum ServerError {
     /// read snapshots with the framing they were set up with.
     #[error("the framing is fixed once a gamestate has been written")]
     FramingSealed,
+    /// [`Server::set_models`](crate::Server::set_models) after the first
+    /// gamestate was written: clients decode with the models the
+    /// gamestate's fingerprint promised.
+    #[error("the native models are fixed once a gamestate has been written")]
+    ModelsSealed,
     /// The codec refused to encode a value (it should not, for valid states).
     #[error("encoding failed: {0}")]
     Encode(#[from] BitError),
@@ -233,7 +246,8 @@ pub enum ClientError {
     UnknownCodec(u32),
     /// The gamestate was made for other entity or player-state layouts.
     #[error(
-        "gamestate layout fingerprint {found:#010x} does not match this client's {expected:#010x}"
+        "gamestate layout fingerprint {found:#010x} does not match this client's \
+         {expected:#010x}: the server codes other types or other native models"
     )]
     FingerprintMismatch {
         /// This client's fingerprint.

@@ -9,7 +9,7 @@
 //! | kind (1) | 2 |
 //! | codec: 0 = q3, 1 = native | 2 |
 //! | entity limit − 1 | 16 |
-//! | layout fingerprint ([`layout_fingerprint`](crate::checksum::layout_fingerprint)) | 32 |
+//! | fingerprint: the layout ([`layout_fingerprint`](crate::checksum::layout_fingerprint)) and the native models ([`Models::fingerprint`](crate::Models::fingerprint)) | 32 |
 //! | number of configstrings | 11 |
 //! | each: index, NUL-terminated bytes | 10 + 8·(len + 1) |
 //! | spawn baselines: codec entity list, deltas from the zeroed entity | codec |
@@ -186,7 +186,8 @@ pub struct GamestateHeader {
     pub codec: Codec,
     /// Entity numbers run `0..entity_limit`.
     pub entity_limit: u32,
-    /// Layout fingerprint of the entity and player-state types.
+    /// Fingerprint of the entity and player-state layouts and native
+    /// models (see [`crate::Models::fingerprint`]).
     pub fingerprint: u32,
 }
 

@@ -115,7 +115,7 @@ pub struct Replay<E, P> {
 }
 
 impl<E: Fields + PartialEq, P: Fields + PartialEq> Replay<E, P> {
-    /// Replays through `server` (its codec, framing and spawn baselines
+    /// Replays through `server` (its codec, framing, native models and spawn baselines
     /// set by the caller; it gains one client with unlimited settings and
     /// messages up to [`MAX_REPLAY_BYTES`]), on a clock of `frame_ms`
     /// milliseconds per server frame (at least 1).
@@ -136,12 +136,16 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Replay<E, P> {
     }
 
     /// Also reads every message back with `reader` (a fresh client of the
-    /// same types; it gets the server's gamestate and framing here) and
+    /// same types; it gets the server's gamestate, framing and native
+    /// models here) and
     /// checks it decodes to the recorded snapshot, with a trace of each.
     pub fn with_reader(mut self, mut reader: Client<E, P>) -> Result<Self, ReplayError> {
         let mut gamestate = Vec::new();
         self.server.write_gamestate(&mut gamestate)?;
         reader.set_framing(self.server.framing().clone());
+        reader
+            .set_models(self.server.models().clone())
+            .map_err(ServerError::from)?;
         reader
             .read_message(&gamestate)
             .map_err(|error| ReplayError::Decode { sequence: 0, error })?;

@@ -26,6 +26,7 @@ use crate::framing::{AreaMask, BaseInfo, Compact, Delivery, Framing};
 use crate::gamestate::{
     encode_growing, write_configstring, write_gamestate, Gamestate, GamestateHeader,
 };
+use crate::models::Models;
 use crate::rate::RateState;
 use crate::stats::SendStats;
 
@@ -221,6 +222,7 @@ pub struct Server<E, P> {
     sealed: bool,
     next_frame: u32,
     fingerprint: u32,
+    pub(crate) models: Models,
     pub(crate) work: Work<P>,
     pub(crate) framing: Arc<dyn Framing>,
 }
@@ -281,6 +283,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             sealed: false,
             next_frame: 0,
             fingerprint,
+            models: Models::of_types(),
             work: Work::new(limit),
             framing: Arc::new(Compact),
             zero_entity,
@@ -322,9 +325,31 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         Ok(())
     }
 
-    /// The layout fingerprint clients check in the gamestate.
+    /// The layout fingerprint clients check in the gamestate (the
+    /// models' ids folded in when they are not the types' own: see
+    /// [`Models::fingerprint`]).
     pub fn fingerprint(&self) -> u32 {
-        self.fingerprint
+        self.models
+            .fingerprint(self.fingerprint, &self.zero_entity, &self.zero_player)
+    }
+
+    /// The native models snapshots are coded with.
+    pub fn models(&self) -> &Models {
+        &self.models
+    }
+
+    /// Codes snapshots with `models` instead of the types' own (see
+    /// [`crate::models`]). Only before the first gamestate is written;
+    /// clients must be given the same models, or they refuse the
+    /// gamestate.
+    pub fn set_models(&mut self, models: Models) -> Result<(), ServerError> {
+        if self.sealed {
+            return Err(ServerError::ModelsSealed);
+        }
+        models.check(&self.zero_entity, &self.zero_player)?;
+        self.models = models;
+        self.work.forget_encodings();
+        Ok(())
     }
 
     fn check_number(&self, number: u32) -> Result<(), ServerError> {
@@ -442,7 +467,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         let header = GamestateHeader {
             codec: self.config.codec,
             entity_limit: self.config.max_entities,
-            fingerprint: self.fingerprint,
+            fingerprint: self.fingerprint(),
         };
         encode_growing(out, 1024, |w| {
             write_gamestate(w, &header, &self.gamestate, &self.zero_entity)

@@ -7,7 +7,6 @@ use common::*;
 use fields::codec::Held;
 use fields::varcode::put_exp_golomb;
 use fields::{BitSink, BitWriter, Codec, EntityUpdate};
-use netq3_snapshot::checksum::layout_fingerprint;
 use netq3_snapshot::framing::{AreaMask, Compact, Delivery, Framing, SnapshotHeader};
 use netq3_snapshot::message::MessageKind;
 use netq3_snapshot::{Client, ClientError, ClientSettings, Received, Server, ServerConfig};
@@ -296,8 +295,8 @@ fn gamestate_bits(w: &mut BitWriter<'_>, codec: u32, limit: u32, fingerprint: u3
 
 #[test]
 fn bad_gamestates_are_rejected() {
-    let fingerprint = layout_fingerprint(&Ent::default(), &Player::default());
     let mut client: Client<Ent, Player> = Client::new();
+    let fingerprint = client.fingerprint();
 
     let unknown_codec = encode(|w| gamestate_bits(w, 3, 10, fingerprint));
     assert_eq!(

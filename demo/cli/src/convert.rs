@@ -304,6 +304,7 @@ impl<W: Write> Dm68Converter<W> {
             codec: self.options.codec,
             gamestate: server.gamestate(),
             zero_entity: &q3::EntityState::default(),
+            models: Some(server.models()),
         };
         snapshot::encode_snapshot(
             &setup,

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bits::{BitSink, BitSource};
 use crate::error::BitError;
-use crate::model::AXES;
+use crate::model::{NativeModel, AXES};
 use crate::table::Fields;
 
 pub use held::{Held, HeldNumbers, NothingHeld, NOTHING_HELD};
@@ -92,7 +92,15 @@ impl DeltaContext {
 /// rounded to whole units. `None` without a model, without all
 /// [`AXES`] axes, or for a position that is not a finite float.
 pub fn anchor_of<T: Fields>(viewer: &T) -> Option<[i32; AXES]> {
-    let fields = native::HeldModel::of(viewer)?.get().anchor_fields()?;
+    anchor_with(None, viewer)
+}
+
+/// [`anchor_of`] with the axis fields of `model` (`None`: the viewer
+/// type's own model), for an engine coding with a given model.
+pub fn anchor_with<T: Fields>(model: Option<&NativeModel>, viewer: &T) -> Option<[i32; AXES]> {
+    let fields = native::HeldModel::of(model, viewer)?
+        .get()
+        .anchor_fields()?;
     let mut anchor = [0; AXES];
     for (slot, field) in anchor.iter_mut().zip(fields) {
         let field = usize::from(field);
@@ -148,6 +156,15 @@ impl Codec {
         }
     }
 
+    /// This codec coding with `model` instead of the value type's own
+    /// native model (`None`: the type's, as every other method of
+    /// [`Codec`] does). The Quake 3 codec has no model and ignores it.
+    /// Both ends must code with the same model: an engine that takes one
+    /// checks it at connect ([`crate::model::NativeModel::id`]).
+    pub fn with_model(self, model: Option<&NativeModel>) -> ModelCodec<'_> {
+        ModelCodec { codec: self, model }
+    }
+
     /// Writes `new` as a delta from `base` (Quake 3's player-state form for `Q3`).
     /// Something is always written, even when nothing changed.
     pub fn write_delta<T: Fields, S: BitSink + ?Sized>(
@@ -167,10 +184,8 @@ impl Codec {
         base: &T,
         new: &T,
     ) -> Result<(), BitError> {
-        match self {
-            Codec::Q3 => q3::write_fields(sink, base, new, q3::Style::Player),
-            Codec::Native => native::write_fields(sink, base, new, context),
-        }
+        self.with_model(None)
+            .write_delta_in(context, sink, base, new)
     }
 
     /// Reads a delta written by [`Codec::write_delta`] into `out`, which
@@ -191,10 +206,7 @@ impl Codec {
         source: &mut S,
         out: &mut T,
     ) -> Result<(), BitError> {
-        match self {
-            Codec::Q3 => q3::read_fields(source, out, q3::Style::Player),
-            Codec::Native => native::read_fields(source, out, context).map(|_| ()),
-        }
+        self.with_model(None).read_delta_in(context, source, out)
     }
 
     /// Writes one entity of an entity list. `last` is the number of the
@@ -221,29 +233,8 @@ impl Codec {
         number: u32,
         update: EntityUpdate<'_, T>,
     ) -> Result<bool, BitError> {
-        if let Some(limit) = self.entity_number_limit() {
-            if number >= limit {
-                return Err(BitError::invalid(
-                    "entity number",
-                    sink.bits_written(),
-                    format!(
-                        "{number} does not fit the {} codec (limit {limit})",
-                        self.name()
-                    ),
-                ));
-            }
-        }
-        if last.is_some_and(|last| number <= last) {
-            return Err(BitError::invalid(
-                "entity number",
-                sink.bits_written(),
-                format!("{number} written after {}", last.unwrap_or_default()),
-            ));
-        }
-        match self {
-            Codec::Q3 => q3::write_entity(sink, number, update),
-            Codec::Native => native::write_entity(sink, last, number, update, context),
-        }
+        self.with_model(None)
+            .write_entity_in(context, sink, last, number, update)
     }
 
     /// Ends an entity list whose last entry was `last`. `like` is any
@@ -255,19 +246,13 @@ impl Codec {
         last: Option<u32>,
         like: &T,
     ) -> Result<(), BitError> {
-        match self {
-            Codec::Q3 => sink.put_bits(Q3_ENTITY_END, Q3_ENTITY_NUMBER_BITS),
-            Codec::Native => native::write_entities_end(sink, last, like),
-        }
+        self.with_model(None).write_entities_end(sink, last, like)
     }
 
     /// The most bits [`Codec::write_entities_end`] can write after any
     /// entry, for budgeting a message before its list is written.
     pub fn entities_end_bound_bits<T: Fields>(self, like: &T) -> u32 {
-        match self {
-            Codec::Q3 => Q3_ENTITY_NUMBER_BITS,
-            Codec::Native => native::end_bound_bits(like),
-        }
+        self.with_model(None).entities_end_bound_bits(like)
     }
 
     /// Bits to add to the size of entity `number` written first in a list
@@ -276,12 +261,8 @@ impl Codec {
     /// not. A native removal's gap counts held entities, which the bound
     /// does not know: it gets the whole bound of its number on top.
     pub fn entity_position_slack<T: Fields>(self, like: &T, number: u32, removed: bool) -> u32 {
-        match self {
-            Codec::Q3 => 0,
-            Codec::Native if removed => native::number_bound_bits(like, number),
-            Codec::Native => native::number_bound_bits(like, number)
-                .saturating_sub(native::number_bits(like, None, number)),
-        }
+        self.with_model(None)
+            .entity_position_slack(like, number, removed)
     }
 
     /// Whether an entity update's bits depend on where it stands in its list
@@ -305,10 +286,7 @@ impl Codec {
     /// writer that shares encodings between receivers keys it by the anchor
     /// or does not share it. Quake 3's codec never reads the anchor.
     pub fn spawn_reads_anchor<T: Fields>(self, base: &T) -> bool {
-        match self {
-            Codec::Q3 => false,
-            Codec::Native => native::spawn_reads_anchor(base),
-        }
+        self.with_model(None).spawn_reads_anchor(base)
     }
 
     /// Reads the next entry of a list, or `None` at the end marker.
@@ -324,13 +302,186 @@ impl Codec {
         like: &T,
         held: &dyn HeldNumbers,
     ) -> Result<Option<EntityHeader>, BitError> {
+        self.with_model(None)
+            .read_entity_number(source, last, limit, like, held)
+    }
+
+    /// Reads the body of the entity whose `header` was just read. `out`
+    /// must start equal to the baseline chosen for it; on
+    /// [`EntityBody::Changed`] it holds the new state, on
+    /// [`EntityBody::Unchanged`] it is untouched.
+    pub fn read_entity_body<T: Fields, S: BitSource + ?Sized>(
+        self,
+        source: &mut S,
+        header: EntityHeader,
+        out: &mut T,
+    ) -> Result<EntityBody, BitError> {
+        self.read_entity_body_in(&DeltaContext::default(), source, header, out)
+    }
+
+    /// [`Codec::read_entity_body`] with a [`DeltaContext`].
+    pub fn read_entity_body_in<T: Fields, S: BitSource + ?Sized>(
+        self,
+        context: &DeltaContext,
+        source: &mut S,
+        header: EntityHeader,
+        out: &mut T,
+    ) -> Result<EntityBody, BitError> {
+        self.with_model(None)
+            .read_entity_body_in(context, source, header, out)
+    }
+}
+
+/// A [`Codec`] coding with a given native model instead of the value
+/// type's own ([`Codec::with_model`]): what an engine that was given
+/// models (trained on other games, or adapting to its stream, see
+/// [`crate::model::adapt`]) codes with. Its methods are [`Codec`]'s.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelCodec<'m> {
+    codec: Codec,
+    model: Option<&'m NativeModel>,
+}
+
+impl From<Codec> for ModelCodec<'static> {
+    /// The codec with the value types' own models.
+    fn from(codec: Codec) -> Self {
+        ModelCodec { codec, model: None }
+    }
+}
+
+impl<'m> ModelCodec<'m> {
+    /// The codec.
+    pub fn codec(&self) -> Codec {
+        self.codec
+    }
+
+    /// The model given, if any (`None`: the value type's own).
+    pub fn model(&self) -> Option<&'m NativeModel> {
+        self.model
+    }
+
+    /// [`Codec::write_delta_in`] with this model.
+    pub fn write_delta_in<T: Fields, S: BitSink + ?Sized>(
+        self,
+        context: &DeltaContext,
+        sink: &mut S,
+        base: &T,
+        new: &T,
+    ) -> Result<(), BitError> {
+        match self.codec {
+            Codec::Q3 => q3::write_fields(sink, base, new, q3::Style::Player),
+            Codec::Native => native::write_fields(self.model, sink, base, new, context),
+        }
+    }
+
+    /// [`Codec::read_delta_in`] with this model.
+    pub fn read_delta_in<T: Fields, S: BitSource + ?Sized>(
+        self,
+        context: &DeltaContext,
+        source: &mut S,
+        out: &mut T,
+    ) -> Result<(), BitError> {
+        match self.codec {
+            Codec::Q3 => q3::read_fields(source, out, q3::Style::Player),
+            Codec::Native => native::read_fields(self.model, source, out, context).map(|_| ()),
+        }
+    }
+
+    /// [`Codec::write_entity_in`] with this model.
+    pub fn write_entity_in<T: Fields, S: BitSink + ?Sized>(
+        self,
+        context: &DeltaContext,
+        sink: &mut S,
+        last: Option<u32>,
+        number: u32,
+        update: EntityUpdate<'_, T>,
+    ) -> Result<bool, BitError> {
+        let codec = self.codec;
+        if let Some(limit) = codec.entity_number_limit() {
+            if number >= limit {
+                return Err(BitError::invalid(
+                    "entity number",
+                    sink.bits_written(),
+                    format!(
+                        "{number} does not fit the {} codec (limit {limit})",
+                        codec.name()
+                    ),
+                ));
+            }
+        }
+        if last.is_some_and(|last| number <= last) {
+            return Err(BitError::invalid(
+                "entity number",
+                sink.bits_written(),
+                format!("{number} written after {}", last.unwrap_or_default()),
+            ));
+        }
+        match codec {
+            Codec::Q3 => q3::write_entity(sink, number, update),
+            Codec::Native => native::write_entity(self.model, sink, last, number, update, context),
+        }
+    }
+
+    /// [`Codec::write_entities_end`] with this model.
+    pub fn write_entities_end<T: Fields, S: BitSink + ?Sized>(
+        self,
+        sink: &mut S,
+        last: Option<u32>,
+        like: &T,
+    ) -> Result<(), BitError> {
+        match self.codec {
+            Codec::Q3 => sink.put_bits(Q3_ENTITY_END, Q3_ENTITY_NUMBER_BITS),
+            Codec::Native => native::write_entities_end(self.model, sink, last, like),
+        }
+    }
+
+    /// [`Codec::entities_end_bound_bits`] with this model.
+    pub fn entities_end_bound_bits<T: Fields>(self, like: &T) -> u32 {
+        match self.codec {
+            Codec::Q3 => Q3_ENTITY_NUMBER_BITS,
+            Codec::Native => native::end_bound_bits(self.model, like),
+        }
+    }
+
+    /// [`Codec::entity_position_slack`] with this model.
+    pub fn entity_position_slack<T: Fields>(self, like: &T, number: u32, removed: bool) -> u32 {
+        match self.codec {
+            Codec::Q3 => 0,
+            Codec::Native if removed => native::number_bound_bits(self.model, like, number),
+            Codec::Native => native::number_bound_bits(self.model, like, number)
+                .saturating_sub(native::number_bits(self.model, like, None, number)),
+        }
+    }
+
+    /// [`Codec::entity_bits_depend_on_list`].
+    pub fn entity_bits_depend_on_list(self) -> bool {
+        self.codec.entity_bits_depend_on_list()
+    }
+
+    /// [`Codec::spawn_reads_anchor`] with this model.
+    pub fn spawn_reads_anchor<T: Fields>(self, base: &T) -> bool {
+        match self.codec {
+            Codec::Q3 => false,
+            Codec::Native => native::spawn_reads_anchor(self.model, base),
+        }
+    }
+
+    /// [`Codec::read_entity_number`] with this model.
+    pub fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
+        self,
+        source: &mut S,
+        last: Option<u32>,
+        limit: u32,
+        like: &T,
+        held: &dyn HeldNumbers,
+    ) -> Result<Option<EntityHeader>, BitError> {
         let position = source.bits_read();
-        let header = match self {
+        let header = match self.codec {
             Codec::Q3 => q3::read_entity_number(source)?.map(|number| EntityHeader {
                 number,
                 removed: None,
             }),
-            Codec::Native => native::read_entity_number(source, last, like, held)?
+            Codec::Native => native::read_entity_number(self.model, source, last, like, held)?
                 .map(|(number, removed)| EntityHeader { number, removed }),
         };
         let Some(header) = header else {
@@ -356,20 +507,7 @@ impl Codec {
         Ok(Some(header))
     }
 
-    /// Reads the body of the entity whose `header` was just read. `out`
-    /// must start equal to the baseline chosen for it; on
-    /// [`EntityBody::Changed`] it holds the new state, on
-    /// [`EntityBody::Unchanged`] it is untouched.
-    pub fn read_entity_body<T: Fields, S: BitSource + ?Sized>(
-        self,
-        source: &mut S,
-        header: EntityHeader,
-        out: &mut T,
-    ) -> Result<EntityBody, BitError> {
-        self.read_entity_body_in(&DeltaContext::default(), source, header, out)
-    }
-
-    /// [`Codec::read_entity_body`] with a [`DeltaContext`].
+    /// [`Codec::read_entity_body_in`] with this model.
     pub fn read_entity_body_in<T: Fields, S: BitSource + ?Sized>(
         self,
         context: &DeltaContext,
@@ -377,11 +515,16 @@ impl Codec {
         header: EntityHeader,
         out: &mut T,
     ) -> Result<EntityBody, BitError> {
-        match self {
+        match self.codec {
             Codec::Q3 => q3::read_entity_body(source, out),
-            Codec::Native => {
-                native::read_entity_body(source, header.number, header.removed, out, context)
-            }
+            Codec::Native => native::read_entity_body(
+                self.model,
+                source,
+                header.number,
+                header.removed,
+                out,
+                context,
+            ),
         }
     }
 }

@@ -453,8 +453,8 @@ fn predictor_of<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> Option
 /// [`Codec::spawn_reads_anchor`](super::Codec::spawn_reads_anchor)): a
 /// Quake 3 float holding an axis of a position is zero there, the case
 /// [`reference_of`] codes against the anchor.
-pub(super) fn spawn_reads_anchor<T: Fields>(base: &T) -> bool {
-    let Some(held) = HeldModel::of(base) else {
+pub(super) fn spawn_reads_anchor<T: Fields>(given: Option<&NativeModel>, base: &T) -> bool {
+    let Some(held) = HeldModel::of(given, base) else {
         return false;
     };
     let codings = held.get().field_codings();
@@ -601,19 +601,24 @@ impl SavedInputs {
     }
 }
 
-/// The native model of a value's type, held for the length of one delta or
-/// list entry: a `'static` borrow for a `net_struct!` type (no reference
-/// counting per delta), else a counted reference (a
-/// [`DynamicState`](crate::dynamic::DynamicState)'s layout), which is not a
+/// The native model a delta or list entry is coded with, held for its
+/// length: one the caller gives ([`super::ModelCodec`]), else the value
+/// type's — a `'static` borrow for a `net_struct!` type (no reference
+/// counting per delta), or a counted reference (a
+/// [`DynamicState`](crate::dynamic::DynamicState)'s layout). Neither is a
 /// borrow of the value, so a decoder may overwrite the value meanwhile.
-pub(super) enum HeldModel {
+pub(super) enum HeldModel<'m> {
+    Given(&'m NativeModel),
     Static(&'static NativeModel),
     Counted(std::sync::Arc<NativeModel>),
 }
 
-impl HeldModel {
-    /// The native model `value`'s type codes with, if any.
-    pub(super) fn of<T: Fields>(value: &T) -> Option<Self> {
+impl<'m> HeldModel<'m> {
+    /// `given`, or else the native model `value`'s type codes with, if any.
+    pub(super) fn of<T: Fields>(given: Option<&'m NativeModel>, value: &T) -> Option<Self> {
+        if let Some(model) = given {
+            return Some(HeldModel::Given(model));
+        }
         match value.static_model() {
             Some(model) => Some(HeldModel::Static(model)),
             None => value.native_model().map(HeldModel::Counted),
@@ -622,6 +627,7 @@ impl HeldModel {
 
     pub(super) fn get(&self) -> &NativeModel {
         match self {
+            HeldModel::Given(model) => model,
             HeldModel::Static(model) => model,
             HeldModel::Counted(model) => model,
         }
@@ -1040,6 +1046,7 @@ fn visit_model_symbols<T: Fields>(
 
 /// Writes the changed-field set, then each changed field's value.
 pub(super) fn write_fields<T: Fields, S: BitSink + ?Sized>(
+    given: Option<&NativeModel>,
     sink: &mut S,
     base: &T,
     new: &T,
@@ -1049,7 +1056,7 @@ pub(super) fn write_fields<T: Fields, S: BitSink + ?Sized>(
     let mut words = WordPair::new();
     let (_, unpacked) =
         new.changed_fields_and_words(base, &mut set, &mut words.new, &mut words.base);
-    let held = HeldModel::of(new);
+    let held = HeldModel::of(given, new);
     let model = held.as_ref().map(HeldModel::get);
     write_changed_fields(
         sink,
@@ -1162,13 +1169,14 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
 /// Reads what [`write_fields`] wrote into `out` (which holds the baseline)
 /// and returns how many fields changed.
 pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
+    given: Option<&NativeModel>,
     source: &mut S,
     out: &mut T,
     context: &DeltaContext,
 ) -> Result<usize, BitError> {
     // A `'static` model or an `Arc`, not a borrow of `out`, which the
     // loop below mutates.
-    let held = HeldModel::of(out);
+    let held = HeldModel::of(given, out);
     let model = Model::of(held.as_ref().map(HeldModel::get));
     let fields = out.field_count();
     let mut set: FieldSet = [0; MAX_FIELDS.div_ceil(64)];
@@ -1482,6 +1490,7 @@ fn put_number<S: BitSink + ?Sized>(
 /// Writes one entity: its number and removed flag (see [`put_number`])
 /// and, for a present entity, its changed fields.
 pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
+    given: Option<&NativeModel>,
     sink: &mut S,
     last: Option<u32>,
     number: u32,
@@ -1501,7 +1510,7 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
         }
         unpacked = have_words;
     }
-    let numbers = HeldModel::of(update.state());
+    let numbers = HeldModel::of(given, update.state());
     let model = numbers.as_ref().map(HeldModel::get);
     match update {
         EntityUpdate::Removed { held, .. } => put_number(sink, model, last, number, Some(held.0))?,
@@ -1517,11 +1526,12 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
 
 /// Ends an entity list whose last entry was `last`.
 pub(super) fn write_entities_end<T: Fields, S: BitSink + ?Sized>(
+    given: Option<&NativeModel>,
     sink: &mut S,
     last: Option<u32>,
     like: &T,
 ) -> Result<(), BitError> {
-    match HeldModel::of(like) {
+    match HeldModel::of(given, like) {
         Some(model) if last.is_some() => put_symbol(
             sink,
             Some(model.get()),
@@ -1534,9 +1544,14 @@ pub(super) fn write_entities_end<T: Fields, S: BitSink + ?Sized>(
 }
 
 /// Bits of a present entry's number as [`put_number`] writes it after `last`.
-pub(super) fn number_bits<T: Fields>(like: &T, last: Option<u32>, number: u32) -> u32 {
+pub(super) fn number_bits<T: Fields>(
+    given: Option<&NativeModel>,
+    like: &T,
+    last: Option<u32>,
+    number: u32,
+) -> u32 {
     let gap = number - last.map_or(0, |last| last + 1);
-    match HeldModel::of(like) {
+    match HeldModel::of(given, like) {
         Some(model) => {
             model
                 .get()
@@ -1550,8 +1565,12 @@ pub(super) fn number_bits<T: Fields>(like: &T, last: Option<u32>, number: u32) -
 }
 
 /// The most bits an entry's number can take, wherever it stands in a list.
-pub(super) fn number_bound_bits<T: Fields>(like: &T, number: u32) -> u32 {
-    match HeldModel::of(like) {
+pub(super) fn number_bound_bits<T: Fields>(
+    given: Option<&NativeModel>,
+    like: &T,
+    number: u32,
+) -> u32 {
+    match HeldModel::of(given, like) {
         // The gap is at most the number itself.
         Some(model) => {
             1 + model.get().longest_number_code() + (32 - number.leading_zeros()).saturating_sub(1)
@@ -1561,8 +1580,8 @@ pub(super) fn number_bound_bits<T: Fields>(like: &T, number: u32) -> u32 {
 }
 
 /// The most bits the end of a list can take, whatever its last entry.
-pub(super) fn end_bound_bits<T: Fields>(like: &T) -> u32 {
-    match HeldModel::of(like) {
+pub(super) fn end_bound_bits<T: Fields>(given: Option<&NativeModel>, like: &T) -> u32 {
+    match HeldModel::of(given, like) {
         // An empty list's end is one bit.
         Some(model) => model.get().longest_number_end().max(1),
         None => 1,
@@ -1572,6 +1591,7 @@ pub(super) fn end_bound_bits<T: Fields>(like: &T) -> u32 {
 /// Reads an entry's number and, with a model, its removed flag (without
 /// one the flag follows in the body); `None` at the end of the list.
 pub(super) fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
+    given: Option<&NativeModel>,
     source: &mut S,
     last: Option<u32>,
     like: &T,
@@ -1579,7 +1599,7 @@ pub(super) fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
 ) -> Result<Option<(u32, Option<bool>)>, BitError> {
     let first_candidate = last.map_or(0, |last| last.saturating_add(1));
     let position = source.bits_read();
-    let (gap, removed) = match HeldModel::of(like) {
+    let (gap, removed) = match HeldModel::of(given, like) {
         Some(model) => {
             if last.is_none() && !source.get_bit()? {
                 return Ok(None);
@@ -1634,6 +1654,7 @@ pub(super) fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
 /// Reads an entity body after its number; `removed` is the flag the number
 /// carried, if it did.
 pub(super) fn read_entity_body<T: Fields, S: BitSource + ?Sized>(
+    given: Option<&NativeModel>,
     source: &mut S,
     number: u32,
     removed: Option<bool>,
@@ -1647,7 +1668,7 @@ pub(super) fn read_entity_body<T: Fields, S: BitSource + ?Sized>(
     let body = if removed {
         EntityBody::Removed
     } else {
-        match read_fields(source, out, context)? {
+        match read_fields(given, source, out, context)? {
             0 => EntityBody::Unchanged,
             _ => EntityBody::Changed,
         }

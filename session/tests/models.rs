@@ -1,0 +1,65 @@
+//! Sessions coding snapshots with given native models: clients given the
+//! server's models play exactly, and a client given other models is
+//! refused at connect with a reason, never fed snapshots it would decode
+//! wrong.
+
+mod support;
+
+use std::sync::Arc;
+
+use fields::model::{ModelTrainer, NativeModel};
+use fields::{DeltaContext, NetFields};
+use netq3_session::{ClientConfig, DisconnectReason, Models};
+use support::{link, Mark, Me, Sim};
+
+/// A model of `T` trained on the deltas `pairs` gives.
+fn trained<T: NetFields>(pairs: impl Iterator<Item = (T, T)>) -> Arc<NativeModel> {
+    let schema = T::TABLE.schema();
+    let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len());
+    for (base, new) in pairs {
+        trainer.observe(&base, &new, &DeltaContext::default());
+    }
+    Arc::new(NativeModel::for_table(trainer.finish(), &T::TABLE).unwrap())
+}
+
+fn models() -> Models {
+    let mark = |x: i32| Mark {
+        map: 1,
+        x,
+        owner: (x % 7) as u8,
+    };
+    let me = |c: u32| Me {
+        command: c,
+        x: c as i32 * 3,
+        map: 1,
+    };
+    Models::new(
+        trained((1..200).map(|x| (mark(x - 1), mark(x)))),
+        trained((1..200).map(|c| (me(c - 1), me(c)))),
+    )
+}
+
+#[test]
+fn clients_with_the_servers_models_play_and_others_are_told_why() {
+    let mut sim = Sim::new(11, link(0.0, 10, 0, 0.0, 0.0));
+    sim.stop_server(false);
+    sim.server_config.models = models();
+    sim.start_server();
+    let mut given = ClientConfig::named("given");
+    given.models = models();
+    sim.add_bot_with(given, link(0.05, 10, 0, 0.0, 0.0), 0);
+    sim.add_bot_with(ClientConfig::named("plain"), link(0.0, 10, 0, 0.0, 0.0), 1);
+    sim.run_ms(4_000);
+
+    let bot = &sim.bots[0];
+    assert_eq!(sim.reason(0), None, "the client with the server's models");
+    assert_eq!(bot.divergent, 0);
+    assert!(bot.compared > 20, "compared {}", bot.compared);
+    assert_eq!(bot.client.stats().checksum_mismatches, 0);
+    assert!(bot.client.stats().checksums_matched > 0);
+
+    let reason = sim
+        .reason(1)
+        .expect("the client with the types' models is refused");
+    assert_eq!(reason, DisconnectReason::SchemaMismatch);
+}
