@@ -17,7 +17,7 @@ use std::sync::Arc;
 use fields::{Codec, Fields};
 use snapshot::framing::Framing;
 use snapshot::replay::{Recorded, Replay};
-use snapshot::{Client, Compact, Server, ServerConfig, UpdateKind};
+use snapshot::{Client, Compact, Models, Server, ServerConfig, UpdateKind};
 
 use crate::encode::Breakdown;
 use crate::encode::Encoder;
@@ -48,6 +48,8 @@ pub struct EngineRecording {
     pub gamestate: Vec<u8>,
     /// The framing the messages are in.
     pub framing: Arc<dyn Framing>,
+    /// The native models they are coded with.
+    pub models: Models,
     /// The snapshot messages, in order.
     pub messages: Vec<EngineMessage>,
 }
@@ -58,6 +60,9 @@ impl EngineRecording {
     pub fn reader<E: Fields, P: Fields>(&self, zeros: &Zeros<E, P>) -> Result<Client<E, P>, Error> {
         let mut client = Client::with_prototypes(zeros.entity.clone(), zeros.player.clone());
         client.set_framing(Arc::clone(&self.framing));
+        client
+            .set_models(self.models.clone())
+            .map_err(|error| Error::Engine(format!("the models do not fit: {error}")))?;
         client
             .read_message(&self.gamestate)
             .map_err(|error| Error::Engine(format!("the gamestate does not decode: {error}")))?;
@@ -110,6 +115,8 @@ pub struct EngineEncoder<E, P> {
     framing: Arc<dyn Framing>,
     /// The server's entity limit (`None`: the codec's default).
     entity_limit: Option<u32>,
+    /// The native models the server and reader code with.
+    models: Models,
     streams: HashMap<usize, Stream<E, P>>,
     /// Snapshots the engine sent from another base than the recording's.
     rebased: u64,
@@ -141,12 +148,20 @@ impl<E, P> EngineEncoder<E, P> {
             codec,
             framing,
             entity_limit: None,
+            models: Models::of_types(),
             streams: HashMap::new(),
             rebased: 0,
             verify: true,
             recordings: None,
             recording_of: HashMap::new(),
         }
+    }
+
+    /// The same encoder with servers and readers coding with `models`
+    /// instead of the types' own ([`snapshot::Server::set_models`]).
+    pub fn with_models(mut self, models: Models) -> Self {
+        self.models = models;
+        self
     }
 
     /// The same encoder keeping every message it writes
@@ -252,6 +267,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> EngineEncoder<E, P> {
         let mut server =
             Server::with_prototypes(config, zeros.entity.clone(), zeros.player.clone())?;
         server.set_framing(Arc::clone(&self.framing))?;
+        server.set_models(self.models.clone())?;
         let limit = server.config().max_entities;
         let mut result = Ok(());
         step.baselines.each(&mut |number, state| {
@@ -320,6 +336,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> EngineEncoder<E, P> {
                 recordings.push(EngineRecording {
                     gamestate,
                     framing: Arc::clone(&self.framing),
+                    models: self.models.clone(),
                     messages: Vec::new(),
                 });
             }

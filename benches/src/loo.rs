@@ -17,7 +17,8 @@ use fields::NetFields;
 use q3::model::training_paths;
 use q3::{EntityState, PlayerState};
 
-use crate::models::{build_model, EngineModelEncoder, ModelEncoder};
+use crate::engine::EngineEncoder;
+use crate::models::{build_model, engine_with_models, ModelEncoder};
 use crate::Error;
 
 /// Models for Quake 3's two structs, and what they were trained on.
@@ -80,8 +81,8 @@ pub fn q3_model_encoder(
 pub fn q3_engine_encoder(
     name: &str,
     models: &TrainedModels,
-) -> Result<EngineModelEncoder<EntityState, PlayerState>, Error> {
-    EngineModelEncoder::new(
+) -> Result<EngineEncoder<EntityState, PlayerState>, Error> {
+    engine_with_models(
         name,
         Arc::clone(&models.entity),
         &EntityState::TABLE.schema(),

@@ -17,7 +17,7 @@ use crate::adapt::{MessageAdaptation, StreamAdaptation};
 use crate::deltas::visit_deltas;
 use crate::encode::Breakdown;
 use crate::encode::{Encoder, MAX_MESSAGE_BYTES};
-use crate::engine::{baselines_key, EngineEncoder, EngineRecording, Frame};
+use crate::engine::EngineEncoder;
 use crate::message::MessageFormat;
 use crate::state::{merge, Baselines, Change, SpawnList, State, Step, Zeros};
 use crate::workload::Workload;
@@ -32,22 +32,11 @@ pub struct Retrained<T> {
 }
 
 impl<T> Retrained<T> {
-    /// `value`, coded with `model`.
-    pub fn new(value: T, model: &Arc<NativeModel>) -> Self {
-        Self::with(value, model)
-    }
-
     fn with(value: T, model: &Arc<NativeModel>) -> Self {
         Retrained {
             value,
             model: Arc::clone(model),
         }
-    }
-}
-
-impl<T: PartialEq> PartialEq for Retrained<T> {
-    fn eq(&self, other: &Self) -> bool {
-        self.value == other.value
     }
 }
 
@@ -101,105 +90,24 @@ pub fn build_model(data: ModelData) -> Result<Arc<NativeModel>, Error> {
         .map_err(|e| Error::Model(e.to_string()))
 }
 
-/// The engine's native messages with given models: every step's snapshot
-/// is sent by a [`snapshot::Server`] whose values code with `entity` and
-/// `player` (through [`Retrained`]) and read back by a
-/// [`snapshot::Client`] with the same models, exactly as
-/// [`EngineEncoder::native`] sends them with the types' own models.
-pub struct EngineModelEncoder<E, P> {
-    engine: EngineEncoder<Retrained<E>, Retrained<P>>,
+/// The engine's native messages with given models: a
+/// [`snapshot::Server`] and [`snapshot::Client`] coding entities with
+/// `entity` and player states with `player` ([`snapshot::Models`]) instead
+/// of the types' own, named `name`; each model must have been trained on
+/// its schema.
+pub fn engine_with_models<E, P>(
+    name: &str,
     entity: Arc<NativeModel>,
+    entity_schema: &Schema,
     player: Arc<NativeModel>,
-    /// The step's spawn baselines with the entity model, and which
-    /// baselines they were made from (rewrapped when they change). Boxed:
-    /// the engine tells baselines apart by address.
-    spawn: Option<(usize, Box<SpawnList<Retrained<E>>>)>,
-}
-
-impl<E, P> std::fmt::Debug for EngineModelEncoder<E, P> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EngineModelEncoder")
-            .field("engine", &self.engine)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<E, P> EngineModelEncoder<E, P> {
-    /// An encoder named `name`; each model must have been trained on its
-    /// schema.
-    pub fn new(
-        name: &str,
-        entity: Arc<NativeModel>,
-        entity_schema: &Schema,
-        player: Arc<NativeModel>,
-        player_schema: &Schema,
-    ) -> Result<Self, Error> {
-        check_model(&entity, entity_schema)?;
-        check_model(&player, player_schema)?;
-        Ok(EngineModelEncoder {
-            engine: EngineEncoder::new(name, fields::Codec::Native, Arc::new(snapshot::Compact)),
-            entity,
-            player,
-            spawn: None,
-        })
-    }
-
-    /// The same encoder keeping every message it writes (see
-    /// [`EngineEncoder::recording`]).
-    pub fn recording(mut self) -> Self {
-        self.engine = self.engine.recording();
-        self
-    }
-
-    /// The messages written so far (see [`EngineEncoder::take_recordings`]).
-    pub fn take_recordings(&mut self) -> Vec<EngineRecording> {
-        self.engine.take_recordings()
-    }
-
-    /// The models, entity then player.
-    pub fn models(&self) -> (&Arc<NativeModel>, &Arc<NativeModel>) {
-        (&self.entity, &self.player)
-    }
-}
-
-impl<E: Fields + PartialEq, P: Fields + PartialEq> Encoder<E, P> for EngineModelEncoder<E, P> {
-    fn name(&self) -> &str {
-        Encoder::<Retrained<E>, Retrained<P>>::name(&self.engine)
-    }
-
-    fn encode(
-        &mut self,
-        step: &Step<'_, E, P>,
-        zeros: &Zeros<E, P>,
-        breakdown: &mut Breakdown,
-    ) -> Result<usize, Error> {
-        let key = baselines_key(step.baselines);
-        if self.spawn.as_ref().is_none_or(|(k, _)| *k != key) {
-            let mut list = Vec::new();
-            step.baselines.each(&mut |number, state| {
-                list.push((number, Retrained::with(state.clone(), &self.entity)));
-            });
-            self.spawn = Some((key, Box::new(SpawnList(list))));
-        }
-        let Some((_, spawn)) = &self.spawn else {
-            unreachable!("set above")
-        };
-        let snapshot = wrap(step.snapshot, &self.entity, &self.player);
-        let wrapped_zeros = Zeros {
-            entity: Retrained::with(zeros.entity.clone(), &self.entity),
-            player: Retrained::with(zeros.player.clone(), &self.player),
-        };
-        let frame = Frame {
-            stream: step.stream,
-            baselines_key: key,
-            baselines: &**spawn,
-            frame_ms: step.frame_ms,
-            base_time: step.base.map(|base| base.server_time),
-            delta_num: step.delta_num,
-            snapshot: &snapshot,
-        };
-        self.engine.send(&frame, &wrapped_zeros, breakdown)
-    }
+    player_schema: &Schema,
+) -> Result<EngineEncoder<E, P>, Error> {
+    check_model(&entity, entity_schema)?;
+    check_model(&player, player_schema)?;
+    Ok(
+        EngineEncoder::new(name, fields::Codec::Native, Arc::new(snapshot::Compact))
+            .with_models(snapshot::Models::new(entity, player)),
+    )
 }
 
 /// The native format coding entities and player states with given models,

@@ -451,10 +451,9 @@ fn engine_bytes_with_models(
     entity: &Arc<fields::model::NativeModel>,
     player: &Arc<fields::model::NativeModel>,
 ) -> (u64, usize) {
-    use benches::models::Retrained;
-    use q3::{Command, Dm68Decoder, EntityState, PlayerState};
+    use q3::{Command, Dm68Decoder};
     use snapshot::replay::{Recorded, Replay};
-    use snapshot::{Compact, Server, ServerConfig};
+    use snapshot::{Compact, Models, Server, ServerConfig};
     let snapshots = || {
         Dm68Decoder::new(data)
             .unwrap()
@@ -477,30 +476,20 @@ fn engine_bytes_with_models(
                 checksum_interval: 0,
                 ..ServerConfig::for_codec(fields::Codec::Native)
             };
-            let mut server = Server::with_prototypes(
-                config,
-                Retrained::new(EntityState::default(), entity),
-                Retrained::new(PlayerState::default(), player),
-            )
-            .unwrap();
+            let mut server = Server::new(config).unwrap();
             server.set_framing(Arc::new(Compact)).unwrap();
+            server
+                .set_models(Models::new(Arc::clone(entity), Arc::clone(player)))
+                .unwrap();
             for (number, state) in snap.baselines.non_zero() {
                 if number < server.config().max_entities {
-                    server
-                        .set_baseline(number, Some(Retrained::new(*state, entity)))
-                        .unwrap();
+                    server.set_baseline(number, Some(*state)).unwrap();
                 }
             }
             replay = Some(Replay::new(server, frame).unwrap());
             baselines = Some(Arc::clone(&snap.baselines));
         }
         let shot = &snap.snapshot;
-        let entities: Vec<_> = shot
-            .entities
-            .iter()
-            .map(|(n, e)| (*n, Retrained::new(*e, entity)))
-            .collect();
-        let ps = Retrained::new(shot.ps, player);
         let sent = replay
             .as_mut()
             .unwrap()
@@ -510,8 +499,8 @@ fn engine_bytes_with_models(
                 server_time: shot.server_time as u32,
                 flags: shot.snap_flags,
                 area_mask: &shot.areamask,
-                player: &ps,
-                entities: &entities,
+                player: &shot.ps,
+                entities: &shot.entities,
             })
             .unwrap();
         assert!(sent.same_base);
@@ -553,12 +542,12 @@ fn the_reports_sizes_with_other_models_are_the_bytes_the_snapshot_server_emitted
 
 #[test]
 fn the_stress_cases_trained_sizes_are_the_bytes_the_snapshot_server_emitted() {
-    use benches::models::{build_model, train_on, Retrained};
+    use benches::models::{build_model, train_on};
     use benches::workload::stress::{StressEntity, StressPlayer, STRESS_FRAME_MS};
     use fields::model::ModelTrainer;
     use fields::NetFields;
     use snapshot::replay::{Recorded, Replay};
-    use snapshot::{Compact, Server, ServerConfig};
+    use snapshot::{Compact, Models, Server, ServerConfig};
     let frames = 3;
     let report = measure(&mut Stress::new(frames)).unwrap();
     // The models the workload trains for `native_trained`, trained again.
@@ -577,14 +566,9 @@ fn the_stress_cases_trained_sizes_are_the_bytes_the_snapshot_server_emitted() {
         checksum_interval: 0,
         ..ServerConfig::for_codec(fields::Codec::Native)
     };
-    let server = Server::with_prototypes(
-        config,
-        Retrained::new(StressEntity::default(), &entity),
-        Retrained::new(StressPlayer::default(), &player),
-    )
-    .unwrap();
-    let mut server = server;
+    let mut server: Server<StressEntity, StressPlayer> = Server::new(config).unwrap();
     server.set_framing(Arc::new(Compact)).unwrap();
+    server.set_models(Models::new(entity, player)).unwrap();
     let mut replay = Replay::new(server, STRESS_FRAME_MS as u32).unwrap();
     let mut bytes = 0u64;
     let mut sequence = 0u32;
@@ -593,12 +577,6 @@ fn the_stress_cases_trained_sizes_are_the_bytes_the_snapshot_server_emitted() {
             // Every snapshot is a delta from the one before.
             sequence += 1;
             let shot = &step.snapshot;
-            let entities: Vec<_> = shot
-                .entities
-                .iter()
-                .map(|(n, e)| (*n, Retrained::new(*e, &entity)))
-                .collect();
-            let ps = Retrained::new(shot.player, &player);
             let sent = replay
                 .send(&Recorded {
                     sequence,
@@ -606,8 +584,8 @@ fn the_stress_cases_trained_sizes_are_the_bytes_the_snapshot_server_emitted() {
                     server_time: shot.server_time as u32,
                     flags: shot.flags,
                     area_mask: &shot.areamask,
-                    player: &ps,
-                    entities: &entities,
+                    player: &shot.player,
+                    entities: &shot.entities,
                 })
                 .unwrap();
             bytes += sent.info.bits.div_ceil(8) as u64;

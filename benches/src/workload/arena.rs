@@ -25,7 +25,7 @@ use serde::{Serialize, Serializer};
 use snapshot::ClientId;
 
 use super::{ExtraEncoders, RunEnd, TargetSet, Visit, Workload};
-use crate::models::{build_model, train_on, EngineModelEncoder};
+use crate::models::{build_model, engine_with_models, train_on};
 use crate::state::{Delivery, SpawnList, State, Step, Zeros};
 use crate::Error;
 
@@ -188,7 +188,7 @@ impl Workload for Arena {
         // The arena's own trainers: its predictors and pattern keys.
         let (entity, player) = arena::model::trainers();
         let (entity, player) = train_on(&mut training, entity, player)?;
-        let encoder = EngineModelEncoder::new(
+        let encoder = engine_with_models(
             "native_trained",
             build_model(entity)?,
             &EntityState::TABLE.schema(),

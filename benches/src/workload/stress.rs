@@ -18,7 +18,7 @@ use fields::{array, net_struct, q3_float, signed, unsigned, NetFields};
 use serde::Serialize;
 
 use super::{ExtraEncoders, RunEnd, Visit, Workload};
-use crate::models::{build_model, train_on, EngineModelEncoder};
+use crate::models::{build_model, engine_with_models, train_on};
 use crate::state::{Delivery, NoBaselines, State, Step, Zeros};
 use crate::world::{integrate, short_angle, Rng, SimEntity, SimPlayer, World};
 use crate::Error;
@@ -213,7 +213,7 @@ impl Workload for Stress {
             table(&StressEntity::TABLE),
             table(&StressPlayer::TABLE),
         )?;
-        let encoder = EngineModelEncoder::new(
+        let encoder = engine_with_models(
             "native_trained",
             build_model(entity)?,
             &StressEntity::TABLE.schema(),
