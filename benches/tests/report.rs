@@ -231,6 +231,7 @@ fn adapting_pair(
     let policy = AdaptPolicy {
         chain_length,
         weight: 4096,
+        lead: 0,
     };
     let encoder = q3_model_encoder("adapting", models)
         .unwrap()
@@ -352,6 +353,7 @@ fn range_coded_messages_decode_back_and_are_smaller() {
     let policy = AdaptPolicy {
         chain_length: 8,
         weight: 4096,
+        lead: 0,
     };
     let mut huffman = q3_model_encoder("huffman", &committed)
         .unwrap()

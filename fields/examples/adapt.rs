@@ -56,6 +56,7 @@ fn main() -> Result<(), netq3_fields::BitError> {
     let policy = AdaptPolicy {
         chain_length: 16,
         weight: 64,
+        lead: 0,
     };
     // Each message deltas from the one before, so one chain runs through
     // the whole stream: a rebuild every 16 messages.

@@ -19,6 +19,14 @@
 //!   counts plus the chain's symbols, each worth [`AdaptPolicy::weight`]
 //!   training symbols ([`Adaptation::for_next`]), and starts a new chain.
 //!
+//! * With [`AdaptPolicy::lead`], the rebuild starts earlier, on a
+//!   background thread: when a chain is `lead` messages short of its
+//!   length, from the chain as it stands then. Every state after it in
+//!   the chain shares that rebuild, and the next chain starts with it. Both
+//!   ends start it from the same state, so it holds the same symbols
+//!   whenever it finishes; a message only waits for it if it is still not
+//!   done `lead` messages later ([`Adaptation::would_wait`]).
+//!
 //! A client decodes a message only from a base it holds, and it holds
 //! that base's adaptation because it decoded every message of the chain;
 //! the server codes from a base the client acknowledged. So the two ends
@@ -26,7 +34,7 @@
 //! nothing about the models is ever sent. A full snapshot (no base)
 //! starts again from the trained model.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use crate::codec::{DeltaContext, HeldNumbers};
 use crate::error::BitError;
@@ -45,6 +53,12 @@ pub struct AdaptPolicy {
     /// training data. Trained counts come from many games, so a symbol of
     /// the game being coded is worth far more than one of them.
     pub weight: u32,
+    /// Messages before a chain's end at which its rebuild starts, on a
+    /// background thread, from the chain as it stands then (see the
+    /// [module docs](self)); 0: at the chain's end, on the thread that
+    /// needs it. An engine that must never stall a frame on a rebuild sets
+    /// it to more messages than a rebuild takes to finish.
+    pub lead: u32,
 }
 
 impl AdaptPolicy {
@@ -60,10 +74,25 @@ impl AdaptPolicy {
     pub const DEFAULT: AdaptPolicy = AdaptPolicy {
         chain_length: 128,
         weight: 4096,
+        lead: 0,
+    };
+
+    /// What a live engine uses: [`AdaptPolicy::DEFAULT`]'s chains and
+    /// weight, with the rebuild started 16 messages (0.8 s at 20 Hz)
+    /// before the chain's end on a background thread, so no frame waits
+    /// for it.
+    pub const LIVE: AdaptPolicy = AdaptPolicy {
+        lead: 16,
+        ..Self::DEFAULT
     };
 
     fn chain(&self) -> u32 {
         self.chain_length.clamp(1, Self::MAX_CHAIN)
+    }
+
+    /// The chain length at which an early rebuild starts (`None`: no lead).
+    fn early_start(&self) -> Option<u32> {
+        (self.lead > 0).then(|| self.chain().saturating_sub(self.lead).max(1))
     }
 }
 
@@ -135,6 +164,17 @@ impl SymbolTally {
         visit_entity_list(entries, held, &mut |c, s| symbols.push((c, s)));
     }
 
+    /// The tallied symbols, in order.
+    pub fn symbols(&self) -> &[(Context, u8)] {
+        &self.symbols
+    }
+
+    /// Tallies `symbols` (from another tally's [`SymbolTally::symbols`]):
+    /// a cached part of a message, tallied when it was first coded.
+    pub fn extend_from(&mut self, symbols: &[(Context, u8)]) {
+        self.symbols.extend_from_slice(symbols);
+    }
+
     /// The bits `model`'s codes spend on the tallied symbols (without the
     /// raw bits below them): what a model change saves on them.
     pub fn price(&self, model: &NativeModel) -> u64 {
@@ -166,6 +206,72 @@ pub struct Adaptation {
     /// The model rebuilt from this chain, once a message needed it: every
     /// message sent from the same base shares it.
     rebuilt: Arc<OnceLock<Arc<NativeModel>>>,
+    /// The policy of the chain's messages (set by [`Adaptation::for_next`]).
+    policy: Option<AdaptPolicy>,
+    /// The rebuild started early from a prefix of the chain
+    /// ([`AdaptPolicy::lead`]), shared by every state after it.
+    early: Option<Arc<EarlyRebuild>>,
+}
+
+/// A rebuild running on a background thread.
+struct EarlyRebuild {
+    result: Mutex<Option<Result<Arc<NativeModel>, BitError>>>,
+    done: Condvar,
+}
+
+impl std::fmt::Debug for EarlyRebuild {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EarlyRebuild")
+            .field("ready", &self.is_ready())
+            .finish()
+    }
+}
+
+impl EarlyRebuild {
+    /// Starts rebuilding `model` with the symbols of `chain`.
+    fn start(model: Arc<NativeModel>, chain: Option<Arc<Link>>, weight: u32) -> Arc<Self> {
+        let job = Arc::new(EarlyRebuild {
+            result: Mutex::new(None),
+            done: Condvar::new(),
+        });
+        let worker = Arc::clone(&job);
+        let inputs = (Arc::clone(&model), chain.clone());
+        let spawned = std::thread::Builder::new()
+            .name("netq3-model-rebuild".into())
+            .spawn(move || {
+                let (model, chain) = inputs;
+                worker.finish(rebuild(&model, chain.as_deref(), weight));
+            });
+        if spawned.is_err() {
+            // No thread to be had: rebuild here (the same result, later).
+            job.finish(rebuild(&model, chain.as_deref(), weight));
+        }
+        job
+    }
+
+    fn finish(&self, result: Result<NativeModel, BitError>) {
+        let mut slot = self.result.lock().unwrap_or_else(|e| e.into_inner());
+        *slot = Some(result.map(Arc::new));
+        self.done.notify_all();
+    }
+
+    fn is_ready(&self) -> bool {
+        self.result
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// The rebuilt model, waiting for it if it is not done.
+    fn wait(&self) -> Result<Arc<NativeModel>, BitError> {
+        let mut slot = self.result.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(result) = slot.as_ref() {
+                return result.clone();
+            }
+            slot = self.done.wait(slot).unwrap_or_else(|e| e.into_inner());
+        }
+    }
 }
 
 impl Adaptation {
@@ -177,7 +283,20 @@ impl Adaptation {
             chain: None,
             length: 0,
             rebuilt: Arc::default(),
+            policy: None,
+            early: None,
         }
+    }
+
+    /// Whether [`Adaptation::for_next`] under `policy` would have to wait
+    /// for a rebuild: the chain is due and its rebuild is not done (an
+    /// early one still running, or none started).
+    pub fn would_wait(&self, policy: &AdaptPolicy) -> bool {
+        self.length >= policy.chain()
+            && match &self.early {
+                Some(early) => !early.is_ready(),
+                None => self.rebuilt.get().is_none(),
+            }
     }
 
     /// The model a message coded with this adaptation uses.
@@ -196,50 +315,74 @@ impl Adaptation {
     /// the rebuilt counts make no model (they cannot, from a valid one).
     pub fn for_next(&self, policy: &AdaptPolicy) -> Result<Adaptation, BitError> {
         if self.length < policy.chain() {
-            return Ok(self.clone());
+            return Ok(Adaptation {
+                policy: Some(*policy),
+                ..self.clone()
+            });
         }
-        let model = match self.rebuilt.get() {
-            Some(model) => Arc::clone(model),
-            None => {
-                let model = Arc::new(self.rebuild(policy.weight)?);
+        let model = match (&self.early, self.rebuilt.get()) {
+            (Some(early), _) => early.wait()?,
+            (None, Some(model)) => Arc::clone(model),
+            (None, None) => {
+                let model = Arc::new(rebuild(&self.model, self.chain.as_deref(), policy.weight)?);
                 Arc::clone(self.rebuilt.get_or_init(|| model))
             }
         };
-        Ok(Adaptation::new(model))
+        Ok(Adaptation {
+            policy: Some(*policy),
+            ..Adaptation::new(model)
+        })
     }
 
     /// The adaptation of a state reached by a message coded with this one
     /// (from [`Adaptation::for_next`]), whose symbols `tally` holds.
+    /// With a policy that has a [`AdaptPolicy::lead`], the state that
+    /// reaches the chain length where the early rebuild starts starts it.
     pub fn after(&self, tally: &SymbolTally) -> Adaptation {
+        let chain = Some(Arc::new(Link {
+            parent: self.chain.clone(),
+            symbols: tally.symbols.clone().into_boxed_slice(),
+        }));
+        let length = self.length.saturating_add(1);
+        let early = match (&self.early, self.policy) {
+            (Some(early), _) => Some(Arc::clone(early)),
+            (None, Some(policy)) if policy.early_start() == Some(length) => Some(
+                EarlyRebuild::start(Arc::clone(&self.model), chain.clone(), policy.weight),
+            ),
+            _ => None,
+        };
         Adaptation {
             model: Arc::clone(&self.model),
-            chain: Some(Arc::new(Link {
-                parent: self.chain.clone(),
-                symbols: tally.symbols.clone().into_boxed_slice(),
-            })),
-            length: self.length.saturating_add(1),
+            chain,
+            length,
             rebuilt: Arc::default(),
+            policy: self.policy,
+            early,
         }
     }
+}
 
-    /// The model's counts plus the chain's symbols, `weight` each; only
-    /// the codes of the tables they touch are rebuilt.
-    fn rebuild(&self, weight: u32) -> Result<NativeModel, BitError> {
-        let mut data = self.model.data().clone();
-        let mut touched = Touched::none(&data);
-        let mut link = self.chain.as_deref();
-        while let Some(l) = link {
-            for &(context, symbol) in l.symbols.iter() {
-                data.add(context, symbol, weight);
-                touched.mark(&data, context);
-            }
-            link = l.parent.as_deref();
+/// `model`'s counts plus the symbols of `chain`, `weight` each; only the
+/// codes of the tables they touch are rebuilt.
+fn rebuild(
+    model: &NativeModel,
+    chain: Option<&Link>,
+    weight: u32,
+) -> Result<NativeModel, BitError> {
+    let mut data = model.data().clone();
+    let mut touched = Touched::none(&data);
+    let mut link = chain;
+    while let Some(l) = link {
+        for &(context, symbol) in l.symbols.iter() {
+            data.add(context, symbol, weight);
+            touched.mark(&data, context);
         }
-        for (kind, index) in halve_full_tables(&mut data) {
-            touched.mark_table(&data, kind, index);
-        }
-        self.model.with_counts(data, &touched)
+        link = l.parent.as_deref();
     }
+    for (kind, index) in halve_full_tables(&mut data) {
+        touched.mark_table(&data, kind, index);
+    }
+    model.with_counts(data, &touched)
 }
 
 /// Halves every table of `data` whose total is above
@@ -316,6 +459,7 @@ mod tests {
     const POLICY: AdaptPolicy = AdaptPolicy {
         chain_length: 4,
         weight: 16,
+        lead: 0,
     };
 
     #[test]
@@ -411,6 +555,43 @@ mod tests {
     }
 
     #[test]
+    fn an_early_rebuild_holds_the_chain_as_it_stood_when_it_started() {
+        let early = AdaptPolicy { lead: 2, ..POLICY };
+        let (mut early_state, mut late_state) =
+            (Adaptation::new(trained()), Adaptation::new(trained()));
+        for message in 0..4 {
+            // Every message of the early chain has symbols, but only the
+            // first two go into its rebuild, started at length 2; the
+            // synchronous chain gets the same two and two empty ones.
+            let coding = early_state.for_next(&early).unwrap();
+            early_state = coding.after(&tally_of(coding.model()));
+            let coding = late_state.for_next(&POLICY).unwrap();
+            let tally = if message < 2 {
+                tally_of(coding.model())
+            } else {
+                SymbolTally::new()
+            };
+            late_state = coding.after(&tally);
+        }
+        let rebuilt = early_state.for_next(&early).unwrap();
+        assert!(!early_state.would_wait(&early), "done once waited for");
+        assert_eq!(rebuilt.length(), 0, "a new chain");
+        let synchronous = late_state.for_next(&POLICY).unwrap();
+        assert_eq!(rebuilt.model().id(), synchronous.model().id());
+        assert_ne!(rebuilt.model().id(), trained().id());
+        // A synchronous rebuild of the early chain holds all four.
+        let all_four = early_state.for_next(&POLICY).unwrap();
+        assert_eq!(all_four.model().id(), rebuilt.model().id(), "shared");
+        let mut whole = Adaptation::new(trained());
+        for _ in 0..4 {
+            let coding = whole.for_next(&POLICY).unwrap();
+            whole = coding.after(&tally_of(coding.model()));
+        }
+        let whole = whole.for_next(&POLICY).unwrap();
+        assert_ne!(whole.model().id(), rebuilt.model().id());
+    }
+
+    #[test]
     fn full_tables_are_halved_below_the_limit() {
         let mut data = trained().data().clone();
         data.values[0][3] = u32::MAX;
@@ -430,6 +611,7 @@ mod tests {
         let policy = AdaptPolicy {
             chain_length: u32::MAX,
             weight: 1,
+            lead: 0,
         };
         let tally = SymbolTally::new();
         for _ in 0..200_000 {
