@@ -115,9 +115,9 @@ fn a_lockstep_host_and_two_bot_processes_end_at_an_agreed_turn_on_sigterm() {
     // Every participant stopped at the agreed turn, in the host's state.
     for (mut child, path) in bots {
         let status = wait(&mut child, Duration::from_secs(20));
-        assert!(status.success(), "arena bots: {status}");
         let bots = json(&path);
         let _ = std::fs::remove_file(&path);
+        assert!(status.success(), "arena bots: {status}: {bots}");
         assert_eq!(bots["ended_by"], "session", "{bots}");
         assert_eq!(bots["model"], "lockstep", "{bots}");
         let clients = bots["clients"].as_array().unwrap();

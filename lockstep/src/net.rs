@@ -82,6 +82,10 @@ pub struct Traffic {
     pub received: u64,
 }
 
+/// The disconnect code of a host closing a session whose every turn every
+/// remaining participant acknowledged (beyond netchan's own [`codes`]).
+pub const SESSION_DELIVERED: u8 = 16;
+
 /// A host on a netchan server endpoint.
 #[derive(Debug)]
 pub struct HostNode<T: Transport> {
@@ -129,12 +133,20 @@ impl<T: Transport> HostNode<T> {
     }
 
     /// Closes every connection, telling each participant the host shuts
-    /// down (after the last turn was delivered, a normal end). Keep pumping
-    /// for a moment so the notices go out.
+    /// down. Once every participant acknowledged every turn up to the
+    /// session's last ([`Host::all_delivered`]) the notice says so
+    /// ([`SESSION_DELIVERED`]): a participant whose copy of the last turn's
+    /// number was lost then still knows it holds the whole session. Keep
+    /// pumping for a moment so the notices go out.
     pub fn shutdown(&mut self) {
+        let code = if self.host.all_delivered() {
+            SESSION_DELIVERED
+        } else {
+            codes::SHUTDOWN
+        };
         let conns: Vec<ConnectionId> = self.driver.endpoint().connections().collect();
         for conn in conns {
-            self.driver.endpoint_mut().disconnect(conn, codes::SHUTDOWN);
+            self.driver.endpoint_mut().disconnect(conn, code);
         }
         self.by_conn.clear();
         self.by_participant.clear();
@@ -308,6 +320,18 @@ impl<T: Transport, S: Simulation> PeerNode<T, S> {
                     // An error stops the participant; it is kept there.
                     let _ = self.peer.handle_message(now, &data);
                     self.driver.endpoint_mut().recycle(data);
+                }
+                Event::Disconnected {
+                    reason: DisconnectReason::Peer(SESSION_DELIVERED),
+                    ..
+                } => {
+                    // The host closed after this participant acknowledged
+                    // every turn up to the last: what it holds is the whole
+                    // session, even if the last turn's number never arrived.
+                    self.conn = None;
+                    if !self.peer.conclude_delivered() {
+                        self.peer.stop(LockstepError::HostLost);
+                    }
                 }
                 Event::Disconnected { .. } if self.peer.has_every_turn() => {
                     // Every turn up to the session's last is here: the host

@@ -429,6 +429,19 @@ impl<S: Simulation> Peer<S> {
         Ok(())
     }
 
+    /// The host closed the session saying every participant acknowledged
+    /// every turn up to the last: the turns held are the whole session, so
+    /// the last of them is the last turn (if the host's announcement of it
+    /// was lost). A participant that already knows the last turn keeps it.
+    /// Returns whether the last turn is now known (false only if no turn
+    /// is held, which such a close cannot follow).
+    pub fn conclude_delivered(&mut self) -> bool {
+        if self.final_turn.is_none() {
+            self.final_turn = self.turns_below().checked_sub(1);
+        }
+        self.final_turn.is_some()
+    }
+
     /// Stops the participant (its connection to the host ended).
     pub fn stop(&mut self, error: LockstepError) {
         if self.stopped.is_none() {

@@ -149,3 +149,45 @@ fn a_participant_acknowledging_turns_never_sent_is_dropped() {
     assert!(host.handle_message(t0, 1, &lie.to_bytes()).is_err());
     assert_eq!(host.live().collect::<Vec<_>>(), vec![0]);
 }
+
+#[test]
+fn a_close_after_every_turn_was_acknowledged_ends_a_participant_that_missed_the_last_turns_number()
+{
+    let t0 = Instant::now();
+    let mut host = host();
+    let a = host.add_participant(t0).unwrap();
+    host.start(t0);
+    let mut peer: Peer<Units> = Peer::new(PeerConfig::default());
+    for (_, message) in from_host(&mut host, t0) {
+        peer.handle_message(t0, &message.bytes).unwrap();
+    }
+    assert_eq!(peer.poll(t0).map(|e| e.turn), Some(0));
+    // Its set for turn 1 acknowledges turn 0; turn 1 goes out and arrives.
+    for message in from_peer(&mut peer, t0) {
+        host.handle_message(t0, a, &message.bytes).unwrap();
+    }
+    for (_, message) in from_host(&mut host, t0) {
+        peer.handle_message(t0, &message.bytes).unwrap();
+    }
+    // Holding turn 1, it acknowledges it at once.
+    assert_eq!(peer.turns_below(), 2);
+    for message in from_peer(&mut peer, t0) {
+        host.handle_message(t0, a, &message.bytes).unwrap();
+    }
+    // The host ends after turn 1, which the participant already acknowledged:
+    // everything is delivered, but the message naming the last turn is lost.
+    host.end_after(1);
+    assert!(host.all_delivered());
+    let lost = from_host(&mut host, t0 + REPEAT);
+    assert!(!lost.is_empty(), "the end is announced");
+    assert_eq!(peer.final_turn(), None);
+    assert!(!peer.has_every_turn());
+    // The host's close says everything was delivered: the participant holds
+    // the whole session, and the last turn is the last it holds.
+    assert!(peer.conclude_delivered());
+    assert_eq!(peer.final_turn(), Some(1));
+    assert!(peer.has_every_turn());
+    let later = t0 + Duration::from_secs(1);
+    assert_eq!(peer.poll(later).map(|e| e.turn), Some(1));
+    assert!(peer.is_finished());
+}
