@@ -53,6 +53,15 @@ pub fn get_exp_golomb<S: BitSource + ?Sized>(source: &mut S, k: u32) -> Result<u
     if let Some((window, left)) = source.peek_window() {
         let prefix = window.trailing_zeros();
         if prefix < 32 && prefix + k <= 32 && (prefix as usize) < left {
+            // A short code (most are) whole from the same window: prefix,
+            // one, then `prefix + k` bits, at most 32 bits in all.
+            let len = 2 * prefix + k + 1;
+            if len <= 32 && len as usize <= left {
+                let low = (u64::from(window) >> (prefix + 1)) & ((1u64 << (prefix + k)) - 1);
+                source.skip_bits(len)?;
+                // Below 2^32: prefix + k < 32 here.
+                return Ok((((1u64 << (prefix + k)) | low) - (1u64 << k)) as u32);
+            }
             source.skip_bits(prefix + 1)?;
             return finish_exp_golomb(source, prefix, k, position);
         }
