@@ -41,8 +41,8 @@ use crate::error::BitError;
 use crate::kind::ScalarKind;
 use crate::model::{
     field_codings, number_context, number_symbol, Clock, Context, FieldCoding, Grid, NativeModel,
-    Origin, PatternKey, PatternSet, Predictor, TracedSymbol, ValueContext, DICTIONARY_SYMBOLS,
-    GROUP_FIELDS, NUMBER_END, VALUE_SYMBOLS, ZERO_SYMBOL,
+    Origin, PatternKey, PatternSet, Predictor, TracedSymbol, ValueContext, DECODE_TIERS,
+    DICTIONARY_SYMBOLS, GROUP_FIELDS, NUMBER_END, VALUE_SYMBOLS, ZERO_SYMBOL,
 };
 use crate::rounding;
 use crate::table::{field_in, FieldSet, Fields, MAX_FIELDS};
@@ -440,7 +440,9 @@ fn predictor_of<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> Option
     let kind = value.field_kind(field);
     let fits = !kind.is_array()
         && match predictor {
-            Predictor::Integrate { .. } => kind.element().is_float_bits(),
+            Predictor::Integrate { .. }
+            | Predictor::Extrapolate { .. }
+            | Predictor::Differentiate { .. } => kind.element().is_float_bits(),
             Predictor::Advance => matches!(
                 kind.element(),
                 ScalarKind::Signed { .. } | ScalarKind::Unsigned { .. }
@@ -527,26 +529,56 @@ fn reference_of<'a, T: Fields>(
         };
     }
     let base_value = f32::from_bits(field_base);
-    let predicted = predictor_of(model, new, field).and_then(|predictor| {
-        let Predictor::Integrate { rate, clock } = predictor else {
-            return None;
-        };
-        {
-            let rate = usize::from(rate);
-            let rate_kind = *new.field_kind(rate).element();
-            let speed =
-                (numeric(&rate_kind, base_word(rate)) + numeric(&rate_kind, new_word(rate))) / 2.0;
-            let elapsed_ms = match clock {
-                Clock::Elapsed => context.elapsed_ms as f64,
-                Clock::Field(time) => {
-                    let time = usize::from(time);
-                    let kind = *new.field_kind(time).element();
-                    numeric(&kind, new_word(time)) - numeric(&kind, base_word(time))
-                }
-            };
-            let value = (base_value as f64 + speed * elapsed_ms / 1000.0) as f32;
-            value.is_finite().then_some(value)
+    let elapsed_ms = |clock: Clock| match clock {
+        Clock::Elapsed => context.elapsed_ms as f64,
+        Clock::Field(time) => {
+            let time = usize::from(time);
+            let kind = *new.field_kind(time).element();
+            numeric(&kind, new_word(time)) - numeric(&kind, base_word(time))
         }
+    };
+    let predicted = predictor_of(model, new, field).and_then(|predictor| {
+        let value = match predictor {
+            Predictor::Integrate { rate, clock } => {
+                let rate = usize::from(rate);
+                let rate_kind = *new.field_kind(rate).element();
+                let speed = (numeric(&rate_kind, base_word(rate))
+                    + numeric(&rate_kind, new_word(rate)))
+                    / 2.0;
+                base_value as f64 + speed * elapsed_ms(clock) / 1000.0
+            }
+            Predictor::Extrapolate { rate, clock } => {
+                let rate = usize::from(rate);
+                let rate_kind = *new.field_kind(rate).element();
+                base_value as f64
+                    + numeric(&rate_kind, base_word(rate)) * elapsed_ms(clock) / 1000.0
+            }
+            Predictor::Differentiate {
+                position,
+                clock,
+                mean,
+            } => {
+                let elapsed_ms = elapsed_ms(clock);
+                // No time passed (or it ran backwards): the change says
+                // nothing of the rate; code from the baseline.
+                if elapsed_ms <= 0.0 {
+                    return None;
+                }
+                let position = usize::from(position);
+                let kind = *new.field_kind(position).element();
+                let moved =
+                    numeric(&kind, new_word(position)) - numeric(&kind, base_word(position));
+                let rate = moved * 1000.0 / elapsed_ms;
+                if mean {
+                    2.0 * rate - base_value as f64
+                } else {
+                    rate
+                }
+            }
+            Predictor::Advance => return None,
+        };
+        let value = value as f32;
+        value.is_finite().then_some(value)
     });
     Reference {
         value: predicted.unwrap_or(base_value),
@@ -646,7 +678,7 @@ struct Model<'a> {
     /// The inputs that are float rates (see [`crate::model::float_rates`]).
     float_rates: &'a [u16],
     /// The fields of each tier (see [`NativeModel::tier_sets`]).
-    tier_sets: Option<&'a [FieldSet; 3]>,
+    tier_sets: Option<&'a [FieldSet; DECODE_TIERS]>,
     pattern_key: Option<PatternKey>,
     spawn_key: Option<PatternKey>,
     /// Per field, its dictionary of common changes (may be empty).

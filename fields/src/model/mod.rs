@@ -149,15 +149,21 @@ impl PatternKey {
 /// When a field's value is decoded within a delta: 0 unpredicted, 1
 /// predicted from the elapsed time alone ([`Predictor::Advance`]), 2
 /// predicted from other fields ([`Predictor::Integrate`], whose inputs a
-/// model may only take from tiers 0 and 1). Encoder and decoder order the
+/// model may only take from tiers 0 and 1, and [`Predictor::Extrapolate`],
+/// which reads its rate's baseline only), 3 predicted from a tier-2 field's
+/// new value ([`Predictor::Differentiate`]). Encoder and decoder order the
 /// values by it, so a prediction's inputs are always decoded first.
 pub fn decode_tier(predictor: Option<Predictor>) -> u8 {
     match predictor {
         None => 0,
         Some(Predictor::Advance) => 1,
-        Some(Predictor::Integrate { .. }) => 2,
+        Some(Predictor::Integrate { .. } | Predictor::Extrapolate { .. }) => 2,
+        Some(Predictor::Differentiate { .. }) => 3,
     }
 }
+
+/// Decode tiers (see [`decode_tier`]).
+pub const DECODE_TIERS: usize = 4;
 
 /// What the native codec reads of a model for one field, side by side so
 /// a value's coding takes one look-up.
@@ -194,9 +200,10 @@ pub(crate) fn field_codings(
         .collect()
 }
 
-/// The fields of each tier of `tiers` (a field's tier is at most 2).
-fn tier_sets(tiers: &[u8]) -> [FieldSet; 3] {
-    let mut sets = [[0; MAX_FIELDS.div_ceil(64)]; 3];
+/// The fields of each tier of `tiers` (a field's tier is below
+/// [`DECODE_TIERS`]).
+fn tier_sets(tiers: &[u8]) -> [FieldSet; DECODE_TIERS] {
+    let mut sets = [[0; MAX_FIELDS.div_ceil(64)]; DECODE_TIERS];
     for (field, &tier) in tiers.iter().enumerate().take(MAX_FIELDS) {
         if let Some(set) = sets.get_mut(usize::from(tier)) {
             set[field / 64] |= 1 << (field % 64);
@@ -409,6 +416,34 @@ pub enum Predictor {
     /// `pos.trTime`): `new ≈ base + elapsed`, the
     /// [`DeltaContext`](crate::codec::DeltaContext)'s elapsed time.
     Advance,
+    /// The field is a position that moved at the rate its baseline held in
+    /// field `rate`: `new ≈ base + rate_base × elapsed`. Unlike
+    /// [`Predictor::Integrate`] it does not read the new rate, so the rate
+    /// itself can be predicted from this field's change
+    /// ([`Predictor::Differentiate`]).
+    Extrapolate {
+        /// The velocity field (only its baseline is read).
+        rate: u16,
+        /// Where the elapsed time comes from.
+        clock: Clock,
+    },
+    /// The field is a rate (units per second) of the position in field
+    /// `position`, whose new value is decoded first: `new ≈ (position_new −
+    /// position_base) / elapsed`, or with `mean` `2 × (position_new −
+    /// position_base) / elapsed − base` (a position that moved at the mean
+    /// of the two rates, as a body under constant acceleration does). A
+    /// game that does not snap its velocities sends them at full float
+    /// precision, so a change from the baseline costs twenty-odd bits; the
+    /// position's change says the same velocity to a few.
+    Differentiate {
+        /// The position field, predicted with [`Predictor::Extrapolate`] or
+        /// unpredicted.
+        position: u16,
+        /// Where the elapsed time comes from.
+        clock: Clock,
+        /// Whether the position moved at the mean of the two rates.
+        mean: bool,
+    },
 }
 
 /// Every field the predictors read (their rates and clock fields), sorted.
@@ -424,6 +459,10 @@ pub(crate) fn predictor_inputs(predictors: &[Option<Predictor>]) -> Vec<u16> {
                 };
                 [Some(rate), time]
             }
+            Predictor::Extrapolate { rate, clock } => [Some(rate), clock_field(clock)],
+            Predictor::Differentiate {
+                position, clock, ..
+            } => [Some(position), clock_field(clock)],
             Predictor::Advance => [None, None],
         })
         .flatten()
@@ -431,6 +470,30 @@ pub(crate) fn predictor_inputs(predictors: &[Option<Predictor>]) -> Vec<u16> {
     inputs.sort_unstable();
     inputs.dedup();
     inputs
+}
+
+/// The time field a clock reads, if any.
+fn clock_field(clock: Clock) -> Option<u16> {
+    match clock {
+        Clock::Field(time) => Some(time),
+        Clock::Elapsed => None,
+    }
+}
+
+/// The rate fields the predictors read (not the positions a
+/// [`Predictor::Differentiate`] reads), sorted.
+fn rate_inputs(predictors: &[Option<Predictor>]) -> Vec<u16> {
+    let mut rates: Vec<u16> = predictors
+        .iter()
+        .flatten()
+        .filter_map(|predictor| match *predictor {
+            Predictor::Integrate { rate, .. } | Predictor::Extrapolate { rate, .. } => Some(rate),
+            Predictor::Differentiate { .. } | Predictor::Advance => None,
+        })
+        .collect();
+    rates.sort_unstable();
+    rates.dedup();
+    rates
 }
 
 /// The predictor inputs that are float rates (a velocity): those with a
@@ -441,7 +504,7 @@ pub(crate) fn float_rates(
     predictors: &[Option<Predictor>],
     magnitudes: &[Option<i16>],
 ) -> Vec<u16> {
-    predictor_inputs(predictors)
+    rate_inputs(predictors)
         .into_iter()
         .filter(|&input| {
             magnitudes
@@ -506,6 +569,28 @@ impl ModelData {
         for dictionary in self.dictionaries.iter().filter(|d| !d.is_empty()) {
             eat(dictionary.len() as u64);
             dictionary.iter().for_each(|&change| eat(u64::from(change)));
+        }
+        // So do models without the derived predictors; with them, the
+        // decode order changes, and two ends must not take the models for
+        // one another even were the counts alike.
+        for (field, predictor) in self.predictors.iter().enumerate() {
+            let clock_word = |clock: Clock| match clock {
+                Clock::Elapsed => u64::MAX,
+                Clock::Field(time) => u64::from(time),
+            };
+            let words = match *predictor {
+                Some(Predictor::Extrapolate { rate, clock }) => {
+                    [1, u64::from(rate), clock_word(clock), 0]
+                }
+                Some(Predictor::Differentiate {
+                    position,
+                    clock,
+                    mean,
+                }) => [2, u64::from(position), clock_word(clock), u64::from(mean)],
+                _ => continue,
+            };
+            eat(field as u64);
+            words.into_iter().for_each(&mut eat);
         }
         hash
     }
@@ -810,7 +895,7 @@ pub struct NativeModel {
     /// Per field: its [`decode_tier`].
     tiers: Vec<u8>,
     /// The fields of each decode tier, as sets.
-    tier_sets: [FieldSet; 3],
+    tier_sets: [FieldSet; DECODE_TIERS],
     /// Per field: its predictor, tier and grid step together.
     codings: Vec<FieldCoding>,
     /// Groups per pattern set.
@@ -887,6 +972,33 @@ impl NativeModel {
                     input_ok(rate)
                         && (clock == Clock::Elapsed
                             || matches!(clock, Clock::Field(f) if input_ok(f)))
+                }
+                // Only the rate's baseline is read: any rate will do.
+                Predictor::Extrapolate { rate, clock } => {
+                    usize::from(rate) < fields
+                        && match clock {
+                            Clock::Elapsed => true,
+                            Clock::Field(f) => data
+                                .predictors
+                                .get(f as usize)
+                                .is_some_and(|p| matches!(p, None | Some(Predictor::Advance))),
+                        }
+                }
+                // The position's new value is read: it must be decoded in
+                // an earlier tier.
+                Predictor::Differentiate {
+                    position, clock, ..
+                } => {
+                    let early = |f: u16, most: u8| {
+                        data.predictors
+                            .get(f as usize)
+                            .is_some_and(|&p| decode_tier(p) <= most)
+                    };
+                    early(position, 2)
+                        && match clock {
+                            Clock::Elapsed => true,
+                            Clock::Field(f) => early(f, 1),
+                        }
                 }
                 Predictor::Advance => true,
             });
@@ -1047,10 +1159,10 @@ impl NativeModel {
         self.anchor_fields
     }
 
-    /// The fields of decode tier 0, 1 and 2 (see [`decode_tier`]), as sets:
-    /// an encoder takes a delta's values tier by tier by intersecting its
+    /// The fields of each decode tier (see [`decode_tier`]), as sets: an
+    /// encoder takes a delta's values tier by tier by intersecting its
     /// changed set with each.
-    pub fn tier_sets(&self) -> &[FieldSet; 3] {
+    pub fn tier_sets(&self) -> &[FieldSet; DECODE_TIERS] {
         &self.tier_sets
     }
 
