@@ -20,6 +20,7 @@ use fields::{
     BitError, BitSink, BitWriter, DeltaContext, EntityUpdate, Fields, HuffmanCode, ModelCodec,
 };
 
+use crate::adapt::{Adapted, Tallies};
 use crate::bitset::{Bitset, Ones};
 use crate::checksum::{state_hash, SyncChecksum};
 use crate::config::{MAX_DELTA_DISTANCE, RING_SIZE};
@@ -75,6 +76,11 @@ pub struct SnapshotInfo {
     /// It is chained: the entity list of the previous snapshot again, then
     /// the list from there (see [`crate::message`]).
     pub chained: bool,
+    /// With adapting models ([`Models::with_adaptation`](crate::Models::with_adaptation)):
+    /// the ids of the entity and player-state models that coded it, which
+    /// the client reports for the same snapshot
+    /// ([`SnapshotReport::coded_with`](crate::SnapshotReport::coded_with)).
+    pub coded_with: Option<[u64; 2]>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +103,8 @@ struct Op {
     cost: u32,
     priority: f32,
     include: bool,
+    /// Whether writing it put anything in the message (set by `write_ops`).
+    written: bool,
 }
 
 /// Scratch space reused across snapshots so building allocates nothing in
@@ -112,6 +120,8 @@ pub(crate) struct Work<P> {
     order: Vec<u32>,
     pub cache: EntityCache,
     lists: ListCache,
+    /// The symbols of the message being built (adapting models only).
+    tallies: Tallies,
     _player: std::marker::PhantomData<P>,
 }
 
@@ -128,6 +138,7 @@ impl<P> Work<P> {
             order: Vec::with_capacity(limit as usize),
             cache: EntityCache::new(limit),
             lists: ListCache::new(limit),
+            tallies: Tallies::default(),
             _player: std::marker::PhantomData,
         }
     }
@@ -185,6 +196,9 @@ struct Emitter<'a, E> {
     codec: ModelCodec<'a>,
     /// The framing's coding of the message.
     huffman: Option<&'static HuffmanCode>,
+    /// The id of the entity model `codec` codes with, for the cache keys
+    /// (0 when the models do not adapt).
+    model_key: u64,
     /// The snapshot's elapsed time since its base, for the codec's
     /// predictors, and the viewer's anchor, for its spawn deltas.
     context: DeltaContext,
@@ -233,7 +247,9 @@ impl<E: Fields> Emitter<'_, E> {
         // alone: it neither comes from nor goes to the shared cache.
         let anchored = self.reads_anchor(op);
         if !anchored {
-            if let Some(hit) = cache.lookup(op.number, elapsed, base_key, op.new, key_last) {
+            if let Some(hit) =
+                cache.lookup(op.number, self.model_key, elapsed, base_key, op.new, key_last)
+            {
                 cache.copy_to(hit, sink)?;
                 return Ok(hit.written);
             }
@@ -260,6 +276,7 @@ impl<E: Fields> Emitter<'_, E> {
         }
         cache.store(
             op.number,
+            self.model_key,
             elapsed,
             base_key,
             op.new,
@@ -270,6 +287,21 @@ impl<E: Fields> Emitter<'_, E> {
             sink.bits_written(),
         )?;
         Ok(written)
+    }
+
+    /// Tallies the symbols of the updates of `ops` that were written, as
+    /// `coding`'s entity model codes them (see [`crate::adapt`]).
+    fn tally(&self, coding: &Adapted, tallies: &mut Tallies, ops: &[Op]) {
+        for op in ops.iter().filter(|op| op.include && op.written) {
+            let update = match op.kind {
+                OpKind::Removed => None,
+                OpKind::Added => Some((self.spawn_base(op.number), self.slab.get(op.new))),
+                OpKind::Changed => Some((self.slab.get(op.base), self.slab.get(op.new))),
+            };
+            let context = self.context.with_spawn(op.kind == OpKind::Added);
+            tallies.entry(coding, op.number, update, &context);
+        }
+        tallies.end_list(self.held.0);
     }
 
     /// The baseline of entity `number` when it is new to the client.
@@ -302,24 +334,28 @@ impl<E: Fields> Emitter<'_, E> {
         }
     }
 
-    /// Writes the updates of `ops` (all, or the included ones). With a
-    /// budget, stops and returns `false` as soon as it is exceeded.
-    /// `last` is set to the number of the last update written.
+    /// Writes the updates of `ops` (all, or the included ones), marking
+    /// each written. With a budget, stops and returns `false` as soon as it
+    /// is exceeded. `last` is set to the number of the last update written.
     fn write_ops(
         &self,
         cache: &mut EntityCache,
         sink: &mut MessageWriter<'_>,
-        ops: &[Op],
+        ops: &mut [Op],
         budget: Option<usize>,
         last: &mut Option<u32>,
     ) -> Result<bool, BitError> {
         *last = None;
         for op in ops {
+            op.written = false;
             if budget.is_none() && !op.include {
                 continue;
             }
             match self.emit(cache, sink, *last, op) {
-                Ok(true) => *last = Some(op.number),
+                Ok(true) => {
+                    *last = Some(op.number);
+                    op.written = true;
+                }
                 Ok(false) => {}
                 Err(BitError::Overflow { .. }) if budget.is_some() => return Ok(false),
                 Err(error) => return Err(error),
@@ -415,6 +451,7 @@ fn merge<P>(
                 cost: 0,
                 priority: priorities.of(number) + accum[number as usize],
                 include: true,
+                written: false,
             });
         }
     }
@@ -502,10 +539,9 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             work,
             framing,
             models,
+            adapt,
             ..
         } = self;
-        let codec = models.entity_codec(config.codec);
-        let player_codec = models.player_codec(config.codec);
         let framing: &dyn crate::framing::Framing = &**framing;
         let huffman = framing.huffman();
         let Some(slot) = clients[id.index()].as_mut() else {
@@ -584,6 +620,30 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             Some(sent) => Some((sent, store.frame(sent.frame).ok_or(ServerError::NoFrame)?)),
             None => None,
         };
+        // Adapting models: the message is coded with the ones its base's
+        // chain holds (see `crate::adapt`), the trained ones for a full
+        // snapshot.
+        let base_adapted = base.and_then(|sent| sent.adapted.as_ref());
+        let waited = adapt
+            .as_ref()
+            .is_some_and(|chain| chain.would_wait(base_adapted));
+        let coding = match adapt {
+            Some(chain) => Some(chain.coding(base_adapted)?),
+            None => None,
+        };
+        let coded_with = coding.as_ref().map(Adapted::ids);
+        let (codec, player_codec, model_key) = match &coding {
+            Some(coding) => (
+                coding.entity_codec(config.codec),
+                coding.player_codec(config.codec),
+                coding.entity_key(),
+            ),
+            None => (
+                models.entity_codec(config.codec),
+                models.player_codec(config.codec),
+                0,
+            ),
+        };
         // The entities are coded with the viewer's position as their anchor
         // (`DeltaContext::anchor`), which the receiver reads in the player
         // state before them. A list holding a delta coded against it is
@@ -601,8 +661,13 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         let shareable = base.is_none_or(|sent| sent.overrides.is_empty());
         let list_key = (base.map(|sent| sent.frame), base.map(|sent| &sent.visible));
         let cached = if shareable {
-            work.lists
-                .lookup(list_key.0, list_key.1, context.elapsed_ms, &work.want)
+            work.lists.lookup(
+                model_key,
+                list_key.0,
+                list_key.1,
+                context.elapsed_ms,
+                &work.want,
+            )
         } else {
             None
         };
@@ -613,7 +678,8 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         // chained snapshot copies the two, a few more bytes than a list of
         // its own and none of its encoding.
         let chain = match (base, cached) {
-            (Some(sent), None) if shareable && framing.carries_chains() => {
+            // Not while adapting: see `crate::adapt`.
+            (Some(sent), None) if shareable && framing.carries_chains() && coding.is_none() => {
                 let previous = &slot.ring[sequence.wrapping_sub(1) as usize % RING_SIZE];
                 let from_base = previous.valid
                     && previous.sequence == sequence.wrapping_sub(1)
@@ -630,6 +696,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                             &previous.visible,
                         )?;
                         let second = work.lists.lookup(
+                            model_key,
                             Some(previous.frame),
                             Some(&previous.visible),
                             now.wrapping_sub(previous.time) as i32,
@@ -688,6 +755,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         let emitter = Emitter {
             codec,
             huffman,
+            model_key,
             context,
             slab,
             gamestate,
@@ -703,6 +771,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             order,
             cache,
             lists,
+            tallies,
             ..
         } = work;
         let buf = &mut buf[..max_bytes as usize];
@@ -752,6 +821,10 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         } else if let Some(hit) = shared {
             lists.copy_to(hit, &mut writer)?;
             last = hit.last;
+            if coding.is_some() {
+                tallies.clear();
+                tallies.entity.extend_from(lists.symbols(hit));
+            }
             true
         } else {
             if cached.is_some() {
@@ -768,9 +841,14 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                     Some(budget_bits - tail_bits),
                     &mut last,
                 )?;
+            if let (true, Some(coding)) = (fit, &coding) {
+                tallies.clear();
+                emitter.tally(coding, tallies, ops);
+            }
             let anchored = || ops.iter().any(|op| emitter.reads_anchor(op));
             if fit && shareable && !anchored() {
                 lists.store(
+                    model_key,
                     list_key.0,
                     list_key.1,
                     context.elapsed_ms,
@@ -779,6 +857,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                     writer.coded(),
                     prefix_bits,
                     writer.bits_written(),
+                    tallies.entity.symbols(),
                 )?;
             }
             fit
@@ -823,6 +902,10 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             framing.write_header(&mut writer, &header, base_info.as_ref())?;
             player_codec.write_delta_in(&player_context, &mut writer, base_player, &player)?;
             emitter.write_ops(cache, &mut writer, ops, None, &mut last)?;
+            if let Some(coding) = &coding {
+                tallies.clear();
+                emitter.tally(coding, tallies, ops);
+            }
         }
 
         // 6. What the client will hold: the view, less left-out additions,
@@ -857,6 +940,11 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             (None, Some(hit)) => hit.written,
             (None, None) => ops.iter().filter(|op| op.include).count() as u32,
         };
+        record.adapted = coding.map(|coding| {
+            tallies.player.clear();
+            tallies.player(&coding, base_player, &player, &player_context);
+            coding.after(tallies)
+        });
         record.sequence = sequence;
         record.frame = frame_number;
         record.time = now;
@@ -916,6 +1004,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         stats.bytes += len as u64;
         stats.checksums += has_checksum as u64;
         stats.chained += chained.is_some() as u64;
+        stats.adapt_waits += waited as u64;
         stats.budget_limited += (deferred > 0) as u64;
         stats.entities_deferred += deferred as u64;
 
@@ -931,6 +1020,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             rate_delayed: header.rate_delayed(),
             has_checksum,
             chained: chained.is_some(),
+            coded_with,
         }))
     }
 

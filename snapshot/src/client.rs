@@ -17,6 +17,7 @@ use std::sync::Arc;
 use fields::merge::{merge_by_number, read_entity_list, ListError, ListRead, Merged};
 use fields::{BitReader, BitSource, Codec, DeltaContext, Fields, HuffmanReader, ModelCodec};
 
+use crate::adapt::{Adapted, ChainModels, Tallies};
 use crate::checksum::{layout_fingerprint, state_hash, SyncChecksum};
 use crate::config::RING_SIZE;
 use crate::error::{ClientError, ConfigError};
@@ -78,6 +79,10 @@ pub struct SnapshotReport {
     pub entered: usize,
     /// Entities that left it.
     pub left: usize,
+    /// With adapting models: the ids of the entity and player-state models
+    /// it was decoded with (the server's
+    /// [`SnapshotInfo::coded_with`](crate::SnapshotInfo::coded_with)).
+    pub coded_with: Option<[u64; 2]>,
 }
 
 /// What the gamestate fixed for the stream.
@@ -95,6 +100,15 @@ pub struct Client<E, P> {
     zero_player: P,
     fingerprint: u32,
     models: Models,
+    /// The models adapting along the stream's chains, when `models` asks.
+    adapt: Option<ChainModels>,
+    /// The adaptations each ring slot's snapshot holds (adapting only).
+    adapted: Vec<Option<Adapted>>,
+    /// The scratch snapshot's adaptations, and the ids of the models that
+    /// decoded it.
+    scratch_adapted: Option<Adapted>,
+    scratch_coded_with: Option<[u64; 2]>,
+    tallies: Tallies,
     setup: Option<Setup>,
     gamestate: Gamestate<E>,
     ring: Vec<Snapshot<E, P>>,
@@ -149,6 +163,11 @@ impl<E: Fields, P: Fields> Client<E, P> {
             zero_player,
             fingerprint,
             models: Models::of_types(),
+            adapt: None,
+            adapted: vec![None; RING_SIZE],
+            scratch_adapted: None,
+            scratch_coded_with: None,
+            tallies: Tallies::default(),
             setup: None,
             gamestate: Gamestate::new(),
             newest: None,
@@ -217,6 +236,14 @@ impl<E: Fields, P: Fields> Client<E, P> {
     /// models before), so the next gamestate starts the stream again.
     pub fn set_models(&mut self, models: Models) -> Result<(), ConfigError> {
         models.check(&self.zero_entity, &self.zero_player)?;
+        // The codec is the gamestate's; a q3 stream has no models to adapt
+        // and the native codec is checked when snapshots are read.
+        self.adapt = ChainModels::new(
+            &models,
+            Codec::Native,
+            &self.zero_entity,
+            &self.zero_player,
+        )?;
         self.models = models;
         self.clear_snapshots();
         Ok(())
@@ -335,6 +362,27 @@ impl<E: Fields, P: Fields> Client<E, P> {
             trace.header_bits = header_end;
         }
 
+        // Adapting models: the message was coded with the ones its base's
+        // chain holds (see `crate::adapt`).
+        let coding = match (&self.adapt, codec) {
+            (Some(chain), Codec::Native) => {
+                let base_adapted = header
+                    .base
+                    .and_then(|named| self.adapted[named as usize % RING_SIZE].as_ref());
+                Some(chain.coding(base_adapted)?)
+            }
+            _ => None,
+        };
+        let (entity_codec, player_codec) = match &coding {
+            Some(coding) => (coding.entity_codec(codec), coding.player_codec(codec)),
+            None => (
+                self.models.entity_codec(codec),
+                self.models.player_codec(codec),
+            ),
+        };
+        let tallies = &mut self.tallies;
+        tallies.clear();
+
         // The player state has no anchor; the entities after it take the
         // viewer's position it holds as theirs (see `build.rs`).
         let context = DeltaContext {
@@ -345,11 +393,11 @@ impl<E: Fields, P: Fields> Client<E, P> {
         let out = &mut self.scratch;
         let base_player = base.map_or(&self.zero_player, |b| &b.player);
         out.player.clone_from(base_player);
-        self.models.player_codec(codec).read_delta_in(
-            &context.with_spawn(base.is_none()),
-            reader,
-            &mut out.player,
-        )?;
+        let player_context = context.with_spawn(base.is_none());
+        player_codec.read_delta_in(&player_context, reader, &mut out.player)?;
+        if let Some(coding) = &coding {
+            tallies.player(coding, base_player, &out.player, &player_context);
+        }
         let anchor = fields::codec::anchor_with(self.models.player().map(|m| &**m), &out.player);
         let context = context.with_anchor(anchor);
         if let Some(trace) = trace.as_deref_mut() {
@@ -360,8 +408,9 @@ impl<E: Fields, P: Fields> Client<E, P> {
         // Merge the base's entities with the message's updates, in number
         // order: for a chained snapshot, through the intermediate frame.
         let held_entities: &[(u32, E)] = base.map_or(&[], |b| &b.entities);
-        let lists = EntityLists {
-            codec: self.models.entity_codec(codec),
+        let mut lists = EntityLists {
+            codec: entity_codec,
+            tally: coding.as_ref().map(|coding| (coding, tallies)),
             entity_limit,
             gamestate: &self.gamestate,
             zero: &self.zero_entity,
@@ -409,6 +458,8 @@ impl<E: Fields, P: Fields> Client<E, P> {
         } else {
             SyncCheck::Absent
         };
+        self.scratch_coded_with = coding.as_ref().map(Adapted::ids);
+        self.scratch_adapted = coding.map(|coding| coding.after(&self.tallies));
         if let Some(trace) = trace {
             trace.bits = reader.bits_read();
             let entity_bits: usize = trace.entities.iter().map(|e| e.bits as usize).sum();
@@ -433,6 +484,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
         out.area_mask = header.area_mask;
         out.delivery = header.delivery;
         std::mem::swap(&mut self.ring[slot], &mut self.scratch);
+        self.adapted[slot] = self.scratch_adapted.take();
         self.valid[slot] = true;
         if !late {
             self.previous = self.newest;
@@ -468,6 +520,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
             sync,
             entered: self.entered.len(),
             left: self.left.len(),
+            coded_with: self.scratch_coded_with,
         })
     }
 
@@ -551,9 +604,14 @@ impl<E: Fields, P: Fields> Client<E, P> {
         self.setup.map(|s| s.entity_limit)
     }
 
-    /// The zeroed prototypes and layout fingerprint (for re-encoding).
+    /// The zeroed prototypes and the layout fingerprint of what a
+    /// re-encoding writes: the models without their adaptation (a
+    /// re-encoded snapshot is coded with the trained models, see
+    /// [`Client::encode_held`]).
     pub(crate) fn zero_and_fingerprint(&self) -> (&E, &P, u32) {
-        (&self.zero_entity, &self.zero_player, self.fingerprint())
+        let fixed = self.models.clone().with_adaptation(None);
+        let fingerprint = fixed.fingerprint(self.fingerprint, &self.zero_entity, &self.zero_player);
+        (&self.zero_entity, &self.zero_player, fingerprint)
     }
 
     /// Counters of what was received and rejected.
@@ -565,6 +623,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
     /// must be a full update (a demo player seeking to a keyframe).
     pub fn clear_snapshots(&mut self) {
         self.valid = [false; RING_SIZE];
+        self.adapted.iter_mut().for_each(|adapted| *adapted = None);
         self.newest = None;
         self.previous = None;
         self.entered.clear();
@@ -623,18 +682,20 @@ impl<E, P> Bases for HeldRing<'_, E, P> {
 }
 
 /// What reading an entity list needs besides the bits.
-struct EntityLists<'a, E> {
+struct EntityLists<'a, 't, E> {
     codec: ModelCodec<'a>,
+    /// Adapting models: the message's and the tally of its symbols.
+    tally: Option<(&'a Adapted, &'t mut Tallies)>,
     entity_limit: u32,
     gamestate: &'a Gamestate<E>,
     zero: &'a E,
 }
 
-impl<E: Fields> EntityLists<'_, E> {
+impl<E: Fields> EntityLists<'_, '_, E> {
     /// Reads one entity list (through its end marker) and merges it with
     /// the `held` entities into `out` (cleared first), in number order.
     fn read<S: BitSource>(
-        &self,
+        &mut self,
         reader: &mut S,
         context: &DeltaContext,
         held: &[(u32, E)],
@@ -642,6 +703,7 @@ impl<E: Fields> EntityLists<'_, E> {
         mut trace: Option<&mut SnapshotTrace>,
     ) -> Result<(), ClientError> {
         let limit = self.entity_limit;
+        let mut tally = self.tally.as_mut();
         let visit = |read: ListRead<'_, E>| -> Result<(), ClientError> {
             let (number, held, start, new, bits) = match read {
                 ListRead::Number(number) if number >= limit => {
@@ -664,6 +726,11 @@ impl<E: Fields> EntityLists<'_, E> {
                 (Some(_), true) => UpdateKind::Changed,
                 (Some(_), false) => UpdateKind::Added,
             };
+            if let Some((coding, tallies)) = tally.as_mut() {
+                let spawn = kind == UpdateKind::Added;
+                let update = new.map(|new| (start, new));
+                tallies.entry(coding, number, update, &context.with_spawn(spawn));
+            }
             if let Some(trace) = trace.as_deref_mut() {
                 let fields = new.map_or_else(FieldMask::new, |new| FieldMask::diff(start, new));
                 trace.entities.push(EntityTrace {
@@ -690,7 +757,11 @@ impl<E: Fields> EntityLists<'_, E> {
         .map_err(|error| match error {
             ListError::Number(error) | ListError::Body { error, .. } => error.into(),
             ListError::Refused(error) => error,
-        })
+        })?;
+        if let Some((_, tallies)) = self.tally.as_mut() {
+            tallies.end_list(&held);
+        }
+        Ok(())
     }
 }
 

@@ -27,6 +27,9 @@ const WAYS: usize = 2;
 #[derive(Debug, Clone, Copy, Default)]
 struct Entry {
     stamp: u32,
+    /// The id of the model that coded it (adapting models differ between
+    /// clients; 0 when the engine does not adapt).
+    model: u64,
     elapsed: i32,
     base: u32,
     new: u32,
@@ -79,11 +82,14 @@ impl EntityCache {
 
     /// The cached encoding of entity `number` from `base` to `new` after
     /// `last`, in a delta context of `elapsed` milliseconds (the native
-    /// codec's predictors make the encoding depend on it).
+    /// codec's predictors make the encoding depend on it), coded with the
+    /// model `model` names.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub fn lookup(
         &self,
         number: u32,
+        model: u64,
         elapsed: i32,
         base: u32,
         new: u32,
@@ -92,6 +98,7 @@ impl EntityCache {
         let last = last.unwrap_or(NO_LAST);
         self.entries.get(number as usize)?.iter().find_map(|e| {
             (e.stamp == self.stamp
+                && e.model == model
                 && e.elapsed == elapsed
                 && e.base == base
                 && e.new == new
@@ -110,6 +117,7 @@ impl EntityCache {
     pub fn store(
         &mut self,
         number: u32,
+        model: u64,
         elapsed: i32,
         base: u32,
         new: u32,
@@ -128,6 +136,7 @@ impl EntityCache {
         let way = &mut self.next_way[number as usize];
         ways[*way as usize] = Entry {
             stamp: self.stamp,
+            model,
             elapsed,
             base,
             new,
@@ -199,12 +208,14 @@ mod tests {
         w.put_bits(0x1F, 5).unwrap();
         let mut cache = EntityCache::new(8);
         cache
-            .store(3, 50, 7, 9, None, true, w.written(), 3, 40)
+            .store(3, 5, 50, 7, 9, None, true, w.written(), 3, 40)
             .unwrap();
-        assert!(cache.lookup(3, 50, 7, 9, Some(1)).is_none());
+        assert!(cache.lookup(3, 5, 50, 7, 9, Some(1)).is_none());
         // Another elapsed time may predict differently: no hit.
-        assert!(cache.lookup(3, 33, 7, 9, None).is_none());
-        let hit = cache.lookup(3, 50, 7, 9, None).unwrap();
+        assert!(cache.lookup(3, 5, 33, 7, 9, None).is_none());
+        // Another model codes other bits.
+        assert!(cache.lookup(3, 6, 50, 7, 9, None).is_none());
+        let hit = cache.lookup(3, 5, 50, 7, 9, None).unwrap();
         let mut out = [0u8; 16];
         let mut o = MessageWriter::new(&mut out, None);
         o.put_bit(true).unwrap();
@@ -214,6 +225,6 @@ mod tests {
         assert_eq!(r.get_bits(32).unwrap(), 0xDEAD_BEEF);
         assert_eq!(r.get_bits(5).unwrap(), 0x1F);
         cache.invalidate();
-        assert!(cache.lookup(3, 50, 7, 9, None).is_none());
+        assert!(cache.lookup(3, 5, 50, 7, 9, None).is_none());
     }
 }

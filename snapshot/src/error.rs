@@ -13,6 +13,15 @@ pub enum ConfigError {
     /// `max_entities` is zero.
     #[error("max_entities must be at least 1")]
     NoEntities,
+    /// Adapting models were asked for a type with no native model to start
+    /// from (give one with [`Models::new`](crate::Models::new)).
+    #[error("the {what} type {type_name} has no native model to adapt")]
+    NothingToAdapt {
+        /// "entity" or "player-state".
+        what: &'static str,
+        /// The type's name.
+        type_name: String,
+    },
     /// `max_entities` exceeds [`MAX_ENTITY_LIMIT`](crate::config::MAX_ENTITY_LIMIT).
     #[error(
         "max_entities {limit} exceeds the protocol bound of {}",

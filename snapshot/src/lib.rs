@@ -137,6 +137,7 @@ mod bitset;
 mod build;
 pub mod checksum;
 pub mod client;
+pub mod adapt;
 pub mod config;
 pub mod encode;
 mod entity_cache;

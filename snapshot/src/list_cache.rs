@@ -17,7 +17,12 @@
 //! followed by this frame's (a chained snapshot, see `build`), two copies
 //! instead of a list of its own. Committing a frame moves the current lists
 //! to the previous slot; forgetting (baselines changed) empties both.
+//!
+//! With adapting models (see [`crate::adapt`]) the key holds the id of the
+//! entity model that coded the list, and the list keeps the symbols it
+//! coded: a client that copies it adds them to its own chain.
 
+use fields::model::Context;
 use fields::BitError;
 
 use crate::bitset::Bitset;
@@ -31,6 +36,8 @@ const LISTS: usize = 4;
 #[derive(Debug, Clone)]
 struct SharedList {
     stamp: u32,
+    /// The id of the entity model that coded it (0: not adapting).
+    model: u64,
     /// Frame of the base; `None` for a full update from the dummy.
     base_frame: Option<u32>,
     elapsed: i32,
@@ -45,6 +52,8 @@ struct SharedList {
     written: u32,
     /// The number of its last update (the end marker's context).
     last: Option<u32>,
+    /// Where its symbols are in the generation's symbol arena.
+    symbols: (u32, u32),
 }
 
 /// A cached list.
@@ -52,6 +61,7 @@ struct SharedList {
 pub(crate) struct ListHit {
     /// Whether it is one of the previous frame's lists.
     previous: bool,
+    symbols: (u32, u32),
     start: u32,
     lead: u8,
     /// Its length in bits.
@@ -70,6 +80,8 @@ struct Generation {
     lists: Vec<SharedList>,
     next: usize,
     arena: Vec<u8>,
+    /// The symbols of its lists (adapting models only).
+    symbols: Vec<(Context, u8)>,
     stamp: u32,
 }
 
@@ -77,6 +89,7 @@ impl Generation {
     fn new(limit: u32) -> Self {
         let blank = SharedList {
             stamp: 0,
+            model: 0,
             base_frame: None,
             elapsed: 0,
             base_visible: Bitset::new(limit),
@@ -86,12 +99,14 @@ impl Generation {
             bits: 0,
             written: 0,
             last: None,
+            symbols: (0, 0),
         };
         Generation {
             frame: None,
             lists: vec![blank; LISTS],
             next: 0,
             arena: Vec::new(),
+            symbols: Vec::new(),
             stamp: 1,
         }
     }
@@ -99,6 +114,7 @@ impl Generation {
     fn clear(&mut self, frame: Option<u32>) {
         self.frame = frame;
         self.arena.clear();
+        self.symbols.clear();
         if next_stamp(&mut self.stamp) {
             for list in &mut self.lists {
                 list.stamp = 0;
@@ -106,9 +122,11 @@ impl Generation {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn lookup(
         &self,
         previous: bool,
+        model: u64,
         base_frame: Option<u32>,
         base_visible: Option<&Bitset>,
         elapsed: i32,
@@ -116,12 +134,14 @@ impl Generation {
     ) -> Option<ListHit> {
         self.lists.iter().find_map(|list| {
             (list.stamp == self.stamp
+                && list.model == model
                 && list.base_frame == base_frame
                 && list.elapsed == elapsed
                 && list.want == *want
                 && same_set(&list.base_visible, base_visible))
             .then_some(ListHit {
                 previous,
+                symbols: list.symbols,
                 start: list.start,
                 lead: list.lead,
                 bits: list.bits,
@@ -138,6 +158,7 @@ impl Generation {
             .sum::<usize>()
             + self.lists.capacity() * std::mem::size_of::<SharedList>()
             + self.arena.capacity()
+            + self.symbols.capacity() * std::mem::size_of::<(Context, u8)>()
     }
 }
 
@@ -181,16 +202,18 @@ impl ListCache {
     }
 
     /// The list from the base (`base_frame`, holding `base_visible`) to
-    /// the view `want`, `elapsed` milliseconds apart, if encoded this frame.
+    /// the view `want`, `elapsed` milliseconds apart, coded with the entity
+    /// model `model` names, if encoded this frame.
     pub fn lookup(
         &self,
+        model: u64,
         base_frame: Option<u32>,
         base_visible: Option<&Bitset>,
         elapsed: i32,
         want: &Bitset,
     ) -> Option<ListHit> {
         self.current
-            .lookup(false, base_frame, base_visible, elapsed, want)
+            .lookup(false, model, base_frame, base_visible, elapsed, want)
     }
 
     /// The same as [`lookup`](Self::lookup) among the lists of the previous
@@ -206,14 +229,17 @@ impl ListCache {
         if self.previous.frame != Some(frame) {
             return None;
         }
+        // Chained snapshots are never sent while adapting: model 0.
         self.previous
-            .lookup(true, base_frame, base_visible, elapsed, want)
+            .lookup(true, 0, base_frame, base_visible, elapsed, want)
     }
 
-    /// Keeps bits `from..to` of `message` as this frame's list for the key.
+    /// Keeps bits `from..to` of `message`, which coded `symbols`, as this
+    /// frame's list for the key.
     #[allow(clippy::too_many_arguments)]
     pub fn store(
         &mut self,
+        model: u64,
         base_frame: Option<u32>,
         base_visible: Option<&Bitset>,
         elapsed: i32,
@@ -222,14 +248,24 @@ impl ListCache {
         message: &[u8],
         from: usize,
         to: usize,
+        symbols: &[(Context, u8)],
     ) -> Result<(), BitError> {
         let generation = &mut self.current;
         let Some((start, lead)) = keep_bytes(&mut generation.arena, message, from, to) else {
             return Ok(());
         };
+        let (Ok(first), Ok(count)) = (
+            u32::try_from(generation.symbols.len()),
+            u32::try_from(symbols.len()),
+        ) else {
+            return Ok(());
+        };
+        generation.symbols.extend_from_slice(symbols);
         let list = &mut generation.lists[generation.next];
         generation.next = (generation.next + 1) % LISTS;
         list.stamp = generation.stamp;
+        list.model = model;
+        list.symbols = (first, count);
         list.base_frame = base_frame;
         list.elapsed = elapsed;
         match base_visible {
@@ -256,6 +292,20 @@ impl ListCache {
         sink.put_coded(bytes, usize::from(hit.lead), hit.bits as usize)
     }
 
+    /// The symbols a cached list coded (empty when stored without).
+    pub fn symbols(&self, hit: ListHit) -> &[(Context, u8)] {
+        let generation = if hit.previous {
+            &self.previous
+        } else {
+            &self.current
+        };
+        let (first, count) = (hit.symbols.0 as usize, hit.symbols.1 as usize);
+        generation
+            .symbols
+            .get(first..first + count)
+            .unwrap_or_default()
+    }
+
     /// Bytes allocated.
     pub fn memory_bytes(&self) -> usize {
         self.current.memory_bytes() + self.previous.memory_bytes()
@@ -266,6 +316,8 @@ impl ListCache {
 mod tests {
     use super::*;
     use fields::{BitReader, BitSink, BitSource, BitWriter};
+
+    const SYMBOLS: [(Context, u8); 2] = [(Context::EntityNumber(0), 5), (Context::EntityNumber(1), 0)];
 
     fn set(members: &[u32]) -> Bitset {
         let mut set = Bitset::new(128);
@@ -287,6 +339,7 @@ mod tests {
         let want = set(&[1, 2, 71]);
         cache
             .store(
+                4,
                 Some(9),
                 Some(&held),
                 50,
@@ -295,15 +348,19 @@ mod tests {
                 w.written(),
                 2,
                 37,
+                &SYMBOLS,
             )
             .unwrap();
-        assert!(cache.lookup(Some(8), Some(&held), 50, &want).is_none());
-        assert!(cache.lookup(Some(9), Some(&held), 33, &want).is_none());
-        assert!(cache.lookup(Some(9), Some(&want), 50, &want).is_none());
-        assert!(cache.lookup(Some(9), Some(&held), 50, &held).is_none());
-        assert!(cache.lookup(None, None, 50, &want).is_none());
-        let hit = cache.lookup(Some(9), Some(&held), 50, &want).unwrap();
+        assert!(cache.lookup(4, Some(8), Some(&held), 50, &want).is_none());
+        assert!(cache.lookup(4, Some(9), Some(&held), 33, &want).is_none());
+        assert!(cache.lookup(4, Some(9), Some(&want), 50, &want).is_none());
+        assert!(cache.lookup(4, Some(9), Some(&held), 50, &held).is_none());
+        assert!(cache.lookup(4, None, None, 50, &want).is_none());
+        // Another entity model codes other bits.
+        assert!(cache.lookup(3, Some(9), Some(&held), 50, &want).is_none());
+        let hit = cache.lookup(4, Some(9), Some(&held), 50, &want).unwrap();
         assert_eq!((hit.bits, hit.written, hit.last), (35, 2, Some(71)));
+        assert_eq!(cache.symbols(hit), SYMBOLS);
         let mut out = [0u8; 16];
         let mut o = MessageWriter::new(&mut out, None);
         o.put_bit(false).unwrap();
@@ -313,7 +370,7 @@ mod tests {
         assert_eq!(r.get_bits(32).unwrap(), 0x1234_5678);
         assert_eq!(r.get_bits(3).unwrap(), 0b101);
         cache.invalidate();
-        assert!(cache.lookup(Some(9), Some(&held), 50, &want).is_none());
+        assert!(cache.lookup(4, Some(9), Some(&held), 50, &want).is_none());
     }
 
     #[test]
@@ -323,10 +380,10 @@ mod tests {
         let (held, want) = (set(&[1]), set(&[1, 2]));
         let bits = [0b1010_0110u8, 0xff];
         cache
-            .store(Some(9), Some(&held), 50, &want, (1, Some(2)), &bits, 1, 7)
+            .store(0, Some(9), Some(&held), 50, &want, (1, Some(2)), &bits, 1, 7, &[])
             .unwrap();
         cache.next_frame(11);
-        assert!(cache.lookup(Some(9), Some(&held), 50, &want).is_none());
+        assert!(cache.lookup(0, Some(9), Some(&held), 50, &want).is_none());
         assert!(cache
             .lookup_previous(9, Some(9), Some(&held), 50, &want)
             .is_none());
@@ -336,7 +393,18 @@ mod tests {
         // This frame's own list goes in another arena: the previous
         // frame's bits are still the ones copied.
         cache
-            .store(Some(10), Some(&want), 50, &want, (0, None), &[0u8; 2], 0, 9)
+            .store(
+                0,
+                Some(10),
+                Some(&want),
+                50,
+                &want,
+                (0, None),
+                &[0u8; 2],
+                0,
+                9,
+                &[],
+            )
             .unwrap();
         let mut out = [0u8; 4];
         let mut o = MessageWriter::new(&mut out, None);
@@ -362,10 +430,10 @@ mod tests {
         let mut cache = ListCache::new(128);
         let want = set(&[3]);
         cache
-            .store(None, None, 0, &want, (1, Some(3)), &[0xff; 4], 0, 20)
+            .store(0, None, None, 0, &want, (1, Some(3)), &[0xff; 4], 0, 20, &[])
             .unwrap();
-        assert!(cache.lookup(None, None, 0, &want).is_some());
-        assert!(cache.lookup(None, Some(&set(&[])), 0, &want).is_some());
-        assert!(cache.lookup(None, Some(&set(&[3])), 0, &want).is_none());
+        assert!(cache.lookup(0, None, None, 0, &want).is_some());
+        assert!(cache.lookup(0, None, Some(&set(&[])), 0, &want).is_some());
+        assert!(cache.lookup(0, None, Some(&set(&[3])), 0, &want).is_none());
     }
 }

@@ -14,10 +14,14 @@
 //!
 //! The gamestate's spawn baselines are always coded with the type's own
 //! model: they are read before anything else, and both ends know it.
+//!
+//! With [`Models::with_adaptation`] the models also adapt to the stream
+//! along each client's acknowledged delta chain (see [`crate::adapt`]); the
+//! policy is folded into the fingerprint too, so both ends adapt alike.
 
 use std::sync::Arc;
 
-use fields::model::NativeModel;
+use fields::model::{AdaptPolicy, NativeModel};
 use fields::{Codec, Fields, ModelCodec};
 
 use crate::checksum::Fnv32;
@@ -29,13 +33,16 @@ use crate::error::ConfigError;
 pub struct Models {
     entity: Option<Arc<NativeModel>>,
     player: Option<Arc<NativeModel>>,
+    adapt: Option<AdaptPolicy>,
 }
 
 impl PartialEq for Models {
-    /// Same models: same ids, or both the types' own.
+    /// Same models (same ids, or both the types' own) adapting alike.
     fn eq(&self, other: &Self) -> bool {
         let id = |m: &Option<Arc<NativeModel>>| m.as_ref().map(|m| m.id());
-        id(&self.entity) == id(&other.entity) && id(&self.player) == id(&other.player)
+        id(&self.entity) == id(&other.entity)
+            && id(&self.player) == id(&other.player)
+            && self.adapt == other.adapt
     }
 }
 
@@ -50,7 +57,24 @@ impl Models {
         Models {
             entity: Some(entity),
             player: Some(player),
+            adapt: None,
         }
+    }
+
+    /// These models adapting to the stream under `policy` (`None`: fixed,
+    /// the default), along each client's acknowledged delta chain (see
+    /// [`crate::adapt`]). Only the native codec has models to adapt; with
+    /// the q3 codec the policy changes nothing but the fingerprint.
+    pub fn with_adaptation(self, policy: Option<AdaptPolicy>) -> Self {
+        Models {
+            adapt: policy,
+            ..self
+        }
+    }
+
+    /// How the models adapt (`None`: they do not).
+    pub fn adaptation(&self) -> Option<AdaptPolicy> {
+        self.adapt
     }
 
     /// Codes entities with `entity` (`None`: the type's own).
@@ -130,8 +154,24 @@ impl Models {
             hash.u32(id as u32);
             hash.u32((id >> 32) as u32);
         }
+        // Fixed models hash as before adaptation existed; an adapting
+        // stream adds its policy (the lead too: it decides which symbols
+        // a rebuild holds).
+        if let Some(policy) = self.adapt {
+            hash.u32(policy.chain_length);
+            hash.u32(policy.weight);
+            hash.u32(policy.lead);
+        }
         hash.finish()
     }
+}
+
+/// `given`, else `value`'s type's own model.
+pub(crate) fn model_of<T: Fields>(
+    given: Option<&Arc<NativeModel>>,
+    value: &T,
+) -> Option<Arc<NativeModel>> {
+    given.cloned().or_else(|| value.native_model())
 }
 
 /// The id of `given`, else of `value`'s type's own model (0: none).

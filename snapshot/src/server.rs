@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use fields::{Codec, Fields};
 
+use crate::adapt::{Adapted, ChainModels};
 use crate::bitset::Bitset;
 use crate::build::Work;
 use crate::checksum::{layout_fingerprint, state_hash};
@@ -72,6 +73,8 @@ pub(crate) struct Sent<P> {
     pub flags: u8,
     pub area_mask: AreaMask,
     pub delivery: Delivery,
+    /// The adaptations the client holds with it (adapting models only).
+    pub adapted: Option<Adapted>,
     pub valid: bool,
 }
 
@@ -89,6 +92,7 @@ impl<P: Clone> Sent<P> {
             flags: 0,
             area_mask: AreaMask::EMPTY,
             delivery: Delivery::FULL,
+            adapted: None,
             valid: false,
         }
     }
@@ -125,6 +129,7 @@ impl<P> Sent<P> {
         }
         self.overrides.clear();
         store.release(self.frame);
+        self.adapted = None;
         self.valid = false;
     }
 
@@ -223,6 +228,8 @@ pub struct Server<E, P> {
     next_frame: u32,
     fingerprint: u32,
     pub(crate) models: Models,
+    /// The models adapting along each client's chain, when `models` asks.
+    pub(crate) adapt: Option<ChainModels>,
     pub(crate) work: Work<P>,
     pub(crate) framing: Arc<dyn Framing>,
 }
@@ -284,6 +291,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             next_frame: 0,
             fingerprint,
             models: Models::of_types(),
+            adapt: None,
             work: Work::new(limit),
             framing: Arc::new(Compact),
             zero_entity,
@@ -347,6 +355,12 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             return Err(ServerError::ModelsSealed);
         }
         models.check(&self.zero_entity, &self.zero_player)?;
+        self.adapt = ChainModels::new(
+            &models,
+            self.config.codec,
+            &self.zero_entity,
+            &self.zero_player,
+        )?;
         self.models = models;
         self.work.forget_encodings();
         Ok(())

@@ -25,6 +25,10 @@ pub struct SendStats {
     pub chained: u64,
     /// Acknowledgements that advanced the baseline.
     pub acks: u64,
+    /// Snapshots that waited for their chain's model rebuild to finish
+    /// (adapting models only: see [`crate::adapt`]; 0 when every rebuild
+    /// finished in its lead).
+    pub adapt_waits: u64,
 }
 
 /// What a client received and rejected.

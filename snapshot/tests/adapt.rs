@@ -1,0 +1,350 @@
+//! Models adapting along each client's acknowledged delta chain: the
+//! server and its clients stay in step under loss, duplication and
+//! reordering (every message decodes to what the server sent, with the
+//! models the server coded it with), several clients with their own
+//! chains never get another chain's cached encodings, a reconnect starts
+//! again from the trained models, and the stream codes in fewer bytes than
+//! with the trained models fixed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use fields::model::{AdaptPolicy, ModelTrainer, NativeModel};
+use fields::{net_struct, q3_float, unsigned, DeltaContext, NetFields};
+use netchan::SeededRng;
+use netq3_snapshot::{
+    AllInScope, BuildOutcome, Client, ClientId, ClientSettings, Models, Received, Scope, Server,
+    ServerConfig,
+};
+
+net_struct! {
+    /// A moving thing.
+    pub struct Mover {
+        /// Position.
+        pub x: f32 = q3_float(),
+        /// Frame counter.
+        pub frame: u16 = unsigned(12),
+        /// Kind.
+        pub kind: u8 = unsigned(4),
+    }
+}
+
+net_struct! {
+    /// The viewer.
+    pub struct Eye {
+        /// Points.
+        pub score: u16 = unsigned(12),
+        /// Height.
+        pub z: f32 = q3_float(),
+    }
+}
+
+/// How the stream moves: its own habits, which training never saw.
+fn mover(n: u32, frame: u32) -> Mover {
+    Mover {
+        x: (n * 64 + frame * 7 * (n % 2 + 1)) as f32,
+        frame: ((frame * 3) % 4096) as u16,
+        kind: ((n + frame / 40) % 16) as u8,
+    }
+}
+
+fn eye(frame: u32) -> Eye {
+    Eye {
+        score: (frame / 3) as u16,
+        z: (frame % 17) as f32 * 2.0,
+    }
+}
+
+/// A model of `T` trained on the deltas `pairs` gives.
+fn trained<T: NetFields>(pairs: impl Iterator<Item = (T, T)>) -> Arc<NativeModel> {
+    let schema = T::TABLE.schema();
+    let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len());
+    for (base, new) in pairs {
+        trainer.observe(&base, &new, &DeltaContext::default());
+    }
+    Arc::new(NativeModel::for_table(trainer.finish(), &T::TABLE).unwrap())
+}
+
+/// Models trained on other habits: slow movers, a slow score.
+fn models() -> Models {
+    let slow = |n: u32, f: u32| Mover {
+        x: (n * 40 + f) as f32,
+        frame: (f % 4096) as u16,
+        kind: (n % 5) as u8,
+    };
+    let entity = trained((0..16).flat_map(move |n| (1..64).map(move |f| (slow(n, f - 1), slow(n, f)))));
+    let calm = |f: u32| Eye {
+        score: (f / 50) as u16,
+        z: 0.0,
+    };
+    let player = trained((1..64).map(move |f| (calm(f - 1), calm(f))));
+    Models::new(entity, player)
+}
+
+const POLICY: AdaptPolicy = AdaptPolicy {
+    chain_length: 8,
+    weight: 256,
+    lead: 0,
+};
+
+/// Each client sees the movers of its own parity band, and both see the
+/// first four: views differ, so chains (and their models) differ.
+struct Bands;
+
+impl Scope<Mover, Eye> for Bands {
+    fn priority(&mut self, viewer: ClientId, _: &Eye, number: u32, _: &Mover) -> Option<f32> {
+        (number < 4 || number % 3 == viewer.index() as u32 % 3).then_some(1.0)
+    }
+}
+
+/// One client's end of a lossy link, with its own random loss,
+/// duplication and reordering of snapshots, and loss of acknowledgements.
+struct Link {
+    rng: SeededRng,
+    /// Messages on their way: (tick of arrival, sequence, bytes).
+    down: Vec<(u32, u32, Vec<u8>)>,
+    /// Acknowledgements on their way: (tick of arrival, sequence).
+    up: Vec<(u32, u32)>,
+}
+
+impl Link {
+    fn new(seed: u64) -> Self {
+        Link {
+            rng: SeededRng::new(seed),
+            down: Vec::new(),
+            up: Vec::new(),
+        }
+    }
+
+    /// Sends a snapshot: lost 20%, duplicated 10%, delayed 0–3 ticks
+    /// (so reordered).
+    fn send(&mut self, now: u32, sequence: u32, bytes: &[u8]) {
+        if self.rng.chance(0.2) {
+            return;
+        }
+        let copies = if self.rng.chance(0.1) { 2 } else { 1 };
+        for _ in 0..copies {
+            let delay = self.rng.next_u32() % 4;
+            self.down.push((now + delay, sequence, bytes.to_vec()));
+        }
+    }
+
+    /// The snapshots arriving at `now`.
+    fn arrivals(&mut self, now: u32) -> Vec<(u32, Vec<u8>)> {
+        let (due, later): (Vec<_>, Vec<_>) = self.down.drain(..).partition(|m| m.0 <= now);
+        self.down = later;
+        due.into_iter().map(|(_, s, b)| (s, b)).collect()
+    }
+
+    /// Sends an acknowledgement back: lost 20%, delayed 1–2 ticks.
+    fn ack(&mut self, now: u32, sequence: u32) {
+        if !self.rng.chance(0.2) {
+            let delay = 1 + self.rng.next_u32() % 2;
+            self.up.push((now + delay, sequence));
+        }
+    }
+
+    fn acks(&mut self, now: u32) -> Vec<u32> {
+        let (due, later): (Vec<_>, Vec<_>) = self.up.drain(..).partition(|a| a.0 <= now);
+        self.up = later;
+        due.into_iter().map(|(_, s)| s).collect()
+    }
+}
+
+/// What a run came to.
+#[derive(Debug, Default)]
+struct Outcome {
+    /// Snapshot bytes the server sent, summed.
+    bytes: usize,
+    /// Snapshots decoded by the clients (late ones kept included).
+    decoded: u64,
+    /// Distinct entity models the snapshots were coded with.
+    entity_models: usize,
+    /// Snapshots whose entity model was another client's at the same
+    /// sequence (proves the chains' models differ between clients).
+    differing: usize,
+}
+
+/// `ticks` ticks of 24 movers and `clients` clients over their own lossy
+/// links, with `models`; client 0 reconnects at `reconnect` (if any).
+fn run(models: Models, clients: usize, ticks: u32, reconnect: Option<u32>) -> Outcome {
+    let adapting = models.adaptation().is_some();
+    let mut server: Server<Mover, Eye> = Server::new(ServerConfig::default()).unwrap();
+    server.set_models(models.clone()).unwrap();
+    let new_client = || {
+        let mut client: Client<Mover, Eye> = Client::new();
+        client.set_models(models.clone()).unwrap();
+        client
+    };
+    let mut gamestate = Vec::new();
+    server.write_gamestate(&mut gamestate).unwrap();
+    let mut ends: Vec<(ClientId, Client<Mover, Eye>, Link)> = (0..clients)
+        .map(|c| {
+            let id = server.add_client(ClientSettings::unlimited()).unwrap();
+            let mut client = new_client();
+            assert_eq!(client.read_message(&gamestate).unwrap(), Received::Gamestate);
+            (id, client, Link::new(0xada9 + c as u64))
+        })
+        .collect();
+    // What the server coded each (client, sequence) with.
+    let mut coded: HashMap<(usize, u32), [u64; 2]> = HashMap::new();
+    let trained_entity = models.entity().unwrap().id();
+    let mut outcome = Outcome::default();
+    let mut entity_models = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for tick in 0..ticks {
+        for n in 0..24 {
+            server.set_entity(n, mover(n, tick)).unwrap();
+        }
+        for (c, (id, _, _)) in ends.iter().enumerate() {
+            server.set_player_state(*id, eye(tick + c as u32)).unwrap();
+        }
+        server.commit_frame(tick * 50).unwrap();
+        if Some(tick) == reconnect {
+            // Client 0 restarts: a new client, the gamestate again, and a
+            // full update from the server.
+            // The old connection's messages in flight are gone with it.
+            let (id, client, link) = &mut ends[0];
+            link.down.clear();
+            link.up.clear();
+            *client = new_client();
+            client.read_message(&gamestate).unwrap();
+            server.request_full_update(*id).unwrap();
+        }
+        for (c, (id, client, link)) in ends.iter_mut().enumerate() {
+            for sequence in link.acks(tick) {
+                server.acknowledge(*id, sequence).unwrap();
+            }
+            let BuildOutcome::Built(info) = server.build_snapshot(*id, &mut Bands, &mut out).unwrap()
+            else {
+                panic!("tick {tick}: unlimited clients get every frame");
+            };
+            outcome.bytes += out.len();
+            assert_eq!(info.coded_with.is_some(), adapting);
+            if let Some(ids) = info.coded_with {
+                entity_models.insert(ids[0]);
+                if info.base.is_none() {
+                    assert_eq!(ids[0], trained_entity, "a full snapshot starts from training");
+                }
+                coded.insert((c, info.sequence), ids);
+            }
+            link.send(tick, info.sequence, &out);
+            for (sequence, bytes) in link.arrivals(tick) {
+                let received = client.read_snapshot(sequence, &bytes).unwrap_or_else(|error| {
+                    panic!("client {c}, tick {tick}, snapshot {sequence}: {error}")
+                });
+                let coded_with = match received {
+                    Received::Snapshot(report) => report.coded_with,
+                    Received::Stale { kept: true, .. } => None,
+                    Received::Stale { kept: false, .. } => continue,
+                    other => panic!("{other:?}"),
+                };
+                outcome.decoded += 1;
+                if let Some(ids) = coded_with {
+                    assert_eq!(Some(&ids), coded.get(&(c, sequence)), "client {c}, {sequence}");
+                }
+                let held = client.snapshot(sequence).unwrap();
+                // The server's record of it may have left its ring.
+                if let Some(sent) = server.sent_snapshot(*id, sequence) {
+                    assert_eq!(held.player(), sent.player(), "client {c}, {sequence}");
+                    let held: Vec<(u32, &Mover)> = held.entities().collect();
+                    let sent: Vec<(u32, &Mover)> = sent.entities().collect();
+                    assert_eq!(held, sent, "client {c}, {sequence}");
+                }
+            }
+            if let Some(ack) = client.ack() {
+                link.ack(tick, ack);
+            }
+            assert_eq!(client.stats().rejected(), 0, "client {c}");
+        }
+    }
+    outcome.entity_models = entity_models.len();
+    outcome.differing = coded
+        .iter()
+        .filter(|((c, sequence), ids)| {
+            *c == 1 && coded.get(&(2, *sequence)).is_some_and(|other| other[0] != ids[0])
+        })
+        .count();
+    outcome
+}
+
+#[test]
+fn adapting_clients_stay_in_step_under_loss_duplication_reordering_and_a_reconnect() {
+    let adapting = run(models().with_adaptation(Some(POLICY)), 3, 600, Some(300));
+    let fixed = run(models(), 3, 600, Some(300));
+    eprintln!("adapting {adapting:?} fixed {fixed:?}");
+    // Every client decoded most of what was sent (20% loss, duplicates).
+    assert!(adapting.decoded > 3 * 600 * 7 / 10, "{adapting:?}");
+    // The models did adapt: many rebuilds, and the clients' chains (their
+    // views differ) rebuilt different ones, whose encodings were never
+    // mixed up in the shared caches (every snapshot decoded equal).
+    assert!(adapting.entity_models > 20, "{adapting:?}");
+    assert!(adapting.differing > 100, "{adapting:?}");
+    assert_eq!(fixed.entity_models, 0);
+    // And they code the stream's own habits in fewer bytes.
+    assert!(
+        adapting.bytes * 10 < fixed.bytes * 9,
+        "adapting {} bytes, fixed {}",
+        adapting.bytes,
+        fixed.bytes
+    );
+}
+
+#[test]
+fn adapting_with_a_lead_rebuilds_off_the_frame_path_and_stays_in_step() {
+    let live = AdaptPolicy { lead: 3, ..POLICY };
+    let outcome = run(models().with_adaptation(Some(live)), 2, 300, None);
+    assert!(outcome.entity_models > 10, "{outcome:?}");
+}
+
+#[test]
+fn clients_with_identical_chains_share_models_and_lists() {
+    // Lossless, every snapshot acknowledged at once, everyone sees
+    // everything: the chains are identical, so are the rebuilt models, and
+    // the lists stay shared (identical bytes).
+    let models = models().with_adaptation(Some(POLICY));
+    let mut server: Server<Mover, Eye> = Server::new(ServerConfig::default()).unwrap();
+    server.set_models(models).unwrap();
+    let ids: Vec<ClientId> = (0..3)
+        .map(|_| server.add_client(ClientSettings::unlimited()).unwrap())
+        .collect();
+    let mut out = Vec::new();
+    for tick in 0..40 {
+        for n in 0..12 {
+            server.set_entity(n, mover(n, tick)).unwrap();
+        }
+        server.commit_frame(tick * 50).unwrap();
+        let mut seen = Vec::new();
+        for &id in &ids {
+            let BuildOutcome::Built(info) = server.build_snapshot(id, &mut AllInScope, &mut out).unwrap()
+            else {
+                panic!()
+            };
+            server.acknowledge(id, info.sequence).unwrap();
+            seen.push((info.coded_with.unwrap(), out.clone()));
+        }
+        assert!(seen.windows(2).all(|w| w[0] == w[1]), "tick {tick}");
+    }
+}
+
+#[test]
+fn adapting_asks_for_a_model_to_start_from() {
+    net_struct! {
+        struct Bare { a: u8 = unsigned(8) }
+    }
+    let mut server: Server<Bare, Bare> = Server::new(ServerConfig::default()).unwrap();
+    let error = server
+        .set_models(Models::of_types().with_adaptation(Some(POLICY)))
+        .unwrap_err();
+    assert!(error.to_string().contains("no native model"), "{error}");
+    // The q3 codec has no models: nothing to adapt, nothing refused.
+    let mut q3: Server<Bare, Bare> = Server::new(ServerConfig::for_codec(fields::Codec::Q3)).unwrap();
+    q3.set_models(Models::of_types().with_adaptation(Some(POLICY)))
+        .unwrap();
+    // The policy is part of the fingerprint both ends check.
+    let fixed = models().fingerprint(1, &Mover::default(), &Eye::default());
+    let adapting = models()
+        .with_adaptation(Some(POLICY))
+        .fingerprint(1, &Mover::default(), &Eye::default());
+    assert_ne!(fixed, adapting);
+}
