@@ -272,22 +272,17 @@ fn run(models: Models, clients: usize, ticks: u32, reconnect: Option<u32>) -> Ou
 fn adapting_clients_stay_in_step_under_loss_duplication_reordering_and_a_reconnect() {
     let adapting = run(models().with_adaptation(Some(POLICY)), 3, 600, Some(300));
     let fixed = run(models(), 3, 600, Some(300));
-    eprintln!("adapting {adapting:?} fixed {fixed:?}");
-    // Every client decoded most of what was sent (20% loss, duplicates).
-    assert!(adapting.decoded > 3 * 600 * 7 / 10, "{adapting:?}");
+    // Every client decoded what the link delivered (20% lost, 10%
+    // duplicated, up to 3 ticks late), the same with either models.
+    assert_eq!((adapting.decoded, fixed.decoded), (1430, 1430));
     // The models did adapt: many rebuilds, and the clients' chains (their
     // views differ) rebuilt different ones, whose encodings were never
-    // mixed up in the shared caches (every snapshot decoded equal).
-    assert!(adapting.entity_models > 20, "{adapting:?}");
-    assert!(adapting.differing > 100, "{adapting:?}");
-    assert_eq!(fixed.entity_models, 0);
-    // And they code the stream's own habits in fewer bytes.
-    assert!(
-        adapting.bytes * 10 < fixed.bytes * 9,
-        "adapting {} bytes, fixed {}",
-        adapting.bytes,
-        fixed.bytes
-    );
+    // mixed up in the shared caches (every snapshot decoded equal, with
+    // the models it was coded with).
+    assert_eq!((adapting.entity_models, adapting.differing), (82, 572));
+    assert_eq!((fixed.entity_models, fixed.differing), (0, 0));
+    // And they code the stream's own habits in fewer bytes: 0.65 x.
+    assert_eq!((adapting.bytes, fixed.bytes), (47_264, 72_526));
 }
 
 #[test]
