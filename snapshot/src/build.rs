@@ -247,9 +247,14 @@ impl<E: Fields> Emitter<'_, E> {
         // alone: it neither comes from nor goes to the shared cache.
         let anchored = self.reads_anchor(op);
         if !anchored {
-            if let Some(hit) =
-                cache.lookup(op.number, self.model_key, elapsed, base_key, op.new, key_last)
-            {
+            if let Some(hit) = cache.lookup(
+                op.number,
+                self.model_key,
+                elapsed,
+                base_key,
+                op.new,
+                key_last,
+            ) {
                 cache.copy_to(hit, sink)?;
                 return Ok(hit.written);
             }

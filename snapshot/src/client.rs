@@ -102,8 +102,10 @@ pub struct Client<E, P> {
     models: Models,
     /// The models adapting along the stream's chains, when `models` asks.
     adapt: Option<ChainModels>,
-    /// The adaptations each ring slot's snapshot holds (adapting only).
+    /// The adaptations each ring slot's snapshot holds, and the ids of the
+    /// models it was decoded with (adapting only).
     adapted: Vec<Option<Adapted>>,
+    coded_with: [Option<[u64; 2]>; RING_SIZE],
     /// The scratch snapshot's adaptations, and the ids of the models that
     /// decoded it.
     scratch_adapted: Option<Adapted>,
@@ -165,6 +167,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
             models: Models::of_types(),
             adapt: None,
             adapted: vec![None; RING_SIZE],
+            coded_with: [None; RING_SIZE],
             scratch_adapted: None,
             scratch_coded_with: None,
             tallies: Tallies::default(),
@@ -238,12 +241,8 @@ impl<E: Fields, P: Fields> Client<E, P> {
         models.check(&self.zero_entity, &self.zero_player)?;
         // The codec is the gamestate's; a q3 stream has no models to adapt
         // and the native codec is checked when snapshots are read.
-        self.adapt = ChainModels::new(
-            &models,
-            Codec::Native,
-            &self.zero_entity,
-            &self.zero_player,
-        )?;
+        self.adapt =
+            ChainModels::new(&models, Codec::Native, &self.zero_entity, &self.zero_player)?;
         self.models = models;
         self.clear_snapshots();
         Ok(())
@@ -485,6 +484,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
         out.delivery = header.delivery;
         std::mem::swap(&mut self.ring[slot], &mut self.scratch);
         self.adapted[slot] = self.scratch_adapted.take();
+        self.coded_with[slot] = self.scratch_coded_with;
         self.valid[slot] = true;
         if !late {
             self.previous = self.newest;
@@ -569,6 +569,13 @@ impl<E: Fields, P: Fields> Client<E, P> {
     /// Snapshot `sequence`, while it is in the ring.
     pub fn snapshot(&self, sequence: u32) -> Option<&Snapshot<E, P>> {
         held(&self.ring, &self.valid, sequence)
+    }
+
+    /// With adapting models: the ids of the entity and player-state models
+    /// held snapshot `sequence` was decoded with (see [`crate::adapt`]).
+    pub fn coded_with(&self, sequence: u32) -> Option<[u64; 2]> {
+        self.snapshot(sequence)?;
+        self.coded_with[sequence as usize % RING_SIZE]
     }
 
     /// Entity numbers that entered the view with the newest snapshot.

@@ -133,11 +133,11 @@
 //!   they last over two years of one session.
 #![forbid(unsafe_code)]
 
+pub mod adapt;
 mod bitset;
 mod build;
 pub mod checksum;
 pub mod client;
-pub mod adapt;
 pub mod config;
 pub mod encode;
 mod entity_cache;

@@ -317,7 +317,8 @@ mod tests {
     use super::*;
     use fields::{BitReader, BitSink, BitSource, BitWriter};
 
-    const SYMBOLS: [(Context, u8); 2] = [(Context::EntityNumber(0), 5), (Context::EntityNumber(1), 0)];
+    const SYMBOLS: [(Context, u8); 2] =
+        [(Context::EntityNumber(0), 5), (Context::EntityNumber(1), 0)];
 
     fn set(members: &[u32]) -> Bitset {
         let mut set = Bitset::new(128);
@@ -380,7 +381,18 @@ mod tests {
         let (held, want) = (set(&[1]), set(&[1, 2]));
         let bits = [0b1010_0110u8, 0xff];
         cache
-            .store(0, Some(9), Some(&held), 50, &want, (1, Some(2)), &bits, 1, 7, &[])
+            .store(
+                0,
+                Some(9),
+                Some(&held),
+                50,
+                &want,
+                (1, Some(2)),
+                &bits,
+                1,
+                7,
+                &[],
+            )
             .unwrap();
         cache.next_frame(11);
         assert!(cache.lookup(0, Some(9), Some(&held), 50, &want).is_none());
@@ -430,7 +442,18 @@ mod tests {
         let mut cache = ListCache::new(128);
         let want = set(&[3]);
         cache
-            .store(0, None, None, 0, &want, (1, Some(3)), &[0xff; 4], 0, 20, &[])
+            .store(
+                0,
+                None,
+                None,
+                0,
+                &want,
+                (1, Some(3)),
+                &[0xff; 4],
+                0,
+                20,
+                &[],
+            )
             .unwrap();
         assert!(cache.lookup(0, None, None, 0, &want).is_some());
         assert!(cache.lookup(0, None, Some(&set(&[])), 0, &want).is_some());

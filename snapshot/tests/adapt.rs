@@ -72,7 +72,8 @@ fn models() -> Models {
         frame: (f % 4096) as u16,
         kind: (n % 5) as u8,
     };
-    let entity = trained((0..16).flat_map(move |n| (1..64).map(move |f| (slow(n, f - 1), slow(n, f)))));
+    let entity =
+        trained((0..16).flat_map(move |n| (1..64).map(move |f| (slow(n, f - 1), slow(n, f)))));
     let calm = |f: u32| Eye {
         score: (f / 50) as u16,
         z: 0.0,
@@ -182,7 +183,10 @@ fn run(models: Models, clients: usize, ticks: u32, reconnect: Option<u32>) -> Ou
         .map(|c| {
             let id = server.add_client(ClientSettings::unlimited()).unwrap();
             let mut client = new_client();
-            assert_eq!(client.read_message(&gamestate).unwrap(), Received::Gamestate);
+            assert_eq!(
+                client.read_message(&gamestate).unwrap(),
+                Received::Gamestate
+            );
             (id, client, Link::new(0xada9 + c as u64))
         })
         .collect();
@@ -215,7 +219,8 @@ fn run(models: Models, clients: usize, ticks: u32, reconnect: Option<u32>) -> Ou
             for sequence in link.acks(tick) {
                 server.acknowledge(*id, sequence).unwrap();
             }
-            let BuildOutcome::Built(info) = server.build_snapshot(*id, &mut Bands, &mut out).unwrap()
+            let BuildOutcome::Built(info) =
+                server.build_snapshot(*id, &mut Bands, &mut out).unwrap()
             else {
                 panic!("tick {tick}: unlimited clients get every frame");
             };
@@ -224,15 +229,20 @@ fn run(models: Models, clients: usize, ticks: u32, reconnect: Option<u32>) -> Ou
             if let Some(ids) = info.coded_with {
                 entity_models.insert(ids[0]);
                 if info.base.is_none() {
-                    assert_eq!(ids[0], trained_entity, "a full snapshot starts from training");
+                    assert_eq!(
+                        ids[0], trained_entity,
+                        "a full snapshot starts from training"
+                    );
                 }
                 coded.insert((c, info.sequence), ids);
             }
             link.send(tick, info.sequence, &out);
             for (sequence, bytes) in link.arrivals(tick) {
-                let received = client.read_snapshot(sequence, &bytes).unwrap_or_else(|error| {
-                    panic!("client {c}, tick {tick}, snapshot {sequence}: {error}")
-                });
+                let received = client
+                    .read_snapshot(sequence, &bytes)
+                    .unwrap_or_else(|error| {
+                        panic!("client {c}, tick {tick}, snapshot {sequence}: {error}")
+                    });
                 let coded_with = match received {
                     Received::Snapshot(report) => report.coded_with,
                     Received::Stale { kept: true, .. } => None,
@@ -241,7 +251,11 @@ fn run(models: Models, clients: usize, ticks: u32, reconnect: Option<u32>) -> Ou
                 };
                 outcome.decoded += 1;
                 if let Some(ids) = coded_with {
-                    assert_eq!(Some(&ids), coded.get(&(c, sequence)), "client {c}, {sequence}");
+                    assert_eq!(
+                        Some(&ids),
+                        coded.get(&(c, sequence)),
+                        "client {c}, {sequence}"
+                    );
                 }
                 let held = client.snapshot(sequence).unwrap();
                 // The server's record of it may have left its ring.
@@ -262,7 +276,10 @@ fn run(models: Models, clients: usize, ticks: u32, reconnect: Option<u32>) -> Ou
     outcome.differing = coded
         .iter()
         .filter(|((c, sequence), ids)| {
-            *c == 1 && coded.get(&(2, *sequence)).is_some_and(|other| other[0] != ids[0])
+            *c == 1
+                && coded
+                    .get(&(2, *sequence))
+                    .is_some_and(|other| other[0] != ids[0])
         })
         .count();
     outcome
@@ -311,7 +328,9 @@ fn clients_with_identical_chains_share_models_and_lists() {
         server.commit_frame(tick * 50).unwrap();
         let mut seen = Vec::new();
         for &id in &ids {
-            let BuildOutcome::Built(info) = server.build_snapshot(id, &mut AllInScope, &mut out).unwrap()
+            let BuildOutcome::Built(info) = server
+                .build_snapshot(id, &mut AllInScope, &mut out)
+                .unwrap()
             else {
                 panic!()
             };
@@ -333,13 +352,15 @@ fn adapting_asks_for_a_model_to_start_from() {
         .unwrap_err();
     assert!(error.to_string().contains("no native model"), "{error}");
     // The q3 codec has no models: nothing to adapt, nothing refused.
-    let mut q3: Server<Bare, Bare> = Server::new(ServerConfig::for_codec(fields::Codec::Q3)).unwrap();
+    let mut q3: Server<Bare, Bare> =
+        Server::new(ServerConfig::for_codec(fields::Codec::Q3)).unwrap();
     q3.set_models(Models::of_types().with_adaptation(Some(POLICY)))
         .unwrap();
     // The policy is part of the fingerprint both ends check.
     let fixed = models().fingerprint(1, &Mover::default(), &Eye::default());
-    let adapting = models()
-        .with_adaptation(Some(POLICY))
-        .fingerprint(1, &Mover::default(), &Eye::default());
+    let adapting =
+        models()
+            .with_adaptation(Some(POLICY))
+            .fingerprint(1, &Mover::default(), &Eye::default());
     assert_ne!(fixed, adapting);
 }
