@@ -164,6 +164,13 @@ impl<E, P> EngineEncoder<E, P> {
         self
     }
 
+    /// The same encoder with its models adapting to each stream under
+    /// `policy` (`None`: fixed; [`snapshot::Models::with_adaptation`]).
+    pub fn adapting(mut self, policy: Option<fields::model::AdaptPolicy>) -> Self {
+        self.models = self.models.with_adaptation(policy);
+        self
+    }
+
     /// The same encoder keeping every message it writes
     /// ([`EngineEncoder::take_recordings`]).
     pub fn recording(mut self) -> Self {
@@ -205,6 +212,15 @@ impl<E, P> EngineEncoder<E, P> {
     /// framing: `native`.
     pub fn native() -> Self {
         Self::new("native", Codec::Native, Arc::new(Compact))
+    }
+
+    /// What the library sends with its models adapting to each stream
+    /// ([`fields::model::AdaptPolicy::LIVE`], as the arena and the live
+    /// Quake 3 client send): `native_adapting`. Only for types that carry
+    /// native models.
+    pub fn native_adapting() -> Self {
+        Self::new("native_adapting", Codec::Native, Arc::new(Compact))
+            .adapting(Some(fields::model::AdaptPolicy::LIVE))
     }
 
     /// Snapshots the engine could not send from the recording's base (it

@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use fields::model::NativeModel;
+use fields::model::{AdaptPolicy, NativeModel};
 use fields::NetFields;
 use q3::model::training_paths;
 use q3::{EntityState, PlayerState};
@@ -77,16 +77,19 @@ pub fn q3_model_encoder(
     )
 }
 
-/// The engine's native messages with models for Quake 3's structs.
+/// The engine's native messages with models for Quake 3's structs, fixed
+/// or adapting under `adapt` ([`snapshot::Models::with_adaptation`]).
 pub fn q3_engine_encoder(
     name: &str,
     models: &TrainedModels,
+    adapt: Option<AdaptPolicy>,
 ) -> Result<EngineEncoder<EntityState, PlayerState>, Error> {
-    engine_with_models(
+    Ok(engine_with_models(
         name,
         Arc::clone(&models.entity),
         &EntityState::TABLE.schema(),
         Arc::clone(&models.player),
         &PlayerState::TABLE.schema(),
-    )
+    )?
+    .adapting(adapt))
 }

@@ -344,9 +344,10 @@ pub fn measure<W: Workload>(workload: &mut W) -> Result<WorkloadReport, Error> {
 }
 
 /// Order encodings are printed in.
-const PRINT_ORDER: [&str; 6] = [
+const PRINT_ORDER: [&str; 7] = [
     "q3",
     "native",
+    "native_adapting",
     "native_loo",
     "native_loo_static",
     "native_trained",

@@ -25,6 +25,7 @@ use serde::{Serialize, Serializer};
 use snapshot::ClientId;
 
 use super::{ExtraEncoders, RunEnd, TargetSet, Visit, Workload};
+use crate::engine::EngineEncoder;
 use crate::models::{build_model, engine_with_models, train_on};
 use crate::state::{Delivery, SpawnList, State, Step, Zeros};
 use crate::Error;
@@ -196,11 +197,15 @@ impl Workload for Arena {
             &PlayerState::TABLE.schema(),
         )?;
         Ok(ExtraEncoders {
-            encoders: vec![Box::new(encoder)],
-            notes: vec![format!(
+            encoders: vec![Box::new(EngineEncoder::native_adapting()), Box::new(encoder)],
+            notes: vec![
+                "native_adapting: the arena's models adapting to the stream (AdaptPolicy::LIVE)"
+                    .to_owned(),
+                format!(
                 "native_trained: models trained on another {}-bot match (seed {ARENA_TRAINING_SEED:#x}), not on this one",
                 self.clients
-            )],
+            ),
+            ],
         })
     }
 

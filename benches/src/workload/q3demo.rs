@@ -11,7 +11,9 @@ use q3::reencode::write_snapshot;
 use q3::{Command, Dm68Decoder, EntityState, PlayerState, Snapshot, MAX_MSGLEN};
 
 use super::{ExtraEncoders, RunEnd, TargetSet, Visit, Workload};
-use crate::loo::{q3_engine_encoder, q3_model_encoder, train_without, TrainedModels};
+use crate::engine::EngineEncoder;
+use crate::loo::{q3_engine_encoder, train_without, TrainedModels};
+use crate::Encoder;
 use crate::state::{Delivery, Reference, State, Step, Zeros};
 use crate::Error;
 use fields::model::AdaptPolicy;
@@ -245,8 +247,19 @@ impl Workload for Q3Demo {
     }
 
     fn extra_encoders(&self) -> Result<ExtraEncoders<EntityState, PlayerState>, Error> {
+        let adapting = || -> Box<dyn Encoder<EntityState, PlayerState>> {
+            Box::new(EngineEncoder::native_adapting())
+        };
+        let adapting_note = "native_adapting: the committed models adapting to the stream \
+                             (AdaptPolicy::LIVE)"
+            .to_owned();
         let models = match &self.loo {
-            None => return Ok(ExtraEncoders::default()),
+            None => {
+                return Ok(ExtraEncoders {
+                    encoders: vec![adapting()],
+                    notes: vec![adapting_note],
+                })
+            }
             Some(LooModels::Train(dir)) => train_without(dir, &self.path)?,
             Some(LooModels::Given(models)) => models.clone(),
         };
@@ -262,10 +275,11 @@ impl Workload for Q3Demo {
         );
         Ok(ExtraEncoders {
             encoders: vec![
-                Box::new(q3_model_encoder("native_loo", &models)?.adapting(policy)),
-                Box::new(q3_engine_encoder("native_loo_static", &models)?),
+                adapting(),
+                Box::new(q3_engine_encoder("native_loo", &models, Some(policy))?),
+                Box::new(q3_engine_encoder("native_loo_static", &models, None)?),
             ],
-            notes: vec![note],
+            notes: vec![adapting_note, note],
         })
     }
 
