@@ -9,9 +9,12 @@
 //! work alone: applying the changes to the master state, committing, and
 //! building, encoding and acknowledging every client's snapshot.
 
-use fields::{Codec, Fields};
+use std::collections::HashMap;
+
+use fields::model::{AdaptPolicy, SymbolTally};
+use fields::{Codec, DeltaContext, Fields};
 use q3::{EntityState, PlayerState};
-use snapshot::{AllInScope, BuildOutcome, ClientId, ClientSettings, Server, ServerConfig};
+use snapshot::{AllInScope, BuildOutcome, ClientId, ClientSettings, Models, Server, ServerConfig};
 
 use crate::world::{Rng, World};
 use crate::Error;
@@ -59,6 +62,17 @@ pub struct FrameSent {
 impl FrameBench {
     /// A server with `clients` clients and `entities` entities, warmed up.
     pub fn new(codec: Codec, clients: usize, entities: u32) -> Result<Self, Error> {
+        Self::with_adaptation(codec, clients, entities, None)
+    }
+
+    /// The same with the committed models adapting along each client's
+    /// chain under `adapt` ([`Models::with_adaptation`]).
+    pub fn with_adaptation(
+        codec: Codec,
+        clients: usize,
+        entities: u32,
+        adapt: Option<AdaptPolicy>,
+    ) -> Result<Self, Error> {
         let mut world: World<EntityState, PlayerState> = World::new(
             0x0f4a_3e00,
             entities,
@@ -67,6 +81,7 @@ impl FrameBench {
             FRAME_MS,
         );
         let mut server = Server::new(ServerConfig::for_codec(codec))?;
+        server.set_models(Models::of_types().with_adaptation(adapt))?;
         for (number, state) in &world.entities {
             server.set_entity(*number, *state)?;
         }
@@ -128,6 +143,43 @@ impl FrameBench {
             }
         }
         Ok(sent)
+    }
+
+    /// Snapshots, over every client, that waited for their chain's model
+    /// rebuild (see [`snapshot::adapt`]).
+    pub fn adapt_waits(&self) -> u64 {
+        self.clients
+            .iter()
+            .filter_map(|&id| self.server.stats(id).ok())
+            .map(|stats| stats.adapt_waits)
+            .sum()
+    }
+
+    /// The entity symbols of each scripted frame's changes, one tally per
+    /// frame, as the committed entity model codes them from the frame
+    /// before: a chain of [`SCRIPT_FRAMES`] messages to rebuild a model
+    /// from. Empty without a committed model.
+    pub fn chain_tallies(&self) -> Vec<SymbolTally> {
+        let Some(model) = EntityState::default().native_model() else {
+            return Vec::new();
+        };
+        let mut current: HashMap<u32, EntityState> = self.world.entities.iter().copied().collect();
+        let context = DeltaContext {
+            elapsed_ms: FRAME_MS,
+            ..DeltaContext::default()
+        };
+        self.script
+            .iter()
+            .map(|changes| {
+                let mut tally = SymbolTally::new();
+                for (number, state) in &changes.entities {
+                    if let Some(base) = current.insert(*number, *state) {
+                        tally.delta(&model, &base, state, &context);
+                    }
+                }
+                tally
+            })
+            .collect()
     }
 
     /// The world's entities at the start, and after one frame of changes,

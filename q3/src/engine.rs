@@ -43,7 +43,8 @@ use snapshot::framing::{
 };
 use snapshot::replay::{Recorded, Replay};
 pub use snapshot::replay::{ReplayError, Replayed};
-use snapshot::{ClientError, ClientId, Compact, Server, ServerConfig};
+use fields::model::AdaptPolicy;
+use snapshot::{ClientError, ClientId, Compact, Models, Server, ServerConfig};
 
 use crate::message::svc;
 use crate::snapshot::{Baselines, Snapshot};
@@ -191,12 +192,25 @@ impl EngineReplay {
         baselines: &Baselines,
         frame_ms: u32,
     ) -> Result<Self, ReplayError> {
+        Self::with_models(codec, framing, Models::of_types(), baselines, frame_ms)
+    }
+
+    /// The same as [`EngineReplay::new`], coding with `models` (given
+    /// models, adapting ones: [`snapshot::Models`]).
+    pub fn with_models(
+        codec: Codec,
+        framing: Arc<dyn Framing>,
+        models: Models,
+        baselines: &Baselines,
+        frame_ms: u32,
+    ) -> Result<Self, ReplayError> {
         let config = ServerConfig {
             checksum_interval: 0,
             ..ServerConfig::for_codec(codec)
         };
         let mut server = Server::new(config)?;
         server.set_framing(framing)?;
+        server.set_models(models)?;
         for (number, state) in baselines.non_zero() {
             if number < server.config().max_entities {
                 server.set_baseline(number, Some(*state))?;
@@ -211,6 +225,17 @@ impl EngineReplay {
     /// [`Compact`] framing.
     pub fn native(baselines: &Baselines, frame_ms: u32) -> Result<Self, ReplayError> {
         Self::new(Codec::Native, Arc::new(Compact), baselines, frame_ms)
+    }
+
+    /// The library's own message format with the committed models adapting
+    /// to the stream under `policy` ([`snapshot::adapt`]).
+    pub fn native_adapting(
+        baselines: &Baselines,
+        frame_ms: u32,
+        policy: AdaptPolicy,
+    ) -> Result<Self, ReplayError> {
+        let models = Models::of_types().with_adaptation(Some(policy));
+        Self::with_models(Codec::Native, Arc::new(Compact), models, baselines, frame_ms)
     }
 
     /// Quake 3's own format: [`Codec::Q3`] in [`Quake3Framing`].

@@ -116,6 +116,7 @@ fn check(name: &str, expected_fragments: u64) {
     assert_eq!(replayed.client.stats().gamestates, 1);
     assert_eq!(replayed.session.native_errors(), 0);
     assert!(summary.native_mean_snapshot_bytes > 0.0);
+    assert!(summary.native_adapting_mean_snapshot_bytes > 0.0);
     // Same inputs, same outputs: every datagram the live client sent.
     assert_eq!(
         replayed.client_datagrams,

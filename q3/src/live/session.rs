@@ -9,6 +9,8 @@ use serde::Serialize;
 use super::client::{End, Event, LiveClient};
 use super::error::LiveError;
 use super::netchan::Framing;
+use fields::model::AdaptPolicy;
+
 use crate::engine::{frame_ms, EngineReplay};
 use crate::file::Dm68Writer;
 use crate::message::{Command, Gamestate};
@@ -44,6 +46,9 @@ pub struct Summary {
     /// (`q3::engine::EngineReplay`), native codec, compact framing (the
     /// whole snapshot message).
     pub native_mean_snapshot_bytes: f64,
+    /// The same with the models adapting to the stream
+    /// (`fields::model::AdaptPolicy::LIVE`, `snapshot::adapt`).
+    pub native_adapting_mean_snapshot_bytes: f64,
     /// New reliable server commands received.
     pub server_commands: u64,
     /// Why the server ended the session, `null` when the client left.
@@ -79,6 +84,8 @@ pub struct Session {
     q3_bits: u64,
     native_bytes: u64,
     native_snapshots: u64,
+    adapting_bytes: u64,
+    adapting_snapshots: u64,
     native_errors: u64,
     server_commands: u64,
     marks: Vec<SnapshotMark>,
@@ -114,6 +121,8 @@ impl Session {
             q3_bits: 0,
             native_bytes: 0,
             native_snapshots: 0,
+            adapting_bytes: 0,
+            adapting_snapshots: 0,
             native_errors: 0,
             server_commands: 0,
             marks: Vec::new(),
@@ -258,8 +267,13 @@ impl Session {
         }
         if native.replay.is_none() {
             let frame = frame_ms(native.pending.iter().map(|s| s.server_time));
-            match EngineReplay::native(&native.baselines, frame) {
-                Ok(replay) => native.replay = Some(replay),
+            let replays = EngineReplay::native(&native.baselines, frame).and_then(|fixed| {
+                let adapting =
+                    EngineReplay::native_adapting(&native.baselines, frame, AdaptPolicy::LIVE)?;
+                Ok((fixed, adapting))
+            });
+            match replays {
+                Ok((fixed, adapting)) => native.replay = Some((fixed, adapting)),
                 Err(_) => {
                     self.native_errors += native.pending.len() as u64;
                     native.pending.clear();
@@ -267,14 +281,22 @@ impl Session {
                 }
             }
         }
-        let Some(replay) = &mut native.replay else {
+        let Some((fixed, adapting)) = &mut native.replay else {
             return;
         };
         for snapshot in native.pending.drain(..) {
-            match replay.send(&snapshot) {
+            match fixed.send(&snapshot) {
                 Ok(sent) => {
                     self.native_bytes += sent.bytes.len() as u64;
                     self.native_snapshots += 1;
+                    self.native_errors += u64::from(!sent.same_base);
+                }
+                Err(_) => self.native_errors += 1,
+            }
+            match adapting.send(&snapshot) {
+                Ok(sent) => {
+                    self.adapting_bytes += sent.bytes.len() as u64;
+                    self.adapting_snapshots += 1;
                     self.native_errors += u64::from(!sent.same_base);
                 }
                 Err(_) => self.native_errors += 1,
@@ -312,6 +334,10 @@ impl Session {
             decode_errors: self.decode_errors,
             mean_snapshot_bytes: mean(self.q3_bits as f64 / 8.0, self.snapshots),
             native_mean_snapshot_bytes: mean(self.native_bytes as f64, self.native_snapshots),
+            native_adapting_mean_snapshot_bytes: mean(
+                self.adapting_bytes as f64,
+                self.adapting_snapshots,
+            ),
             server_commands: self.server_commands,
             disconnect_reason,
         }
@@ -332,7 +358,8 @@ fn map_name(client: &LiveClient, gamestate: &Gamestate) -> String {
 struct NativeStream {
     baselines: Baselines,
     pending: Vec<Snapshot>,
-    replay: Option<EngineReplay>,
+    /// The engine with fixed models, and with adapting ones.
+    replay: Option<(EngineReplay, EngineReplay)>,
 }
 
 impl NativeStream {
