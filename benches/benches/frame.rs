@@ -77,7 +77,10 @@ fn adaptation(c: &mut Criterion) {
             || {
                 let mut state = Adaptation::new(model.clone());
                 for tally in &tallies {
-                    state = state.for_next(&policy).expect("no rebuild yet").after(tally);
+                    state = state
+                        .for_next(&policy)
+                        .expect("no rebuild yet")
+                        .after(tally);
                 }
                 state
             },

@@ -132,7 +132,7 @@ fn the_engine_with_given_models_codes_like_the_type_with_the_same_models() {
         return;
     }
     let committed = committed_models();
-    let mut given = q3_engine_encoder("committed", &committed).unwrap();
+    let mut given = q3_engine_encoder("committed", &committed, None).unwrap();
     let mut native = EngineEncoder::native();
     let zeros = Zeros::default();
     let mut breakdown = Breakdown::default();
@@ -452,6 +452,7 @@ fn engine_bytes_with_models(
     data: &[u8],
     entity: &Arc<fields::model::NativeModel>,
     player: &Arc<fields::model::NativeModel>,
+    adapt: Option<fields::model::AdaptPolicy>,
 ) -> (u64, usize) {
     use q3::{Command, Dm68Decoder};
     use snapshot::replay::{Recorded, Replay};
@@ -481,7 +482,9 @@ fn engine_bytes_with_models(
             let mut server = Server::new(config).unwrap();
             server.set_framing(Arc::new(Compact)).unwrap();
             server
-                .set_models(Models::new(Arc::clone(entity), Arc::clone(player)))
+                .set_models(
+                    Models::new(Arc::clone(entity), Arc::clone(player)).with_adaptation(adapt),
+                )
                 .unwrap();
             for (number, state) in snap.baselines.non_zero() {
                 if number < server.config().max_entities {
@@ -533,13 +536,48 @@ fn the_reports_sizes_with_other_models_are_the_bytes_the_snapshot_server_emitted
         trained_on: vec![SMALL_DEMO.to_owned()],
     };
     let report = measure(&mut small_demo().with_loo_models(models.clone())).unwrap();
-    let (bytes, count) = engine_bytes_with_models(&data, &models.entity, &models.player);
+    let (bytes, count) = engine_bytes_with_models(&data, &models.entity, &models.player, None);
     assert_eq!(count, 71);
     assert_eq!(report.encodings["native_loo_static"].total_bytes, bytes);
     assert_ne!(
         report.encodings["native"].total_bytes, bytes,
         "the models differ from the committed ones"
     );
+}
+
+/// `native_loo` is the engine's messages with the models adapting along
+/// the delta chain: a `snapshot::Server` with the same models and policy,
+/// driven here from the recording, emits exactly its bytes, fewer than
+/// with the models fixed (`native_loo_static`; the plasma demo's 634
+/// snapshots are long enough for several rebuilds).
+#[test]
+fn the_reports_adapting_sizes_are_the_bytes_the_adapting_snapshot_server_emitted() {
+    if !demos_here("the_reports_adapting_sizes_are_the_bytes_the_adapting_snapshot_server_emitted")
+    {
+        return;
+    }
+    const DEMO: &str = "one_frag_only_with_plasma.dm_68";
+    let path = benches::default_demo_dir().join(DEMO);
+    let data = std::fs::read(&path).unwrap();
+    let trained = q3::model::train([std::fs::read(benches::default_demo_dir().join(SMALL_DEMO))
+        .unwrap()
+        .as_slice()])
+    .unwrap();
+    let models = TrainedModels {
+        entity: benches::models::build_model(trained.entity).unwrap(),
+        player: benches::models::build_model(trained.player).unwrap(),
+        trained_on: vec![SMALL_DEMO.to_owned()],
+    };
+    let mut demo = Q3Demo::open(&path).unwrap().with_loo_models(models.clone());
+    let report = measure(&mut demo).unwrap();
+    let policy = fields::model::AdaptPolicy::DEFAULT;
+    let (adapted, count) =
+        engine_bytes_with_models(&data, &models.entity, &models.player, Some(policy));
+    let (fixed, _) = engine_bytes_with_models(&data, &models.entity, &models.player, None);
+    assert_eq!(count, 634);
+    assert_eq!(report.encodings["native_loo"].total_bytes, adapted);
+    assert_eq!(report.encodings["native_loo_static"].total_bytes, fixed);
+    assert!(adapted < fixed, "adapting {adapted} B, fixed {fixed} B");
 }
 
 #[test]

@@ -37,13 +37,13 @@
 
 use std::sync::Arc;
 
+use fields::model::AdaptPolicy;
 use fields::{BitError, BitSink, BitSource, Codec, HuffmanCode};
 use snapshot::framing::{
     AreaMask, BaseInfo, Bases, Delivery, Framing, SnapshotHeader, MAX_AREA_MASK,
 };
 use snapshot::replay::{Recorded, Replay};
 pub use snapshot::replay::{ReplayError, Replayed};
-use fields::model::AdaptPolicy;
 use snapshot::{ClientError, ClientId, Compact, Models, Server, ServerConfig};
 
 use crate::message::svc;
@@ -235,7 +235,13 @@ impl EngineReplay {
         policy: AdaptPolicy,
     ) -> Result<Self, ReplayError> {
         let models = Models::of_types().with_adaptation(Some(policy));
-        Self::with_models(Codec::Native, Arc::new(Compact), models, baselines, frame_ms)
+        Self::with_models(
+            Codec::Native,
+            Arc::new(Compact),
+            models,
+            baselines,
+            frame_ms,
+        )
     }
 
     /// Quake 3's own format: [`Codec::Q3`] in [`Quake3Framing`].

@@ -13,8 +13,8 @@ use q3::{Command, Dm68Decoder, EntityState, PlayerState, Snapshot, MAX_MSGLEN};
 use super::{ExtraEncoders, RunEnd, TargetSet, Visit, Workload};
 use crate::engine::EngineEncoder;
 use crate::loo::{q3_engine_encoder, train_without, TrainedModels};
-use crate::Encoder;
 use crate::state::{Delivery, Reference, State, Step, Zeros};
+use crate::Encoder;
 use crate::Error;
 use fields::model::AdaptPolicy;
 
