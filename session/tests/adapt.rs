@@ -10,19 +10,14 @@ mod support;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use fields::model::{AdaptPolicy, ModelTrainer, NativeModel};
-use fields::{DeltaContext, NetFields};
+use fields::model::{AdaptPolicy, NativeModel};
+use fields::NetFields;
 use netq3_session::{ClientConfig, Models};
 use support::{link, Mark, Me, Sim};
 
 /// A model of `T` trained on the deltas `pairs` gives.
 fn trained<T: NetFields>(pairs: impl Iterator<Item = (T, T)>) -> Arc<NativeModel> {
-    let schema = T::TABLE.schema();
-    let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len());
-    for (base, new) in pairs {
-        trainer.observe(&base, &new, &DeltaContext::default());
-    }
-    Arc::new(NativeModel::for_table(trainer.finish(), &T::TABLE).unwrap())
+    Arc::new(NativeModel::train_on_deltas(pairs).unwrap())
 }
 
 /// Models trained on other habits than the simulation's.

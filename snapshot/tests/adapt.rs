@@ -9,8 +9,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use fields::model::{AdaptPolicy, ModelTrainer, NativeModel};
-use fields::{net_struct, q3_float, unsigned, DeltaContext, NetFields};
+use fields::model::{AdaptPolicy, NativeModel};
+use fields::{net_struct, q3_float, unsigned, NetFields};
 use netchan::SeededRng;
 use netq3_snapshot::{
     AllInScope, BuildOutcome, Client, ClientId, ClientSettings, Models, Received, Scope, Server,
@@ -57,12 +57,7 @@ fn eye(frame: u32) -> Eye {
 
 /// A model of `T` trained on the deltas `pairs` gives.
 fn trained<T: NetFields>(pairs: impl Iterator<Item = (T, T)>) -> Arc<NativeModel> {
-    let schema = T::TABLE.schema();
-    let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len());
-    for (base, new) in pairs {
-        trainer.observe(&base, &new, &DeltaContext::default());
-    }
-    Arc::new(NativeModel::for_table(trainer.finish(), &T::TABLE).unwrap())
+    Arc::new(NativeModel::train_on_deltas(pairs).unwrap())
 }
 
 /// Models trained on other habits: slow movers, a slow score.

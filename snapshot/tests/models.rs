@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use fields::model::{ModelTrainer, NativeModel};
-use fields::{net_struct, q3_float, unsigned, DeltaContext, NetFields};
+use fields::model::NativeModel;
+use fields::{net_struct, q3_float, unsigned, NetFields};
 use netq3_snapshot::{
     AllInScope, BuildOutcome, Client, ClientError, ClientSettings, ConfigError, Models, Received,
     Server, ServerConfig, ServerError,
@@ -51,12 +51,7 @@ fn eye(frame: u32) -> Eye {
 
 /// A model of `T` trained on the deltas `pairs` gives.
 fn trained<T: NetFields>(pairs: impl Iterator<Item = (T, T)>) -> Arc<NativeModel> {
-    let schema = T::TABLE.schema();
-    let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len());
-    for (base, new) in pairs {
-        trainer.observe(&base, &new, &DeltaContext::default());
-    }
-    Arc::new(NativeModel::for_table(trainer.finish(), &T::TABLE).unwrap())
+    Arc::new(NativeModel::train_on_deltas(pairs).unwrap())
 }
 
 fn models() -> Models {

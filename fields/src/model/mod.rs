@@ -1132,6 +1132,23 @@ impl NativeModel {
         Self::new(data)
     }
 
+    /// A model of `T` counted on the deltas `pairs` gives, `(base, new)`,
+    /// each in the default context (no elapsed time, not from a spawn
+    /// baseline), without predictors or learned grids: the quickest way
+    /// to a model of a game's own struct from a stream of its changes.
+    /// [`ModelTrainer`] does more (predictors, pattern keys, grids, entity
+    /// lists).
+    pub fn train_on_deltas<T: NetFields>(
+        pairs: impl IntoIterator<Item = (T, T)>,
+    ) -> Result<Self, BitError> {
+        let schema = T::TABLE.schema();
+        let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len());
+        for (base, new) in pairs {
+            trainer.observe(&base, &new, &crate::codec::DeltaContext::default());
+        }
+        Self::for_table(trainer.finish(), &T::TABLE)
+    }
+
     /// The grid of field `field`, if any.
     pub fn grid(&self, field: usize) -> Option<Grid> {
         self.data.grids.get(field).copied().flatten()
