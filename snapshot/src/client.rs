@@ -24,11 +24,11 @@ use crate::error::{ClientError, ConfigError};
 use crate::framing::{BaseInfo, Bases, Compact, Framing, SnapshotHeader};
 use crate::gamestate::{read_configstring, read_gamestate, Gamestate};
 use crate::message::{expect_end, MessageKind};
-use crate::models::Models;
+use crate::models::{model_of, Models};
 use crate::received::Snapshot;
 use crate::server::zeroed;
 use crate::stats::ClientStats;
-use crate::trace::{EntityTrace, FieldMask, SnapshotTrace, UpdateKind};
+use crate::trace::{EntityTrace, FieldMask, SnapshotTrace, SymbolTrace, UpdateKind};
 
 /// What a message did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +127,8 @@ pub struct Client<E, P> {
     needs_full_update: bool,
     stats: ClientStats,
     trace: Option<SnapshotTrace>,
+    /// The last message's symbols, when tracing them.
+    symbols: Option<SymbolTrace>,
     text: Vec<u8>,
 }
 
@@ -180,6 +182,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
             needs_full_update: false,
             stats: ClientStats::default(),
             trace: None,
+            symbols: None,
             text: Vec::new(),
         }
     }
@@ -205,8 +208,10 @@ impl<E: Fields, P: Fields> Client<E, P> {
         // The trace is kept even for a message rejected part-way: it shows
         // what was decoded up to the error.
         let mut trace = self.trace.take();
-        let result = self.read_snapshot_traced(sequence, bytes, trace.as_mut());
+        let mut symbols = self.symbols.take();
+        let result = self.read_snapshot_traced(sequence, bytes, trace.as_mut(), symbols.as_mut());
         self.trace = trace;
+        self.symbols = symbols;
         if let Err(error) = &result {
             self.stats.count(error);
             if matches!(error, ClientError::BaseMissing { .. }) {
@@ -284,18 +289,21 @@ impl<E: Fields, P: Fields> Client<E, P> {
         sequence: u32,
         bytes: &[u8],
         trace: Option<&mut SnapshotTrace>,
+        symbols: Option<&mut SymbolTrace>,
     ) -> Result<Received, ClientError> {
         let reader = BitReader::new(bytes);
         let framing = Arc::clone(&self.framing);
         let (decoded, mut reader) = match framing.huffman() {
             None => {
                 let mut reader = reader;
-                let decoded = self.decode_snapshot(&*framing, &mut reader, sequence, trace)?;
+                let decoded =
+                    self.decode_snapshot(&*framing, &mut reader, sequence, trace, symbols)?;
                 (decoded, reader)
             }
             Some(code) => {
                 let mut source = HuffmanReader::new(reader, code);
-                let decoded = self.decode_snapshot(&*framing, &mut source, sequence, trace)?;
+                let decoded =
+                    self.decode_snapshot(&*framing, &mut source, sequence, trace, symbols)?;
                 (decoded, source.into_inner())
             }
         };
@@ -315,6 +323,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
         reader: &mut S,
         sequence: u32,
         mut trace: Option<&mut SnapshotTrace>,
+        mut symbols: Option<&mut SymbolTrace>,
     ) -> Result<Decoded, ClientError> {
         let Setup {
             codec,
@@ -379,6 +388,20 @@ impl<E: Fields, P: Fields> Client<E, P> {
                 self.models.player_codec(codec),
             ),
         };
+        if let Some(symbols) = symbols.as_deref_mut() {
+            let (entity, player) = match (&coding, codec) {
+                (Some(coding), _) => (
+                    Some(Arc::clone(coding.entity.model())),
+                    Some(Arc::clone(coding.player.model())),
+                ),
+                (None, Codec::Native) => (
+                    model_of(self.models.entity(), &self.zero_entity),
+                    model_of(self.models.player(), &self.zero_player),
+                ),
+                (None, Codec::Q3) => (None, None),
+            };
+            symbols.start(entity, player);
+        }
         let tallies = &mut self.tallies;
         tallies.clear();
 
@@ -397,6 +420,9 @@ impl<E: Fields, P: Fields> Client<E, P> {
         if let Some(coding) = &coding {
             tallies.player(coding, base_player, &out.player, &player_context);
         }
+        if let Some(symbols) = symbols.as_deref_mut() {
+            symbols.player(base_player, &out.player, &player_context);
+        }
         let anchor = fields::codec::anchor_with(self.models.player().map(|m| &**m), &out.player);
         let context = context.with_anchor(anchor);
         if let Some(trace) = trace.as_deref_mut() {
@@ -410,6 +436,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
         let mut lists = EntityLists {
             codec: entity_codec,
             tally: coding.as_ref().map(|coding| (coding, tallies)),
+            symbols,
             entity_limit,
             gamestate: &self.gamestate,
             zero: &self.zero_entity,
@@ -647,6 +674,22 @@ impl<E: Fields, P: Fields> Client<E, P> {
     pub fn trace(&self) -> Option<&SnapshotTrace> {
         self.trace.as_ref()
     }
+
+    /// Turns the tracing of each native message's symbols on or off (see
+    /// [`symbol_trace`](Self::symbol_trace)). Off by default: it walks
+    /// every decoded delta a second time.
+    pub fn set_symbol_trace(&mut self, on: bool) {
+        self.symbols = on.then(SymbolTrace::default);
+    }
+
+    /// Every symbol the last snapshot message read coded, with the models
+    /// that coded it (with adapting models, the ones the message's chain
+    /// held: [`SnapshotReport::coded_with`] are their ids), when tracing
+    /// symbols is on. For a rejected message: what was decoded before the
+    /// error.
+    pub fn symbol_trace(&self) -> Option<&SymbolTrace> {
+        self.symbols.as_ref()
+    }
 }
 
 /// Snapshot `sequence` of a ring, if its slot holds it.
@@ -693,6 +736,8 @@ struct EntityLists<'a, 't, E> {
     codec: ModelCodec<'a>,
     /// Adapting models: the message's and the tally of its symbols.
     tally: Option<(&'a Adapted, &'t mut Tallies)>,
+    /// Tracing symbols: the trace.
+    symbols: Option<&'t mut SymbolTrace>,
     entity_limit: u32,
     gamestate: &'a Gamestate<E>,
     zero: &'a E,
@@ -711,6 +756,7 @@ impl<E: Fields> EntityLists<'_, '_, E> {
     ) -> Result<(), ClientError> {
         let limit = self.entity_limit;
         let mut tally = self.tally.as_mut();
+        let mut symbols = self.symbols.as_deref_mut();
         let visit = |read: ListRead<'_, E>| -> Result<(), ClientError> {
             let (number, held, start, new, bits) = match read {
                 ListRead::Number(number) if number >= limit => {
@@ -733,10 +779,13 @@ impl<E: Fields> EntityLists<'_, '_, E> {
                 (Some(_), true) => UpdateKind::Changed,
                 (Some(_), false) => UpdateKind::Added,
             };
+            let spawn = kind == UpdateKind::Added;
+            let update = new.map(|new| (start, new));
             if let Some((coding, tallies)) = tally.as_mut() {
-                let spawn = kind == UpdateKind::Added;
-                let update = new.map(|new| (start, new));
                 tallies.entry(coding, number, update, &context.with_spawn(spawn));
+            }
+            if let Some(symbols) = symbols.as_deref_mut() {
+                symbols.entry(number, kind, update, &context.with_spawn(spawn));
             }
             if let Some(trace) = trace.as_deref_mut() {
                 let fields = new.map_or_else(FieldMask::new, |new| FieldMask::diff(start, new));
@@ -767,6 +816,9 @@ impl<E: Fields> EntityLists<'_, '_, E> {
         })?;
         if let Some((_, tallies)) = self.tally.as_mut() {
             tallies.end_list(&held);
+        }
+        if let Some(symbols) = self.symbols.as_deref_mut() {
+            symbols.end_list(&held);
         }
         Ok(())
     }

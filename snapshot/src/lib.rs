@@ -105,7 +105,9 @@
 //! replays it with [`Client::read_message`] and [`Client::read_snapshot`]. To seek, feed the gamestate (and
 //! configstrings) and then everything from a keyframe on to a fresh client,
 //! or [`Client::clear_snapshots`] a clone. [`Client::set_trace`] reports
-//! which fields each message carried, for dumps. [`encode_snapshot`] and
+//! which fields each message carried, for dumps, and
+//! [`Client::set_symbol_trace`] every symbol a native message coded with
+//! the models that coded it, for entropy reports. [`encode_snapshot`] and
 //! [`Client::encode_held`] write a snapshot held as states (a keyframe for a
 //! client-side recording, the start of a cut) as a message.
 //!
@@ -176,4 +178,6 @@ pub use rewind::{Clamp, Rewind, RewindError};
 pub use scope::{AllInScope, Scope};
 pub use server::{ClientId, MemoryReport, SentSnapshot, Server};
 pub use stats::{ClientStats, SendStats};
-pub use trace::{EntityTrace, FieldMask, SnapshotTrace, UpdateKind};
+pub use trace::{
+    CodedSymbol, EntityTrace, FieldMask, SnapshotTrace, SymbolOf, SymbolTrace, UpdateKind,
+};

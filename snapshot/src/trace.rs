@@ -1,10 +1,15 @@
 //! What a decoded snapshot carried, field by field: for tests, demo dumps
 //! and debugging. Opt-in ([`Client::set_trace`](crate::Client::set_trace)),
-//! since it compares every decoded state with its base.
+//! since it compares every decoded state with its base. A native
+//! message's symbols, with the models that coded them, are a second
+//! opt-in ([`SymbolTrace`]), for entropy reports.
 
 use std::fmt;
+use std::sync::Arc;
 
-use fields::Fields;
+use fields::codec::HeldNumbers;
+use fields::model::{trace_delta, trace_entity_list, NativeModel, TracedSymbol};
+use fields::{DeltaContext, Fields};
 
 /// A set of field indices (a table has at most 255 fields).
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -117,4 +122,155 @@ pub struct SnapshotTrace {
     /// Bits after the entity updates: the lists' end markers and the
     /// sync checksum.
     pub end_bits: usize,
+}
+
+/// What a traced symbol belongs to (see [`SymbolTrace`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SymbolOf {
+    /// The player-state delta (coded with the player-state model).
+    PlayerState,
+    /// One entry of an entity list: its number and, unless it is a
+    /// removal, its delta (coded with the entity model).
+    Entity {
+        /// Entity number.
+        number: u32,
+        /// What kind of update.
+        kind: UpdateKind,
+    },
+    /// An entity list's end marker (coded with the entity model).
+    ListEnd,
+}
+
+/// One symbol of a message as the native codec coded it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CodedSymbol {
+    /// What it belongs to, which says the model that coded it
+    /// ([`SymbolTrace::model_of`]).
+    pub of: SymbolOf,
+    /// The symbol, its context and the raw bits after it.
+    pub symbol: TracedSymbol,
+}
+
+/// Every symbol one native snapshot message coded, in the order of the
+/// message, with the models that coded them: what an entropy report
+/// prices (each symbol's code word, its probability under the model, the
+/// raw bits below a value's leading one). Opt-in
+/// ([`Client::set_symbol_trace`](crate::Client::set_symbol_trace)): it
+/// walks every decoded delta again. Bits the codec writes outside any
+/// symbol (the header, an empty list's one bit, the player's arrays'
+/// changed-element sets, the sync checksum) are not in it.
+///
+/// A list's entries are in the message's order, each entry's number
+/// symbol before its delta's symbols, and the list's end marker last; a
+/// chained snapshot's two lists follow each other.
+#[derive(Debug, Clone, Default)]
+pub struct SymbolTrace {
+    /// The entity model the message was coded with (`None`: the q3 codec,
+    /// or a type without a model: no symbols then).
+    pub entity_model: Option<Arc<NativeModel>>,
+    /// The player-state model.
+    pub player_model: Option<Arc<NativeModel>>,
+    /// The symbols, in message order.
+    pub symbols: Vec<CodedSymbol>,
+    /// A list's entries while it is read: number, kind, and how many
+    /// delta symbols it pushed.
+    entries: Vec<(u32, UpdateKind, usize)>,
+    /// A list's delta symbols while its number symbols are put before them.
+    deltas: Vec<CodedSymbol>,
+}
+
+impl SymbolTrace {
+    /// The model that coded symbols of `of`, if the trace has it.
+    pub fn model_of(&self, of: SymbolOf) -> Option<&Arc<NativeModel>> {
+        match of {
+            SymbolOf::PlayerState => self.player_model.as_ref(),
+            SymbolOf::Entity { .. } | SymbolOf::ListEnd => self.entity_model.as_ref(),
+        }
+    }
+
+    /// Starts a message coded with `entity` and `player`.
+    pub(crate) fn start(
+        &mut self,
+        entity: Option<Arc<NativeModel>>,
+        player: Option<Arc<NativeModel>>,
+    ) {
+        self.entity_model = entity;
+        self.player_model = player;
+        self.symbols.clear();
+        self.entries.clear();
+        self.deltas.clear();
+    }
+
+    /// Traces the player-state delta from `base` to `new`.
+    pub(crate) fn player<P: Fields>(&mut self, base: &P, new: &P, context: &DeltaContext) {
+        let Some(model) = self.player_model.as_deref() else {
+            return;
+        };
+        let symbols = &mut self.symbols;
+        trace_delta(model, base, new, context, &mut |symbol| {
+            symbols.push(CodedSymbol {
+                of: SymbolOf::PlayerState,
+                symbol,
+            })
+        });
+    }
+
+    /// Traces one entry of the entity list being read: a delta from `base`
+    /// to `new` (`None`: the entity was removed) in `context`.
+    pub(crate) fn entry<E: Fields>(
+        &mut self,
+        number: u32,
+        kind: UpdateKind,
+        update: Option<(&E, &E)>,
+        context: &DeltaContext,
+    ) {
+        let Some(model) = self.entity_model.as_deref() else {
+            return;
+        };
+        let before = self.deltas.len();
+        if let Some((base, new)) = update {
+            let deltas = &mut self.deltas;
+            let of = SymbolOf::Entity { number, kind };
+            trace_delta(model, base, new, context, &mut |symbol| {
+                deltas.push(CodedSymbol { of, symbol })
+            });
+        }
+        self.entries
+            .push((number, kind, self.deltas.len() - before));
+    }
+
+    /// Ends the list whose entries were given since the last call, against
+    /// a receiver holding `held`: each entry's number symbol goes before
+    /// its delta's symbols, the end marker after them.
+    pub(crate) fn end_list(&mut self, held: &dyn HeldNumbers) {
+        if self.entity_model.is_none() {
+            return;
+        }
+        let (symbols, entries, deltas) = (&mut self.symbols, &self.entries, &self.deltas);
+        let mut next = 0;
+        let mut taken = 0;
+        let numbers = entries
+            .iter()
+            .map(|&(number, kind, _)| (number, kind == UpdateKind::Removed));
+        // One number symbol per entry, in order (the client refuses the
+        // removal of an entity it does not hold, the one entry without a
+        // symbol, before the list ends), then the end marker.
+        trace_entity_list(numbers, held, &mut |symbol| match entries.get(next) {
+            Some(&(number, kind, count)) => {
+                symbols.push(CodedSymbol {
+                    of: SymbolOf::Entity { number, kind },
+                    symbol,
+                });
+                symbols.extend_from_slice(&deltas[taken..taken + count]);
+                taken += count;
+                next += 1;
+            }
+            None => symbols.push(CodedSymbol {
+                of: SymbolOf::ListEnd,
+                symbol,
+            }),
+        });
+        self.entries.clear();
+        self.deltas.clear();
+    }
 }

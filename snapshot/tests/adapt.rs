@@ -14,7 +14,7 @@ use fields::{net_struct, q3_float, unsigned, NetFields};
 use netchan::SeededRng;
 use netq3_snapshot::{
     AllInScope, BuildOutcome, Client, ClientId, ClientSettings, Models, Received, Scope, Server,
-    ServerConfig,
+    ServerConfig, SymbolOf,
 };
 
 net_struct! {
@@ -358,4 +358,100 @@ fn adapting_asks_for_a_model_to_start_from() {
             .with_adaptation(Some(POLICY))
             .fingerprint(1, &Mover::default(), &Eye::default());
     assert_ne!(fixed, adapting);
+}
+
+/// The symbol trace names the models each message was coded with and
+/// accounts for its symbols: on a lossless link with a client one ack
+/// behind, every entity update's bits are its traced symbols' code words
+/// and raw bits (and the first one's the list's "not empty" bit), the
+/// player state's too, and each list ends with one end marker. Off, there
+/// is no trace.
+#[test]
+fn the_symbol_trace_prices_every_symbol_with_the_model_that_coded_it() {
+    for adapt in [Some(POLICY), None] {
+        let models = models().with_adaptation(adapt);
+        let mut server: Server<Mover, Eye> = Server::new(ServerConfig::default()).unwrap();
+        server.set_models(models.clone()).unwrap();
+        let id = server.add_client(ClientSettings::unlimited()).unwrap();
+        let mut client: Client<Mover, Eye> = Client::new();
+        client.set_models(models.clone()).unwrap();
+        let mut gamestate = Vec::new();
+        server.write_gamestate(&mut gamestate).unwrap();
+        client.read_message(&gamestate).unwrap();
+        assert!(client.symbol_trace().is_none(), "off by default");
+        client.set_trace(true);
+        client.set_symbol_trace(true);
+        let (mut out, mut symbols, mut rebuilt) = (Vec::new(), 0usize, 0usize);
+        let trained = models.entity().unwrap().id();
+        for tick in 0..40u32 {
+            // Movers come and go, so lists add and remove entities.
+            for n in 0..24 {
+                if (n + tick / 5) % 7 == 0 {
+                    server.remove_entity(n);
+                } else {
+                    server.set_entity(n, mover(n, tick)).unwrap();
+                }
+            }
+            server.set_player_state(id, eye(tick)).unwrap();
+            server.commit_frame(tick * 50).unwrap();
+            let BuildOutcome::Built(info) = server
+                .build_snapshot(id, &mut AllInScope, &mut out)
+                .unwrap()
+            else {
+                panic!("tick {tick}: unlimited clients get every frame");
+            };
+            let Received::Snapshot(report) = client.read_snapshot(info.sequence, &out).unwrap()
+            else {
+                panic!("tick {tick}: not decoded");
+            };
+            server.acknowledge(id, info.sequence).unwrap();
+            let trace = client.trace().unwrap();
+            let coded = client.symbol_trace().unwrap();
+            let ids = [
+                coded.entity_model.as_ref().unwrap().id(),
+                coded.player_model.as_ref().unwrap().id(),
+            ];
+            assert_eq!(report.coded_with.is_some(), adapt.is_some());
+            assert_eq!(report.coded_with.unwrap_or(ids), ids, "tick {tick}");
+            rebuilt += usize::from(ids[0] != trained);
+            let bits_of = |of: &dyn Fn(SymbolOf) -> bool| -> usize {
+                coded
+                    .symbols
+                    .iter()
+                    .filter(|s| of(s.of))
+                    .map(|s| {
+                        let code = coded.model_of(s.of).unwrap().code(s.symbol.context);
+                        (code.unwrap().bits(s.symbol.symbol) + s.symbol.raw_bits) as usize
+                    })
+                    .sum()
+            };
+            assert_eq!(
+                bits_of(&|of| of == SymbolOf::PlayerState),
+                trace.player_bits,
+                "tick {tick}"
+            );
+            for (i, entity) in trace.entities.iter().enumerate() {
+                let of = SymbolOf::Entity {
+                    number: entity.number,
+                    kind: entity.kind,
+                };
+                // The list's first entry carries its one "not empty" bit.
+                assert_eq!(
+                    bits_of(&|o| o == of) + usize::from(i == 0),
+                    entity.bits as usize,
+                    "tick {tick}, {entity:?}"
+                );
+            }
+            let ends = coded.symbols.iter().filter(|s| s.of == SymbolOf::ListEnd);
+            assert_eq!(ends.count(), usize::from(!trace.entities.is_empty()));
+            symbols += coded.symbols.len();
+        }
+        // The same symbols whatever the models (their code words differ);
+        // adapting, every message from the ninth on is coded with a rebuilt
+        // model (chains of 8).
+        assert_eq!(symbols, 4316);
+        assert_eq!(rebuilt, if adapt.is_some() { 32 } else { 0 });
+        client.set_symbol_trace(false);
+        assert!(client.symbol_trace().is_none());
+    }
 }
