@@ -19,7 +19,7 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use benches::adapt::MessageTally;
+use benches::deltas::MessageTally;
 use std::time::{Duration, Instant};
 
 use benches::corpus::{

@@ -2,13 +2,18 @@
 //! bound of a real demo's messages, split into what the coder loses, what
 //! the model loses and what the raw value bits cost.
 //!
-//! For each message of a real demo, coded as `native_loo` codes it
-//! (models trained without the demo, adapting along the delta chain), the
-//! report traces every symbol the codec writes with the model that codes
-//! it ([`fields::model::trace_delta`], [`fields::model::trace_entity_list`])
-//! and prices it four ways:
+//! Each real demo is sent through the snapshot engine as `native_loo`
+//! sends it ([`crate::loo::q3_engine_encoder`]: a [`snapshot::Server`]
+//! coding with models trained without the demo, adapting along the delta
+//! chain under [`AdaptPolicy::DEFAULT`]), and the engine's reader traces
+//! every symbol of every message with the model that coded it
+//! ([`snapshot::Client::set_symbol_trace`], which walks the decoded deltas
+//! with [`fields::model::trace_delta`] and
+//! [`fields::model::trace_entity_list`]). The report prices them four
+//! ways:
 //!
-//! * **today**: the Huffman code word the message really spent;
+//! * **today**: the message's whole bytes, and the Huffman code word each
+//!   symbol spent in it;
 //! * **cross-entropy**: `-log2 p` under the same model's weights (the
 //!   smoothed counts its Huffman code was built from): what an ideal
 //!   arithmetic coder with the very same model and contexts would spend.
@@ -25,26 +30,31 @@
 //!   (Krichevsky–Trofimov counts starting from nothing, with the two bits
 //!   above in the context too).
 //!
-//! The rest of a message — header, the one-bit empty-list flag, whole
-//! bytes' padding — is reported as it is.
+//! The **range coder** column codes each engine message's traced symbols
+//! again through a [`fields::range::RangeWriter`] by the models' own
+//! frequencies: the message's header bits as they are, then its symbols and
+//! raw bits in message order (each list's "not empty" bit before its first
+//! entry), then the rest of its bits (see below) as raw ones. The engine
+//! has no range-coded framing of its own yet: this is what one would write
+//! for the same symbols.
+//!
+//! The rest of a message — header, the one-bit empty-list flags, the
+//! player's arrays' changed-element sets, whole bytes' padding — is
+//! reported as it is.
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 
-use fields::model::{
-    trace_delta, trace_entity_list, AdaptPolicy, Context, NativeModel, TracedSymbol,
-};
-use fields::range::RangeEncoder;
+use fields::model::{AdaptPolicy, Context};
+use fields::range::RangeWriter;
+use fields::{BitReader, BitSink, BitSource};
 use q3::{EntityState, PlayerState};
 use serde::Serialize;
+use snapshot::{SymbolOf, UpdateKind};
 
-use crate::adapt::StreamAdaptation;
-use crate::deltas::visit_deltas;
 use crate::encode::Breakdown;
 use crate::encode::Encoder;
-use crate::loo::{q3_model_encoder, train_without};
-use crate::models::ModelDecoder;
+use crate::loo::{q3_engine_encoder, train_without, TrainedModels};
 use crate::workload::q3demo::Q3Demo;
 use crate::workload::RunEnd;
 use crate::{Error, Zeros};
@@ -54,6 +64,15 @@ use crate::{Error, Zeros};
 enum Table {
     Entity,
     Player,
+}
+
+impl Table {
+    fn of(of: SymbolOf) -> Self {
+        match of {
+            SymbolOf::PlayerState => Table::Player,
+            SymbolOf::Entity { .. } | SymbolOf::ListEnd => Table::Entity,
+        }
+    }
 }
 
 /// Raw bits counted per (table, context, symbol, position below the
@@ -110,7 +129,8 @@ pub struct DemoBound {
     pub status: String,
     /// Quake 3's bytes for the same messages (whole bytes per message).
     pub q3_bytes: u64,
-    /// The native messages' bytes today (whole bytes per message).
+    /// The engine's native messages' bytes today (whole bytes per
+    /// message): `native_loo` of the delta-size report.
     pub native_bytes: u64,
     /// Their bits, before rounding up to whole bytes.
     pub native_bits: u64,
@@ -132,19 +152,16 @@ pub struct DemoBound {
     /// the context above and the two bits above each within its value.
     pub raw_adaptive: f64,
     /// Everything else (`native_bits` less header, symbols and raw bits):
-    /// the empty-list flags and the like.
+    /// the lists' empty and "not empty" bits, the player's arrays'
+    /// changed-element sets and the like.
     pub other_bits: u64,
     /// Changed or added entities (for bits per changed entity).
     pub entity_updates: u64,
-    /// The traced symbols and raw bits re-coded through a
-    /// [`fields::range::RangeEncoder`] (frequencies quantised to its total),
-    /// with the header and other bits as raw bits: bits, before rounding
-    /// each message up to whole bytes. A check on `range_bits`.
-    pub trace_range_bits: u64,
-    /// The same messages written by the native codec through a
-    /// [`fields::range::RangeWriter`] ([`crate::message::MessageFormat::NATIVE_RANGE`],
-    /// same models, same adaptation) and read back equal: bits before
-    /// rounding to whole bytes.
+    /// The engine's messages range-coded: their header bits, traced
+    /// symbols and raw bits, and other bits through a
+    /// [`fields::range::RangeWriter`] (symbols by the coding model's
+    /// frequencies, quantised to its total; every other bit at one bit),
+    /// bits before rounding each message up to whole bytes.
     pub range_bits: u64,
     /// Their whole bytes.
     pub range_bytes: u64,
@@ -152,8 +169,8 @@ pub struct DemoBound {
     pub parts: Vec<Part>,
     /// Bits per changed entity, today (entity header included).
     pub entity_update_bits: u64,
-    /// The same in the range-coded messages (bits the writer's
-    /// [`fields::BitSink::bits_written`] bound moved by).
+    /// The same range-coded (bits the writer's
+    /// [`fields::BitSink::bits_written`] bound moved by over each update).
     pub range_entity_update_bits: u64,
 }
 
@@ -230,28 +247,21 @@ impl DemoBound {
     }
 }
 
-/// Measures one demo: `native_loo`'s messages with models trained on the
-/// training demos in `training_dir` other than this one, adapting under
-/// [`AdaptPolicy::DEFAULT`].
+/// Measures one demo: `native_loo`'s messages, with models trained on the
+/// training demos in `training_dir` other than this one
+/// ([`train_without`]).
 pub fn demo_bound(path: &Path, training_dir: &Path) -> Result<DemoBound, Error> {
     let demo = Q3Demo::open(path)?;
     let models = train_without(training_dir, path)?;
-    let policy = AdaptPolicy::DEFAULT;
-    let mut encoder = q3_model_encoder("native_loo", &models)?.adapting(policy);
-    let mut range_encoder = q3_model_encoder("native_loo_range", &models)?
-        .adapting(policy)
-        .range_coded();
-    let mut range_decoder =
-        ModelDecoder::new(Arc::clone(&models.entity), Arc::clone(&models.player))
-            .adapting(policy)
-            .range_coded();
-    // The same steps on the same states give the same models as the
-    // encoder's own adaptation (both follow `StreamAdaptation`).
-    let mut adaptation = StreamAdaptation::new(
-        Arc::clone(&models.entity),
-        Arc::clone(&models.player),
-        policy,
-    );
+    demo_bound_with(&demo, &models)
+}
+
+/// Measures one demo sent through the engine with `models` adapting under
+/// [`AdaptPolicy::DEFAULT`] (what delta-size's `native_loo` measures with
+/// the same models).
+pub fn demo_bound_with(demo: &Q3Demo, models: &TrainedModels) -> Result<DemoBound, Error> {
+    let mut encoder =
+        q3_engine_encoder("native_loo", models, Some(AdaptPolicy::DEFAULT))?.tracing_symbols();
     let zeros: Zeros<EntityState, PlayerState> = Zeros::default();
     let mut bound = DemoBound {
         name: demo.file_name(),
@@ -268,59 +278,72 @@ pub fn demo_bound(path: &Path, training_dir: &Path) -> Result<DemoBound, Error> 
     let mut counts: HashMap<(Table, Context), HashMap<u8, u64>> = HashMap::new();
     let mut raw: HashMap<RawKey, [u64; 2]> = HashMap::new();
     let mut adaptive: HashMap<RawKey, [u64; 2]> = HashMap::new();
-    let mut traced: Vec<(Table, TracedSymbol)> = Vec::new();
-    let mut list = Vec::new();
-    let mut range = RangeEncoder::new();
+    let mut range = RangeWriter::new();
     let end = demo.decode(|owned| {
         let step = owned.step();
         let bits = encoder.encode(&step, &zeros, &mut breakdown)?;
-        let coding = adaptation.coding_for(step.base.map(|b| &**b))?;
-        let (entity, player) = (coding.entity.model(), coding.player.model());
-        traced.clear();
-        let traced_cell = std::cell::RefCell::new(std::mem::take(&mut traced));
-        visit_deltas(
-            &step,
-            &zeros,
-            &mut |base, new, context| {
-                trace_delta(player, base, new, context, &mut |s| {
-                    traced_cell.borrow_mut().push((Table::Player, s))
-                })
-            },
-            &mut |base, new, context| {
-                trace_delta(entity, base, new, context, &mut |s| {
-                    traced_cell.borrow_mut().push((Table::Entity, s))
-                })
-            },
-            &mut list,
-        );
-        traced = traced_cell.into_inner();
-        let held = step.base.map_or(&[][..], |b| &b.entities[..]);
-        trace_entity_list(list.iter().copied(), &held, &mut |s| {
-            traced.push((Table::Entity, s))
-        });
-        adaptation.record(&step, &zeros, &coding);
+        let time = step.snapshot.server_time;
+        let (trace, bytes) = encoder
+            .symbol_trace(step.stream)
+            .ok_or_else(|| Error::Engine(format!("no symbol trace for the message at {time}")))?;
         let mut symbol_bits = 0u64;
         let mut raw_bits = 0u64;
+        // Traced bits by what they code: the player state, the entity
+        // lists' entries (with each list's "not empty" bit), the lists'
+        // end markers.
+        let (mut player_bits, mut entry_bits, mut end_bits) = (0u64, 0u64, 0u64);
+        let mut not_empty = 0u64;
         range.reset();
-        encode_ones(&mut range, breakdown.header_bits as u64);
-        for &(table, s) in &traced {
-            let model: &NativeModel = match table {
-                Table::Entity => entity,
-                Table::Player => player,
-            };
-            let code = model
-                .code(s.context)
+        let mut header = BitReader::new(bytes);
+        let mut left = breakdown.header_bits as u32;
+        while left > 0 {
+            let take = left.min(32);
+            range.put_bits(header.get_bits(take)?, take)?;
+            left -= take;
+        }
+        // The entity update being coded, and the coder's length at its start.
+        let mut update: Option<(SymbolOf, usize)> = None;
+        let mut in_list = false;
+        for coded in &trace.symbols {
+            let s = coded.symbol;
+            let table = Table::of(coded.of);
+            let code = trace
+                .model_of(coded.of)
+                .and_then(|model| model.code(s.context))
                 .ok_or_else(|| Error::Model(format!("no code for {:?}", s.context)))?;
-            symbol_bits += u64::from(code.bits(s.symbol));
-            let (start, frequency) = code
-                .span(s.symbol)
-                .ok_or_else(|| Error::Model(format!("no span for {:?}", s.context)))?;
-            range.encode(start, frequency);
-            range.encode_bits(s.raw, s.raw_bits);
+            if update.is_some_and(|(of, _)| of != coded.of) {
+                close_update(&mut update, &range, &mut bound);
+            }
+            match coded.of {
+                SymbolOf::Entity { .. } => {
+                    if update.is_none() {
+                        update = Some((coded.of, range.bits_written()));
+                    }
+                    if !in_list {
+                        // The list's "not empty" bit, before its first entry.
+                        range.put_bits(1, 1)?;
+                        entry_bits += 1;
+                        not_empty += 1;
+                        in_list = true;
+                    }
+                }
+                SymbolOf::ListEnd => in_list = false,
+                SymbolOf::PlayerState => {}
+            }
+            let word = u64::from(code.bits(s.symbol));
+            let spent = word + u64::from(s.raw_bits);
+            match coded.of {
+                SymbolOf::PlayerState => player_bits += spent,
+                SymbolOf::Entity { .. } => entry_bits += spent,
+                SymbolOf::ListEnd => end_bits += spent,
+            }
+            symbol_bits += word;
+            raw_bits += u64::from(s.raw_bits);
+            range.put_coded_symbol_and_raw(code, s.symbol, s.raw, s.raw_bits)?;
             let ideal = code.ideal_bits(s.symbol);
             bound.cross_entropy += ideal;
             let part = &mut bound.parts[part_of(table, s.context)];
-            part.symbol_bits += u64::from(code.bits(s.symbol));
+            part.symbol_bits += word;
             part.cross_entropy += ideal;
             part.raw_bits += u64::from(s.raw_bits);
             *counts
@@ -328,7 +351,6 @@ pub fn demo_bound(path: &Path, training_dir: &Path) -> Result<DemoBound, Error> 
                 .or_default()
                 .entry(s.symbol)
                 .or_default() += 1;
-            raw_bits += u64::from(s.raw_bits);
             for position in 0..s.raw_bits {
                 // From the top: position 0 is the bit just below the
                 // leading one.
@@ -355,49 +377,48 @@ pub fn demo_bound(path: &Path, training_dir: &Path) -> Result<DemoBound, Error> 
                 slot[bit as usize] += 1;
             }
         }
+        close_update(&mut update, &range, &mut bound);
+        // The trace accounts for the message as the engine's reader read
+        // it: every bit of the entity entries, and no more than the player
+        // state's and the ends' bits (the player's arrays' changed-element
+        // sets and an empty list's bit are no symbols).
+        let entries = breakdown.update_bits() + breakdown.removal_bits as u64;
+        if entry_bits != entries
+            || player_bits > breakdown.player_bits as u64
+            || end_bits > breakdown.end_bits as u64
+        {
+            return Err(Error::Engine(format!(
+                "the symbol trace of the message at {time} does not account for it: entries \
+                 {entry_bits} of {entries} bits, player state {player_bits} of {}, ends \
+                 {end_bits} of {}",
+                breakdown.player_bits, breakdown.end_bits
+            )));
+        }
         bound.messages += 1;
         bound.q3_bytes += owned.reference.reencoded_bits.div_ceil(8) as u64;
         bound.native_bits += bits as u64;
         bound.native_bytes += bits.div_ceil(8) as u64;
         bound.header_bits += breakdown.header_bits as u64;
-        bound.symbols += traced.len() as u64;
+        bound.symbols += trace.symbols.len() as u64;
         bound.symbol_bits += symbol_bits;
         bound.raw_bits += raw_bits;
         bound.entity_updates += breakdown.updates.len() as u64;
         bound.entity_update_bits += breakdown.update_bits();
         let accounted = breakdown.header_bits as u64 + symbol_bits + raw_bits;
-        let other = (bits as u64).checked_sub(accounted).ok_or_else(|| {
-            Error::Model(format!(
-                "message at {} traced {accounted} bits of {bits}",
-                step.snapshot.server_time
-            ))
-        })?;
-        bound.other_bits += other;
-        // The other bits (the empty-list flag and the like), raw, last,
-        // as ones: no zeros at the end for the coder to drop.
-        encode_ones(&mut range, other);
+        let other = (bits as u64)
+            .checked_sub(accounted + not_empty)
+            .ok_or_else(|| {
+                Error::Engine(format!(
+                    "message at {time} traced {accounted} bits of {bits}"
+                ))
+            })?;
+        bound.other_bits += other + not_empty;
+        // The other bits not coded yet, raw, last, as ones: no zeros at
+        // the end for the coder to drop.
+        encode_ones(&mut range, other)?;
         let (_, coded) = range.finish();
-        bound.trace_range_bits += coded as u64;
-        // The real thing: the codec through a range coder, read back.
-        let range_bits = range_encoder.encode(&step, &zeros, &mut breakdown)?;
-        bound.range_entity_update_bits += breakdown.update_bits();
-        let decoded = range_decoder.decode(
-            range_encoder.buffer(),
-            range_bits,
-            step.base,
-            step.delta_num,
-            step.frame_ms,
-            step.baselines,
-            &zeros,
-        )?;
-        if decoded != **step.snapshot {
-            return Err(Error::Model(format!(
-                "the range-coded message at {} decoded to another snapshot",
-                step.snapshot.server_time
-            )));
-        }
-        bound.range_bits += range_bits as u64;
-        bound.range_bytes += range_bits.div_ceil(8) as u64;
+        bound.range_bits += coded as u64;
+        bound.range_bytes += coded.div_ceil(8) as u64;
         Ok(())
     })?;
     bound.status = match end {
@@ -417,14 +438,29 @@ pub fn demo_bound(path: &Path, training_dir: &Path) -> Result<DemoBound, Error> 
     Ok(bound)
 }
 
+/// Ends the entity update being range-coded: a changed or added entity's
+/// bits count towards bits per changed entity.
+fn close_update(
+    update: &mut Option<(SymbolOf, usize)>,
+    range: &RangeWriter,
+    bound: &mut DemoBound,
+) {
+    if let Some((SymbolOf::Entity { kind, .. }, start)) = update.take() {
+        if kind != UpdateKind::Removed {
+            bound.range_entity_update_bits += (range.bits_written() - start) as u64;
+        }
+    }
+}
+
 /// Codes `count` raw one bits (standing for bits whose values the trace
 /// does not have; ones, so the coder's end gains nothing from them).
-fn encode_ones(range: &mut RangeEncoder, mut count: u64) {
+fn encode_ones(range: &mut RangeWriter, mut count: u64) -> Result<(), Error> {
     while count > 0 {
         let take = count.min(32) as u32;
-        range.encode_bits(u32::MAX, take);
+        range.put_bits(u32::MAX >> (32 - take), take)?;
         count -= u64::from(take);
     }
+    Ok(())
 }
 
 /// The total information of counts `counts` under their own frequencies:
@@ -472,7 +508,6 @@ pub fn render_markdown(report: &BoundReport) -> String {
         pooled.other_bits += d.other_bits;
         pooled.entity_updates += d.entity_updates;
         pooled.range_bits += d.range_bits;
-        pooled.trace_range_bits += d.trace_range_bits;
         pooled.entity_update_bits += d.entity_update_bits;
         pooled.range_entity_update_bits += d.range_entity_update_bits;
         pooled.range_bytes += d.range_bytes;

@@ -1,10 +1,11 @@
 //! The deltas a native message carries, without writing one: the player
 //! state's and each changed or new entity's, in the context the snapshot
 //! engine's writer codes them in, and the entity list's entries — what a
-//! model trainer counts and what an adaptation or the entropy bound
-//! tallies.
+//! model trainer counts and what the adaptation benchmark tallies
+//! ([`MessageTally`]).
 
 use fields::codec::anchor_of;
+use fields::model::{NativeModel, SymbolTally};
 use fields::{DeltaContext, Fields};
 
 use crate::state::{merge, Change, State, Step, Zeros};
@@ -69,5 +70,47 @@ pub fn visit_deltas<E: Fields, P: Fields>(
             Change::Removed { number } => list.push((number, true)),
             Change::Unchanged { .. } => {}
         }
+    }
+}
+
+/// The symbols one message codes, per model (what an adapting model adds
+/// to its chain, [`fields::model::Adaptation::after`]): for the criterion
+/// benchmark of tallying and rebuilding. Reuse one between messages.
+#[derive(Debug, Clone, Default)]
+pub struct MessageTally {
+    /// The entity model's: the entity deltas and the list's numbers.
+    pub entity: SymbolTally,
+    /// The player-state model's.
+    pub player: SymbolTally,
+    list: Vec<(u32, bool)>,
+}
+
+impl MessageTally {
+    /// An empty tally.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Tallies the symbols of `step`'s message as `entity` and `player`
+    /// code it (replacing the last message's).
+    pub fn message<E: Fields, P: Fields>(
+        &mut self,
+        step: &Step<'_, E, P>,
+        zeros: &Zeros<E, P>,
+        entity: &NativeModel,
+        player: &NativeModel,
+    ) {
+        let (entity_tally, player_tally) = (&mut self.entity, &mut self.player);
+        entity_tally.clear();
+        player_tally.clear();
+        visit_deltas(
+            step,
+            zeros,
+            &mut |base, new, context| player_tally.delta(player, base, new, context),
+            &mut |base, new, context| entity_tally.delta(entity, base, new, context),
+            &mut self.list,
+        );
+        let held = step.base.map_or(&[][..], |b| &b.entities[..]);
+        entity_tally.entity_list(self.list.iter().copied(), &held);
     }
 }

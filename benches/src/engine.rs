@@ -17,7 +17,7 @@ use std::sync::Arc;
 use fields::{Codec, Fields};
 use snapshot::framing::Framing;
 use snapshot::replay::{Recorded, Replay};
-use snapshot::{Client, Compact, Models, Server, ServerConfig, UpdateKind};
+use snapshot::{Client, Compact, Models, Server, ServerConfig, SymbolTrace, UpdateKind};
 
 use crate::encode::Breakdown;
 use crate::encode::Encoder;
@@ -122,6 +122,10 @@ pub struct EngineEncoder<E, P> {
     rebased: u64,
     /// Whether each message is read back (and traced).
     verify: bool,
+    /// Whether the reader also traces each message's symbols.
+    trace_symbols: bool,
+    /// The last message written, when tracing symbols.
+    last_bytes: Vec<u8>,
     /// Every message written, per stream start (when recording).
     recordings: Option<Vec<EngineRecording>>,
     /// The recording of each stream, by the stream's key.
@@ -152,6 +156,8 @@ impl<E, P> EngineEncoder<E, P> {
             streams: HashMap::new(),
             rebased: 0,
             verify: true,
+            trace_symbols: false,
+            last_bytes: Vec::new(),
             recordings: None,
             recording_of: HashMap::new(),
         }
@@ -175,6 +181,14 @@ impl<E, P> EngineEncoder<E, P> {
     /// ([`EngineEncoder::take_recordings`]).
     pub fn recording(mut self) -> Self {
         self.recordings = Some(Vec::new());
+        self
+    }
+
+    /// The same encoder with its reader tracing every symbol of each
+    /// message with the models that coded it
+    /// ([`snapshot::Client::set_symbol_trace`]; [`EngineEncoder::symbol_trace`]).
+    pub fn tracing_symbols(mut self) -> Self {
+        self.trace_symbols = true;
         self
     }
 
@@ -272,6 +286,13 @@ impl<'a, E, P> Frame<'a, E, P> {
 }
 
 impl<E: Fields + PartialEq, P: Fields + PartialEq> EngineEncoder<E, P> {
+    /// The symbols of the last message of `stream` and its bytes, when
+    /// tracing symbols ([`EngineEncoder::tracing_symbols`]).
+    pub fn symbol_trace(&self, stream: usize) -> Option<(&SymbolTrace, &[u8])> {
+        let trace = self.streams.get(&stream)?.replay.reader()?.symbol_trace()?;
+        Some((trace, &self.last_bytes))
+    }
+
     /// A server and reader for a stream starting at `step`.
     fn start(&self, step: &Frame<'_, E, P>, zeros: &Zeros<E, P>) -> Result<Stream<E, P>, Error> {
         let defaults = ServerConfig::for_codec(self.codec);
@@ -294,7 +315,8 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> EngineEncoder<E, P> {
         result?;
         let mut replay = Replay::new(server, step.frame_ms).map_err(replay_error)?;
         if self.verify {
-            let reader = Client::with_prototypes(zeros.entity.clone(), zeros.player.clone());
+            let mut reader = Client::with_prototypes(zeros.entity.clone(), zeros.player.clone());
+            reader.set_symbol_trace(self.trace_symbols);
             replay = replay.with_reader(reader).map_err(replay_error)?;
         }
         Ok(Stream {
@@ -390,6 +412,11 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> EngineEncoder<E, P> {
             self.rebased += 1;
         }
         let bits = replayed.info.bits;
+        let coded_with = replayed.info.coded_with;
+        if self.trace_symbols {
+            self.last_bytes.clear();
+            self.last_bytes.extend_from_slice(replayed.bytes);
+        }
         if let Some(recordings) = self.recordings.as_mut() {
             let index = self.recording_of[&step.stream];
             recordings[index].messages.push(EngineMessage {
@@ -419,6 +446,18 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> EngineEncoder<E, P> {
                 }
             }
             breakdown.end_bits = trace.end_bits;
+        }
+        if let Some(symbols) = stream.replay.reader().and_then(Client::symbol_trace) {
+            // The trace must price with the models the server coded with.
+            let id = |model: &Option<Arc<fields::model::NativeModel>>| {
+                model.as_ref().map_or(0, |model| model.id())
+            };
+            let traced = [id(&symbols.entity_model), id(&symbols.player_model)];
+            if coded_with.is_some_and(|ids| ids != traced) {
+                return Err(Error::Engine(format!(
+                    "message {sequence} was coded with models {coded_with:?}, traced with {traced:?}"
+                )));
+            }
         }
         stream.last = Some(sequence);
         if stream.sent.len() == REMEMBERED {

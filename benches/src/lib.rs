@@ -20,10 +20,9 @@
 //!   in [`loo`] trained without the demo being measured, for the arena
 //!   trained on another match;
 //! * [`deltas`] — the deltas a message carries, without writing one: what
-//!   model training and the adaptation's tallies count;
-//! * [`message`] and [`adapt`] — the harness's own message writer, kept
-//!   only for `native_loo` (models adapting along the acknowledged chain,
-//!   which the engine does not do yet) and the entropy bound ([`bound`]);
+//!   model training and the adaptation benchmark's tallies count;
+//! * [`bound`] — the entropy bound of the engine's native messages, from
+//!   the symbols its reader traces;
 //! * [`workload`] — what is measured: real Quake 3 demos, arena matches
 //!   and the synthetic stress case;
 //! * [`report`] — runs encoders over workloads and summarises;
@@ -33,7 +32,6 @@
 //!   criterion benchmarks and the memory binary.
 #![forbid(unsafe_code)]
 
-pub mod adapt;
 pub mod bound;
 pub mod corpus;
 pub mod deltas;
@@ -41,7 +39,6 @@ pub mod encode;
 pub mod engine;
 pub mod frame;
 pub mod loo;
-pub mod message;
 pub mod model_compare;
 pub mod models;
 pub mod netpair;
@@ -54,7 +51,7 @@ pub mod world;
 use std::path::PathBuf;
 
 pub use encode::{Breakdown, Encoder, NaiveEncoder};
-pub use state::{Delivery, State, Step, Zeros};
+pub use state::{State, Step, Zeros};
 
 /// Anything that can go wrong while measuring.
 #[derive(Debug, thiserror::Error)]

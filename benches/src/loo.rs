@@ -6,8 +6,8 @@
 //! For an honest out-of-sample number, [`train_without`] retrains both
 //! models exactly as the committed ones were made
 //! ([`q3::model::train`]: same predictors, same grid learning) on the
-//! other demos only, and [`q3_model_encoder`] encodes with them (through
-//! [`crate::models::Retrained`]).
+//! other demos only, and [`q3_engine_encoder`] sends the demo through the
+//! snapshot engine coding with them ([`snapshot::Server::set_models`]).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use q3::model::training_paths;
 use q3::{EntityState, PlayerState};
 
 use crate::engine::EngineEncoder;
-use crate::models::{build_model, engine_with_models, ModelEncoder};
+use crate::models::{build_model, engine_with_models};
 use crate::Error;
 
 /// Models for Quake 3's two structs, and what they were trained on.
@@ -61,20 +61,6 @@ pub fn train_without(dir: &Path, excluded: &Path) -> Result<TrainedModels, Error
         player: build_model(models.player)?,
         trained_on,
     })
-}
-
-/// The native format with models for Quake 3's structs.
-pub fn q3_model_encoder(
-    name: &str,
-    models: &TrainedModels,
-) -> Result<ModelEncoder<EntityState>, Error> {
-    ModelEncoder::new(
-        name,
-        Arc::clone(&models.entity),
-        &EntityState::TABLE.schema(),
-        Arc::clone(&models.player),
-        &PlayerState::TABLE.schema(),
-    )
 }
 
 /// The engine's native messages with models for Quake 3's structs, fixed

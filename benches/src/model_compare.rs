@@ -37,7 +37,7 @@ use serde::Serialize;
 use crate::encode::Breakdown;
 use crate::encode::Encoder;
 use crate::engine::EngineEncoder;
-use crate::state::{Delivery, NoBaselines, State, Step, Zeros};
+use crate::state::{NoBaselines, State, Step, Zeros};
 use crate::workload::stress::{StressEntity, StressPlayer};
 use crate::world::World;
 use crate::Error;
@@ -138,7 +138,6 @@ pub fn snapshot_message_bytes(units: u32, frames: usize) -> Result<f64, Error> {
                 areamask: Vec::new(),
                 player: world.players[0],
                 entities: chunk.to_vec(),
-                delivery: Delivery::of(world.time_ms, base.as_deref(), 1),
             });
             let step = Step {
                 snapshot: &snapshot,

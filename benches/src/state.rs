@@ -22,37 +22,6 @@ pub struct State<E, P> {
     pub player: P,
     /// Entities in view, sorted by number.
     pub entities: Vec<(u32, E)>,
-    /// How the message that delivered this state was coded against its
-    /// own base (the compact header codes a later delta's against it).
-    pub delivery: Delivery,
-}
-
-/// How a snapshot's message was coded against its base: its delta distance
-/// and the server time since the base. The client keeps it with the state
-/// it decoded, so a later message from that base can code its own distance
-/// and frame count against these (see
-/// the snapshot engine's compact header, `snapshot::framing`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Delivery {
-    /// Messages back to the base (0: a full snapshot).
-    pub distance: u32,
-    /// Server time since the base, in milliseconds (0 for a full snapshot).
-    pub elapsed_ms: i32,
-}
-
-impl Delivery {
-    /// The delivery of a snapshot at `server_time` sent `distance` messages
-    /// after `base` (a full snapshot when there is no base, whatever the
-    /// distance).
-    pub fn of<E, P>(server_time: i32, base: Option<&State<E, P>>, distance: u8) -> Self {
-        match base {
-            None => Delivery::default(),
-            Some(base) => Delivery {
-                distance: u32::from(distance),
-                elapsed_ms: server_time.wrapping_sub(base.server_time),
-            },
-        }
-    }
 }
 
 /// The spawn baselines an entity new to the client is sent as a delta from.

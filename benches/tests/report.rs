@@ -9,15 +9,13 @@ use std::sync::Arc;
 use benches::encode::Breakdown;
 use benches::encode::Encoder;
 use benches::engine::EngineEncoder;
-use benches::loo::{q3_engine_encoder, q3_model_encoder, TrainedModels};
-use benches::models::{ModelDecoder, ModelEncoder};
+use benches::loo::{q3_engine_encoder, TrainedModels};
 use benches::report::{measure, Report};
 use benches::state::{Step, Zeros};
 use benches::workload::arena::Arena;
 use benches::workload::q3demo::Q3Demo;
 use benches::workload::stress::Stress;
 use benches::workload::{RunEnd, Workload};
-use fields::model::AdaptPolicy;
 
 /// The smallest real demo: 72 records of CPMA.
 const SMALL_DEMO: &str = "dm_68_cpma_core_gameplay_dev.dm_68";
@@ -221,178 +219,6 @@ fn committed_models() -> TrainedModels {
         player: Arc::clone(q3::model::player_model().unwrap()),
         trained_on: Vec::new(),
     }
-}
-
-/// An encoder and a decoder adapting `models` in chains of `chain_length`.
-fn adapting_pair(
-    models: &TrainedModels,
-    chain_length: u32,
-) -> (ModelEncoder<q3::EntityState>, ModelDecoder<q3::EntityState>) {
-    let policy = AdaptPolicy {
-        chain_length,
-        weight: 4096,
-        lead: 0,
-    };
-    let encoder = q3_model_encoder("adapting", models)
-        .unwrap()
-        .adapting(policy);
-    let decoder =
-        ModelDecoder::new(Arc::clone(&models.entity), Arc::clone(&models.player)).adapting(policy);
-    (encoder, decoder)
-}
-
-#[test]
-fn adapting_models_decode_back_and_code_the_demo_smaller() {
-    if !demos_here("adapting_models_decode_back_and_code_the_demo_smaller") {
-        return;
-    }
-    let committed = committed_models();
-    let mut fixed = q3_model_encoder("fixed", &committed).unwrap();
-    // Short chains, so the 71 snapshots see several rebuilds.
-    let (mut adapting, mut decoder) = adapting_pair(&committed, 8);
-    let zeros = Zeros::default();
-    let mut breakdown = Breakdown::default();
-    let (mut fixed_bits, mut adapted_bits) = (0, 0);
-    let steps = small_demo().collect().unwrap();
-    for owned in &steps {
-        let step = owned.step();
-        fixed_bits += Encoder::encode(&mut fixed, &step, &zeros, &mut breakdown).unwrap();
-        let bits = Encoder::encode(&mut adapting, &step, &zeros, &mut breakdown).unwrap();
-        adapted_bits += bits;
-        let decoded = decoder
-            .decode(
-                adapting.buffer(),
-                bits,
-                step.base,
-                step.delta_num,
-                step.frame_ms,
-                step.baselines,
-                &zeros,
-            )
-            .unwrap();
-        assert_eq!(&decoded, &*owned.snapshot);
-    }
-    let rebuilds = adapting.adaptation().map(|a| a.rebuilds());
-    assert_eq!(rebuilds, Some(8), "71 snapshots, chains of 8");
-    assert_eq!(decoder.adaptation().map(|a| a.rebuilds()), rebuilds);
-    // The committed models were trained on this demo, so there is little
-    // left to learn in 71 snapshots: one bit.
-    assert_eq!((fixed_bits, adapted_bits), (1401, 1400));
-}
-
-#[test]
-fn adapting_models_stay_in_step_when_messages_are_lost() {
-    if !demos_here("adapting_models_stay_in_step_when_messages_are_lost") {
-        return;
-    }
-    let (mut encoder, mut decoder) = adapting_pair(&committed_models(), 4);
-    let zeros = Zeros::default();
-    let mut breakdown = Breakdown::default();
-    // Every third message is lost, and the server codes each message from
-    // the newest one that arrived (as if acknowledged at once): the lost
-    // messages' symbols are in the encoder's adaptations, never in a
-    // chain the decoder is asked to follow.
-    let lost = |i: usize| i % 3 == 1;
-    let steps = small_demo().collect().unwrap();
-    let mut sent: Vec<Arc<benches::workload::q3demo::Q3State>> = Vec::new();
-    let mut delivered = None;
-    let mut decoded_count = 0;
-    for (i, owned) in steps.iter().enumerate() {
-        let base: Option<(usize, Arc<_>)> = delivered.map(|j: usize| (j, Arc::clone(&sent[j])));
-        let distance = base.as_ref().map_or(0, |(j, _)| (i - j) as u8);
-        let mut state = (*owned.snapshot).clone();
-        state.delivery = benches::Delivery::of(
-            state.server_time,
-            base.as_ref().map(|(_, b)| &**b),
-            distance,
-        );
-        let state = Arc::new(state);
-        sent.push(Arc::clone(&state));
-        let step = Step {
-            snapshot: &state,
-            base: base.as_ref().map(|(_, b)| b),
-            delta_num: distance,
-            frame_ms: owned.frame_ms,
-            baselines: &*owned.baselines,
-            reference: None,
-            stream: 0,
-        };
-        let bits = Encoder::encode(&mut encoder, &step, &zeros, &mut breakdown).unwrap();
-        if lost(i) {
-            continue;
-        }
-        let decoded = decoder
-            .decode(
-                encoder.buffer(),
-                bits,
-                step.base,
-                distance,
-                step.frame_ms,
-                step.baselines,
-                &zeros,
-            )
-            .unwrap();
-        assert_eq!(&decoded, &*state, "message {i}");
-        decoded_count += 1;
-        delivered = Some(i);
-    }
-    assert_eq!(decoded_count, 47, "71 snapshots, a third lost");
-    // Both ends rebuilt at the same messages: every decoded message above
-    // was read with the models it was written with.
-    let decoder_rebuilds = decoder.adaptation().map(|a| a.rebuilds());
-    let encoder_rebuilds = encoder.adaptation().map(|a| a.rebuilds());
-    assert_eq!((encoder_rebuilds, decoder_rebuilds), (Some(11), Some(11)));
-}
-
-#[test]
-fn range_coded_messages_decode_back_and_are_smaller() {
-    if !demos_here("range_coded_messages_decode_back_and_are_smaller") {
-        return;
-    }
-    let committed = committed_models();
-    let policy = AdaptPolicy {
-        chain_length: 8,
-        weight: 4096,
-        lead: 0,
-    };
-    let mut huffman = q3_model_encoder("huffman", &committed)
-        .unwrap()
-        .adapting(policy);
-    let mut range = q3_model_encoder("range", &committed)
-        .unwrap()
-        .adapting(policy)
-        .range_coded();
-    let mut decoder =
-        ModelDecoder::new(Arc::clone(&committed.entity), Arc::clone(&committed.player))
-            .adapting(policy)
-            .range_coded();
-    let zeros = Zeros::default();
-    let mut breakdown = Breakdown::default();
-    let (mut huffman_bytes, mut range_bytes) = (0, 0);
-    for owned in &small_demo().collect().unwrap() {
-        let step = owned.step();
-        huffman_bytes += Encoder::encode(&mut huffman, &step, &zeros, &mut breakdown)
-            .unwrap()
-            .div_ceil(8);
-        let bits = Encoder::encode(&mut range, &step, &zeros, &mut breakdown).unwrap();
-        range_bytes += bits.div_ceil(8);
-        let decoded = decoder
-            .decode(
-                range.buffer(),
-                bits,
-                step.base,
-                step.delta_num,
-                step.frame_ms,
-                step.baselines,
-                &zeros,
-            )
-            .unwrap();
-        assert_eq!(&decoded, &*owned.snapshot);
-    }
-    // Whole bytes per message, over the 71 snapshots: the committed models
-    // know this demo, so its symbols are near-certain and Huffman's whole
-    // bits a symbol and the padding are most of what range coding saves.
-    assert_eq!((huffman_bytes, range_bytes), (218, 176));
 }
 
 /// The report's `q3` and `native` figures are the engine's own messages:
@@ -635,4 +461,49 @@ fn the_stress_cases_trained_sizes_are_the_bytes_the_snapshot_server_emitted() {
     assert_eq!(report.snapshots, frames);
     assert_eq!(report.encodings["native_trained"].total_bytes, bytes);
     assert_ne!(report.encodings["native"].total_bytes, bytes);
+}
+
+/// The entropy bound's "today" is delta-size's `native_loo`: the same
+/// demo, sent through the engine with the same models adapting, gives the
+/// same whole bytes in both reports, and the bound's parts add up to them.
+/// A bound that coded the messages any other way would differ.
+#[test]
+fn the_entropy_bounds_today_is_the_reports_native_loo() {
+    if !demos_here("the_entropy_bounds_today_is_the_reports_native_loo") {
+        return;
+    }
+    const DEMO: &str = "one_frag_only_with_plasma.dm_68";
+    let path = benches::default_demo_dir().join(DEMO);
+    let small = std::fs::read(benches::default_demo_dir().join(SMALL_DEMO)).unwrap();
+    let trained = q3::model::train([small.as_slice()]).unwrap();
+    let models = TrainedModels {
+        entity: benches::models::build_model(trained.entity).unwrap(),
+        player: benches::models::build_model(trained.player).unwrap(),
+        trained_on: vec![SMALL_DEMO.to_owned()],
+    };
+    let demo = Q3Demo::open(&path).unwrap();
+    let bound = benches::bound::demo_bound_with(&demo, &models).unwrap();
+    let report = measure(&mut demo.with_loo_models(models)).unwrap();
+    assert_eq!(bound.messages, 634);
+    assert_eq!(bound.status, "complete");
+    let loo = &report.encodings["native_loo"];
+    assert_eq!(bound.native_bytes, loo.total_bytes);
+    // Every bit of today's messages is header, symbol, raw or other.
+    assert_eq!(
+        bound.native_bits,
+        bound.header_bits + bound.symbol_bits + bound.raw_bits + bound.other_bits
+    );
+    // The plasma demo's symbols under models trained on the small demo
+    // alone: pinned, so a bound that traced fewer or other symbols fails.
+    assert_eq!(
+        (
+            bound.symbols,
+            bound.symbol_bits,
+            bound.raw_bits,
+            bound.header_bits
+        ),
+        (14_640, 64_062, 55_982, 3_919)
+    );
+    // Range-coded, the same symbols take fewer whole bytes.
+    assert_eq!((bound.native_bytes, bound.range_bytes), (16_142, 15_770));
 }

@@ -27,7 +27,7 @@ use snapshot::ClientId;
 use super::{ExtraEncoders, RunEnd, TargetSet, Visit, Workload};
 use crate::engine::EngineEncoder;
 use crate::models::{build_model, engine_with_models, train_on};
-use crate::state::{Delivery, SpawnList, State, Step, Zeros};
+use crate::state::{SpawnList, State, Step, Zeros};
 use crate::Error;
 
 /// A value of a type without `Serialize` (the arena's tables), serialized
@@ -254,18 +254,12 @@ impl Workload for Arena {
                         },
                     };
                     let server_time = sent.server_time() as i32;
-                    let distance = base.as_ref().map_or(0, |(_, d)| *d as u8);
                     let state = Arc::new(State {
                         server_time,
                         flags: 0,
                         areamask: Vec::new(),
                         player: Net(*sent.player()),
                         entities: sent.entities().map(|(n, e)| (n, Net(*e))).collect(),
-                        delivery: Delivery::of(
-                            server_time,
-                            base.as_ref().map(|(b, _)| &**b),
-                            distance,
-                        ),
                     });
                     visit(Step {
                         snapshot: &state,

@@ -13,7 +13,7 @@ use q3::{Command, Dm68Decoder, EntityState, PlayerState, Snapshot, MAX_MSGLEN};
 use super::{ExtraEncoders, RunEnd, TargetSet, Visit, Workload};
 use crate::engine::EngineEncoder;
 use crate::loo::{q3_engine_encoder, train_without, TrainedModels};
-use crate::state::{Delivery, Reference, State, Step, Zeros};
+use crate::state::{Reference, State, Step, Zeros};
 use crate::Encoder;
 use crate::Error;
 use fields::model::AdaptPolicy;
@@ -61,8 +61,6 @@ pub fn state_of(snapshot: &Snapshot) -> Q3State {
         areamask: snapshot.areamask.clone(),
         player: snapshot.ps,
         entities: snapshot.entities.clone(),
-        // Set by the caller, who knows the base the snapshot is sent from.
-        delivery: Delivery::default(),
     }
 }
 
@@ -189,10 +187,7 @@ impl Q3Demo {
                     original_bits: command.bits.len(),
                     reencoded_bits: sink.bits_written(),
                 };
-                let mut state = state_of(&snap.snapshot);
-                state.delivery =
-                    Delivery::of(state.server_time, base.as_deref(), snap.snapshot.delta_num);
-                let state = Arc::new(state);
+                let state = Arc::new(state_of(&snap.snapshot));
                 if recent.len() == RECENT {
                     recent.pop_front();
                 }

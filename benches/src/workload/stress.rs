@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use super::{ExtraEncoders, RunEnd, Visit, Workload};
 use crate::models::{build_model, engine_with_models, train_on};
-use crate::state::{Delivery, NoBaselines, State, Step, Zeros};
+use crate::state::{NoBaselines, State, Step, Zeros};
 use crate::world::{integrate, short_angle, Rng, SimEntity, SimPlayer, World};
 use crate::Error;
 
@@ -245,7 +245,6 @@ impl Workload for Stress {
                 areamask: Vec::new(),
                 player: world.players[0],
                 entities: world.entities.clone(),
-                delivery: Delivery::of(world.time_ms, base.as_deref(), 1),
             });
             visit(Step {
                 snapshot: &snapshot,
