@@ -211,6 +211,20 @@ pub trait BitSource {
         code.decode(self)
     }
 
+    /// Reads a symbol with `code` ([`get_coded_symbol`](Self::get_coded_symbol)),
+    /// then as many raw bits as `extra_bits` gives for that symbol (at most
+    /// 32; none for 0): the reading side of
+    /// [`BitSink::put_coded_symbol_and_raw`]. Returns the symbol and the raw
+    /// bits. A reader that can look ahead takes both from one window.
+    #[inline(always)]
+    fn get_coded_symbol_and_raw(
+        &mut self,
+        code: &SymbolCode,
+        extra_bits: &[u8; 256],
+    ) -> Result<(u8, u32), BitError> {
+        coded_symbol_then_raw(self, code, extra_bits)
+    }
+
     /// Reads a `count`-bit two's-complement value and sign-extends it.
     fn get_signed(&mut self, count: u32) -> Result<i32, BitError> {
         Ok(sign_extend(self.get_bits(count)?, count))
@@ -301,6 +315,24 @@ pub trait BitSource {
         }
         Ok(())
     }
+}
+
+/// [`BitSource::get_coded_symbol_and_raw`] as two reads: the symbol, then
+/// its raw bits.
+#[inline(always)]
+fn coded_symbol_then_raw<S: BitSource + ?Sized>(
+    source: &mut S,
+    code: &SymbolCode,
+    extra_bits: &[u8; 256],
+) -> Result<(u8, u32), BitError> {
+    let symbol = source.get_coded_symbol(code)?;
+    let count = u32::from(extra_bits[usize::from(symbol)]);
+    let raw = if count > 0 {
+        source.get_bits(count)?
+    } else {
+        0
+    };
+    Ok((symbol, raw))
 }
 
 /// The 16-bit key for `tag`: a fixed pattern mixed with the tag, so both a
@@ -637,6 +669,42 @@ impl BitSource for BitReader<'_> {
     #[inline]
     fn skip_bits(&mut self, count: u32) -> Result<(), BitError> {
         self.skip(count)
+    }
+
+    /// The code word and the raw bits after it from one 64-bit window when
+    /// both are in it (the common case), else the two reads of the trait's
+    /// default, out of line, which also report any error.
+    #[inline(always)]
+    fn get_coded_symbol_and_raw(
+        &mut self,
+        code: &SymbolCode,
+        extra_bits: &[u8; 256],
+    ) -> Result<(u8, u32), BitError> {
+        let (window, left) = self.wide_window();
+        if let Some((symbol, len)) = code.leaf(window as u32) {
+            let count = u32::from(extra_bits[usize::from(symbol)]);
+            let total = len + count;
+            // At least the window's first 57 bits are the buffer's.
+            if total <= 57 && total as usize <= left {
+                self.position += total as usize;
+                return Ok((symbol, (window >> len) as u32 & low_mask(count)));
+            }
+        }
+        self.coded_symbol_then_raw_slow(code, extra_bits)
+    }
+}
+
+impl BitReader<'_> {
+    /// The fallback of [`BitSource::get_coded_symbol_and_raw`]: a code word
+    /// or raw bits past the window or the input, or an invalid word.
+    #[cold]
+    #[inline(never)]
+    fn coded_symbol_then_raw_slow(
+        &mut self,
+        code: &SymbolCode,
+        extra_bits: &[u8; 256],
+    ) -> Result<(u8, u32), BitError> {
+        coded_symbol_then_raw(self, code, extra_bits)
     }
 }
 

@@ -78,14 +78,74 @@ impl ValueCode {
     }
 }
 
-/// Rebuilds a value from its class and the bits below the leading one.
-fn unclass<S: BitSource + ?Sized>(source: &mut S, class: u32) -> Result<u32, BitError> {
-    Ok(match class {
+/// Rebuilds a value from its class and `extra`, the bits below the
+/// leading one (read as [`class_extra_bits`] says).
+#[inline]
+fn unclass(class: u32, extra: u32) -> u32 {
+    match class {
         0 => 0,
         1 => 1,
-        _ => (1u32 << (class - 1)) | source.get_bits(class - 1)?,
-    })
+        _ => (1u32 << (class - 1)) | extra,
+    }
 }
+
+/// How many bits follow a value of `class` (its bits below the leading one).
+const fn class_extra_bits(class: usize) -> u8 {
+    if class >= 2 {
+        (class - 1) as u8
+    } else {
+        0
+    }
+}
+
+/// Per value symbol, the raw bits that follow it: what
+/// [`BitSource::get_coded_symbol_and_raw`] reads with the symbol. A symbol
+/// that is not a class of the field (see [`value_from_code`]) has none, so
+/// the decoder refuses it before reading further, as it refuses every
+/// other malformed symbol. `float`: a Quake 3 float field; `grid`: one with
+/// a grid.
+const fn value_extra_bits(float: bool, grid: bool) -> [u8; 256] {
+    let mut table = [0u8; 256];
+    let mut symbol = 0;
+    while symbol < VALUE_SYMBOLS {
+        let (path, class) = if symbol >= GRID_SYMBOLS as usize {
+            (GRID_SYMBOLS, symbol - GRID_SYMBOLS as usize)
+        } else if symbol >= FLOAT_BITS_SYMBOLS as usize {
+            (FLOAT_BITS_SYMBOLS, symbol - FLOAT_BITS_SYMBOLS as usize)
+        } else {
+            (0, symbol)
+        };
+        let is_class = symbol != ZERO_SYMBOL as usize
+            && class <= 32
+            && (path == 0 || float)
+            && (path != GRID_SYMBOLS || grid);
+        if is_class {
+            table[symbol] = class_extra_bits(class);
+        }
+        symbol += 1;
+    }
+    table
+}
+
+/// [`value_extra_bits`] of an integer field.
+static INTEGER_EXTRA_BITS: [u8; 256] = value_extra_bits(false, false);
+/// [`value_extra_bits`] of a float field without a grid.
+static FLOAT_EXTRA_BITS: [u8; 256] = value_extra_bits(true, false);
+/// [`value_extra_bits`] of a float field with a grid.
+static GRID_EXTRA_BITS: [u8; 256] = value_extra_bits(true, true);
+
+/// Per entity-number symbol, the raw bits that follow it: the gap's bits
+/// below its leading one (the class is the symbol halved); none after the
+/// end marker or a symbol past it.
+static NUMBER_EXTRA_BITS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut symbol = 0;
+    while symbol < NUMBER_END as usize {
+        table[symbol] = class_extra_bits(symbol / 2);
+        symbol += 1;
+    }
+    table
+};
 
 /// The integer a float holds, if the integral path can carry it.
 fn integral(value: f32) -> Option<i32> {
@@ -223,6 +283,7 @@ struct Reference<'a> {
 }
 
 impl Reference<'_> {
+    #[inline]
     fn steps(&self, step: f32) -> i32 {
         let k = rounding::round(self.value / step);
         if k.is_finite() {
@@ -317,13 +378,15 @@ fn value_code(
 }
 
 /// Inverse of [`value_code`]: the new word from the baseline word, the float
-/// reference, a symbol and the extra bits still in `source`.
-fn value_from_code<S: BitSource + ?Sized>(
-    source: &mut S,
+/// reference, a symbol and its extra bits (read as [`value_extra_bits`]
+/// says).
+#[inline(always)]
+fn value_from_code(
     kind: &ScalarKind,
     base: u32,
     reference: Reference<'_>,
     symbol: u8,
+    extra: u32,
     position: usize,
 ) -> Result<u32, BitError> {
     let float = matches!(kind, ScalarKind::Q3Float);
@@ -357,7 +420,7 @@ fn value_from_code<S: BitSource + ?Sized>(
             format!("symbol {symbol} is not a class of {kind:?}"),
         ));
     }
-    let value = unclass(source, class)?;
+    let value = unclass(class, extra);
     let out_of_range = |what: &'static str| BitError::invalid(what, position, "exceeds 32 bits");
     let word = match kind {
         ScalarKind::Bool => base ^ 1,
@@ -808,6 +871,30 @@ fn get_symbol<S: BitSource + ?Sized>(
     }
 }
 
+/// Reads a symbol and the raw bits after it, as [`put_symbol_and_extra`]
+/// wrote them: `extra_bits` says how many follow each symbol.
+#[inline(always)]
+fn get_symbol_and_extra<S: BitSource + ?Sized>(
+    source: &mut S,
+    model: Option<&NativeModel>,
+    context: Context,
+    extra_bits: &[u8; 256],
+) -> Result<(u8, u32), BitError> {
+    match model.and_then(|m| m.code(context)) {
+        Some(code) => source.get_coded_symbol_and_raw(code, extra_bits),
+        None => {
+            let symbol = get_symbol(source, None, context)?;
+            let count = u32::from(extra_bits[usize::from(symbol)]);
+            let extra = if count > 0 {
+                source.get_bits(count)?
+            } else {
+                0
+            };
+            Ok((symbol, extra))
+        }
+    }
+}
+
 /// Writes a changed value: its symbol, then its extra bits.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
@@ -842,7 +929,17 @@ fn get_value<S: BitSource + ?Sized>(
     }
     let position = source.bits_read();
     let context = value_context(kind, base, scope.origin, scope.demotes(model, field));
-    let symbol = get_symbol(source, model.codes, Context::Value(field, context))?;
+    let extra_bits = match (kind, reference.grid_step) {
+        (ScalarKind::Q3Float, Some(_)) => &GRID_EXTRA_BITS,
+        (ScalarKind::Q3Float, None) => &FLOAT_EXTRA_BITS,
+        _ => &INTEGER_EXTRA_BITS,
+    };
+    let (symbol, extra) = get_symbol_and_extra(
+        source,
+        model.codes,
+        Context::Value(field, context),
+        extra_bits,
+    )?;
     if usize::from(symbol) >= VALUE_SYMBOLS {
         return Err(BitError::invalid(
             "value class",
@@ -853,7 +950,7 @@ fn get_value<S: BitSource + ?Sized>(
     if symbol == ZERO_SYMBOL {
         return zero_word(kind, base, model.codes.is_some(), position);
     }
-    value_from_code(source, kind, base, reference, symbol, position)
+    value_from_code(kind, base, reference, symbol, extra, position)
 }
 
 /// The word [`ZERO_SYMBOL`] decodes to, if it may stand here: only a model
@@ -1636,10 +1733,11 @@ pub(super) fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
             if last.is_none() && !source.get_bit()? {
                 return Ok(None);
             }
-            let symbol = get_symbol(
+            let (symbol, extra) = get_symbol_and_extra(
                 source,
                 Some(model.get()),
                 Context::EntityNumber(number_context(last)),
+                &NUMBER_EXTRA_BITS,
             )?;
             if symbol == NUMBER_END && last.is_some() {
                 return Ok(None);
@@ -1651,7 +1749,7 @@ pub(super) fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
                     format!("symbol {symbol} is not a number symbol"),
                 ));
             }
-            let gap = unclass(source, u32::from(symbol / 2))?;
+            let gap = unclass(u32::from(symbol / 2), extra);
             if symbol % 2 == 1 {
                 // A removal's gap counts held entities (see `put_number`).
                 return held
@@ -1787,7 +1885,19 @@ mod grid_path_tests {
         writer.put_bits(code.extra, code.extra_bits).unwrap();
         let bits = writer.bits_written();
         let mut reader = BitReader::with_bit_len(&buf, bits);
-        let word = value_from_code(&mut reader, &kind, base, reference, code.symbol, 0).unwrap();
+        // The decoder's table of extra bits agrees with the encoder's class.
+        let table = match reference.grid_step {
+            Some(_) => &GRID_EXTRA_BITS,
+            None => &FLOAT_EXTRA_BITS,
+        };
+        let count = u32::from(table[usize::from(code.symbol)]);
+        assert_eq!(count, code.extra_bits);
+        let extra = if count > 0 {
+            reader.get_bits(count).unwrap()
+        } else {
+            0
+        };
+        let word = value_from_code(&kind, base, reference, code.symbol, extra, 0).unwrap();
         (code, f32::from_bits(word))
     }
 

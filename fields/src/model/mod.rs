@@ -817,6 +817,15 @@ impl SymbolCode {
         self.decode_bitwise(source)
     }
 
+    /// The symbol and length of the code word at the start of `window`
+    /// (upcoming bits, low bit first), if the bits found there form one:
+    /// for a reader that has checked nothing yet, which must still check
+    /// that the word's length is within its input.
+    #[inline(always)]
+    pub(crate) fn leaf(&self, window: u32) -> Option<(u8, u32)> {
+        self.table.lookup(window).ok()
+    }
+
     /// Reads one code word bit by bit.
     #[cold]
     #[inline(never)]
