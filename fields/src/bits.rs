@@ -394,6 +394,12 @@ impl<'a> BitWriter<'a> {
         self.byte_len()
     }
 
+    /// Ends writing and hands the whole buffer back (bytes past
+    /// [`byte_len`](Self::byte_len) hold whatever they held before).
+    pub fn into_buffer(self) -> &'a mut [u8] {
+        self.buf
+    }
+
     /// Writes `count` (≤ 32) raw bits without width checks; callers validate.
     #[inline]
     fn write_unchecked(&mut self, value: u32, count: u32) {

@@ -132,6 +132,48 @@ impl RangeEncoder {
         self.low = (self.low & 0x00FF_FFFF) << 8;
     }
 
+    /// An upper bound of the message's length in bits if it ended here,
+    /// by either [`finish`](Self::finish) or
+    /// [`finish_open`](Self::finish_open): the bytes settled or pending,
+    /// and the bits a value inside the window's range needs.
+    pub fn bits_bound(&self) -> usize {
+        8 * (self.out.len() + self.pending as usize) + self.range.leading_zeros() as usize + 2
+    }
+
+    /// Ends the message so that it reads back whatever follows it: returns
+    /// its bytes and its length in bits, the shortest prefix every
+    /// continuation of which lies inside the final interval. One or two
+    /// bits longer than [`finish`](Self::finish)'s end (which relies on
+    /// the reader reading zeros), but the bytes after it are free for
+    /// something else: a [`SplitReader`] reads this stream backwards from
+    /// the end of a message whose front holds raw bits.
+    pub fn finish_open(&mut self) -> (&[u8], usize) {
+        let start = 8 * (self.out.len() + self.pending as usize);
+        let high = self.low + u64::from(self.range);
+        // The fewest leading window bits `k` whose every continuation stays
+        // in [low, high): a multiple of 2^(32 - k) at or above `low` whose
+        // next multiple is at most `high`. The range is at least 2^24, so
+        // some k of at most 26 fits.
+        let mut value = self.low;
+        let mut used = 32;
+        for k in 1..=32u32 {
+            let step = 1u64 << (32 - k);
+            let candidate = self.low.div_ceil(step) * step;
+            if candidate + step <= high {
+                value = candidate;
+                used = k as usize;
+                break;
+            }
+        }
+        self.low = value;
+        for _ in 0..5 {
+            self.shift_low();
+        }
+        let bits = start + used;
+        self.out.truncate(bits.div_ceil(8));
+        (&self.out, bits)
+    }
+
     /// Ends the message: returns its bytes and its length in bits (the
     /// bytes past that length are zero, and a reader may be given just
     /// `bits`: it reads zeros past the end). An empty message is 0 bits.
@@ -171,16 +213,30 @@ pub struct RangeDecoder<'a> {
     position: usize,
     code: u32,
     range: u32,
+    /// Whether the stream's bytes run from the input's end to its start
+    /// (a [`SplitReader`]'s).
+    reversed: bool,
 }
 
 impl<'a> RangeDecoder<'a> {
     /// A decoder at the start of `input`.
     pub fn new(input: &'a [u8]) -> Self {
+        Self::start(input, false)
+    }
+
+    /// A decoder of a stream stored backwards: its first byte is `input`'s
+    /// last (see [`splice_reversed`]).
+    pub fn reversed(input: &'a [u8]) -> Self {
+        Self::start(input, true)
+    }
+
+    fn start(input: &'a [u8], reversed: bool) -> Self {
         let mut decoder = RangeDecoder {
             input,
             position: 0,
             code: 0,
             range: u32::MAX,
+            reversed,
         };
         for _ in 0..4 {
             decoder.code = (decoder.code << 8) | u32::from(decoder.next_byte());
@@ -190,7 +246,12 @@ impl<'a> RangeDecoder<'a> {
 
     #[inline]
     fn next_byte(&mut self) -> u8 {
-        let byte = self.input.get(self.position).copied().unwrap_or(0);
+        let index = if self.reversed {
+            self.input.len().wrapping_sub(1).wrapping_sub(self.position)
+        } else {
+            self.position
+        };
+        let byte = self.input.get(index).copied().unwrap_or(0);
         self.position += 1;
         byte
     }
@@ -407,6 +468,235 @@ impl BitSource for RangeReader<'_> {
     }
 }
 
+/// A symbol's span as a [`SplitWriter`] logs it: its start in the low 16
+/// bits, its frequency less one in the high 16.
+#[inline]
+fn pack_span(start: u32, frequency: u32) -> u32 {
+    start | (frequency - 1) << PROB_BITS
+}
+
+/// Writes a message for a [`SplitReader`]: raw bits at the front of a
+/// buffer, modelled symbols range-coded, the stream spliced backwards into
+/// the buffer's end by [`finish`](Self::finish). It can log the spans of
+/// the symbols it codes, so that a stretch of a message (raw bits and
+/// spans) can be kept and copied into another message
+/// ([`put_spans`](Self::put_spans)): how a server shares one encoding of
+/// an entity update among clients.
+#[derive(Debug)]
+pub struct SplitWriter<'a> {
+    raw: crate::BitWriter<'a>,
+    encoder: &'a mut RangeEncoder,
+    log: Option<&'a mut Vec<u32>>,
+}
+
+impl<'a> SplitWriter<'a> {
+    /// Writes into `buf` from its start, coding symbols with `encoder`
+    /// (restarted; its buffer is reused).
+    pub fn new(buf: &'a mut [u8], encoder: &'a mut RangeEncoder) -> Self {
+        encoder.reset();
+        SplitWriter {
+            raw: crate::BitWriter::new(buf),
+            encoder,
+            log: None,
+        }
+    }
+
+    /// Also logs every symbol's span in `log` (cleared first).
+    pub fn with_log(mut self, log: &'a mut Vec<u32>) -> Self {
+        log.clear();
+        self.log = Some(log);
+        self
+    }
+
+    /// The raw part written so far (the last byte partly).
+    pub fn raw(&self) -> &crate::BitWriter<'a> {
+        &self.raw
+    }
+
+    /// The raw part, for copying bits into it.
+    pub fn raw_mut(&mut self) -> &mut crate::BitWriter<'a> {
+        &mut self.raw
+    }
+
+    /// The spans logged so far (empty without a log).
+    pub fn spans(&self) -> &[u32] {
+        self.log.as_deref().map_or(&[], |log| &log[..])
+    }
+
+    /// Codes symbols again from their logged spans (another message's,
+    /// coded with the same models), logging them too.
+    pub fn put_spans(&mut self, spans: &[u32]) {
+        for &span in spans {
+            self.encoder
+                .encode(span & (PROB_TOTAL - 1), (span >> PROB_BITS) + 1);
+        }
+        if let Some(log) = self.log.as_deref_mut() {
+            log.extend_from_slice(spans);
+        }
+    }
+
+    /// Ends the message: the symbol stream goes into the buffer's end
+    /// ([`splice_reversed`]). Returns the message's length in bytes and
+    /// in bits; fails when the two parts do not fit the buffer together.
+    pub fn finish(self) -> Result<(usize, usize), BitError> {
+        let raw_bits = self.raw.bits_written();
+        let buf = self.raw.into_buffer();
+        let (stream, stream_bits) = self.encoder.finish_open();
+        let len = splice_reversed(buf, raw_bits, stream, stream_bits)?;
+        Ok((len, raw_bits + stream_bits))
+    }
+}
+
+impl BitSink for SplitWriter<'_> {
+    #[inline]
+    fn put_bits(&mut self, value: u32, count: u32) -> Result<(), BitError> {
+        self.raw.put_bits(value, count)
+    }
+
+    #[inline]
+    fn put_wide_bits(&mut self, value: u64, count: u32) -> Result<(), BitError> {
+        self.raw.put_wide_bits(value, count)
+    }
+
+    /// An upper bound of the message's length in bits if it ended here.
+    #[inline]
+    fn bits_written(&self) -> usize {
+        self.raw.bits_written() + self.encoder.bits_bound()
+    }
+
+    #[inline]
+    fn put_coded_symbol(&mut self, code: &SymbolCode, symbol: u8) -> Result<(), BitError> {
+        let (start, frequency) = code.span(symbol).ok_or(BitError::InvalidCode {
+            position: self.raw.bits_written(),
+        })?;
+        self.encoder.encode(start, frequency);
+        if let Some(log) = self.log.as_deref_mut() {
+            log.push(pack_span(start, frequency));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn put_coded_symbol_and_raw(
+        &mut self,
+        code: &SymbolCode,
+        symbol: u8,
+        raw: u32,
+        raw_bits: u32,
+    ) -> Result<(), BitError> {
+        self.put_coded_symbol(code, symbol)?;
+        if raw_bits > 0 {
+            self.raw.put_bits(raw, raw_bits)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes a range-coded stream (bytes from [`RangeEncoder::finish_open`],
+/// `range_bits` long) backwards into the end of `buf`, after `raw_bits`
+/// raw bits at its front, and returns the message's length in bytes: the
+/// fewest that hold both. The stream's first bit is the top bit of the
+/// message's last byte; where the two meet they share a byte (the raw
+/// bits fill it from the bottom, the stream from the top). The raw bits'
+/// last byte must be zero above them, as a [`crate::BitWriter`] leaves
+/// it; the bytes after it are overwritten.
+pub fn splice_reversed(
+    buf: &mut [u8],
+    raw_bits: usize,
+    range: &[u8],
+    range_bits: usize,
+) -> Result<usize, BitError> {
+    let bits = raw_bits + range_bits;
+    let len = bits.div_ceil(8);
+    if len > buf.len() {
+        return Err(BitError::Overflow {
+            position: raw_bits,
+            requested: range_bits.min(u32::MAX as usize) as u32,
+            capacity: 8 * buf.len(),
+        });
+    }
+    buf[raw_bits.div_ceil(8)..len].fill(0);
+    for (index, &byte) in range.iter().enumerate().take(range_bits.div_ceil(8)) {
+        buf[len - 1 - index] |= byte;
+    }
+    Ok(len)
+}
+
+/// Reads a message whose front holds raw bits and whose end holds a
+/// range-coded stream stored backwards ([`splice_reversed`]): raw reads
+/// ([`BitSource::get_bits`]) come from the front, modelled symbols
+/// ([`BitSource::get_coded_symbol`]) from the stream. The native codec
+/// written through a sink that splits the same way reads back through it:
+/// its symbols cost their information, its raw bits what they are, and raw
+/// bits are copied and read as fast as from a bit stream.
+///
+/// Neither part knows where the other starts: the stream ends so that any
+/// bits after it read back the same ([`RangeEncoder::finish_open`]), so its
+/// decoder reads on into the raw bits, and then zeros, harmlessly. A
+/// message's length must come from its transport.
+#[derive(Debug, Clone)]
+pub struct SplitReader<'a> {
+    raw: crate::BitReader<'a>,
+    decoder: RangeDecoder<'a>,
+}
+
+impl<'a> SplitReader<'a> {
+    /// A reader of the message `input` (its whole length).
+    pub fn new(input: &'a [u8]) -> Self {
+        SplitReader {
+            raw: crate::BitReader::new(input),
+            decoder: RangeDecoder::reversed(input),
+        }
+    }
+
+    /// The raw part's reader, where the raw reads left it.
+    pub fn raw(&mut self) -> &mut crate::BitReader<'a> {
+        &mut self.raw
+    }
+
+    /// Whether the bits read add up: the raw bits read and the symbol
+    /// stream's bytes consumed (less the decoder's four-byte window) fit
+    /// in the message together. A message claiming more than it holds
+    /// fails here, if not before.
+    pub fn fits(&self) -> bool {
+        let stream = 8 * self.decoder.position.saturating_sub(4);
+        self.raw.bits_read() + stream <= 8 * self.decoder.input.len()
+    }
+}
+
+impl BitSource for SplitReader<'_> {
+    #[inline]
+    fn get_bits(&mut self, count: u32) -> Result<u32, BitError> {
+        self.raw.get_bits(count)
+    }
+
+    /// Raw bits read so far (the symbol stream is not counted).
+    fn bits_read(&self) -> usize {
+        self.raw.bits_read()
+    }
+
+    #[inline]
+    fn get_coded_symbol(&mut self, code: &SymbolCode) -> Result<u8, BitError> {
+        let (symbol, start, frequency) = code.symbol_at(self.decoder.target());
+        if frequency == 0 {
+            return Err(BitError::InvalidCode {
+                position: self.bits_read(),
+            });
+        }
+        self.decoder.consume(start, frequency)?;
+        // The stream never reads more than a message's bytes and its
+        // window past them: a longer read is a message that lies.
+        if self.decoder.position > self.decoder.input.len() + 8 {
+            return Err(BitError::EndOfInput {
+                position: 8 * self.decoder.input.len(),
+                requested: 1,
+                available: 8 * self.decoder.input.len(),
+            });
+        }
+        Ok(symbol)
+    }
+}
+
 /// A model's weights quantised to [`PROB_TOTAL`], and their running sums:
 /// what the range coder reads. Every symbol below `alphabet` keeps at
 /// least 1 (a Huffman code gives every symbol a code word, the unseen ones
@@ -492,6 +782,74 @@ mod tests {
         bits
     }
 
+    /// Codes `items`, ends the stream open, fills every bit after it with
+    /// `noise`, and decodes it back; returns the stream's length in bits.
+    fn round_trip_open(table: &[(u32, u32)], items: &[Item], noise: u8) -> usize {
+        let mut encoder = RangeEncoder::new();
+        for item in items {
+            match *item {
+                Item::Symbol(s) => encoder.encode(table[s].0, table[s].1),
+                Item::Bits(v, n) => encoder.encode_bits(v, n),
+            }
+        }
+        let bound = encoder.bits_bound();
+        let (bytes, bits) = encoder.finish_open();
+        assert!(bits <= bound, "{bits} > {bound}");
+        assert_eq!(bytes.len(), bits.div_ceil(8));
+        let mut noisy = bytes.to_vec();
+        if bits % 8 != 0 {
+            let free = 8 - bits % 8;
+            let last = noisy.len() - 1;
+            noisy[last] |= noise & ((1u8 << free) - 1);
+        }
+        noisy.extend([noise, !noise, noise.rotate_left(3), 0xFF, noise]);
+        // Stored backwards, as a split message keeps it.
+        noisy.reverse();
+        let mut decoder = RangeDecoder::reversed(&noisy);
+        for item in items {
+            match *item {
+                Item::Symbol(s) => {
+                    let target = decoder.target();
+                    assert!((table[s].0..table[s].0 + table[s].1).contains(&target));
+                    decoder.consume(table[s].0, table[s].1).unwrap();
+                }
+                Item::Bits(v, n) => {
+                    let mask = if n >= 32 { u32::MAX } else { (1 << n) - 1 };
+                    assert_eq!(decoder.decode_bits(n).unwrap(), v & mask);
+                }
+            }
+        }
+        bits
+    }
+
+    #[test]
+    fn an_open_end_reads_back_whatever_follows_it() {
+        let table = spans(&[PROB_TOTAL - 1, 1]);
+        for noise in [0u8, 0xFF, 0xA5, 0x5A] {
+            let items: Vec<Item> = (0..100).map(|_| Item::Symbol(0)).collect();
+            assert!(round_trip_open(&table, &items, noise) <= 3);
+            let items = [Item::Symbol(1), Item::Bits(0b1_0110_1101, 9), Item::Symbol(0)];
+            let bits = round_trip_open(&table, &items, noise);
+            assert!((25..=28).contains(&bits), "{bits}");
+        }
+    }
+
+    #[test]
+    fn a_spliced_stream_shares_the_meeting_byte_with_the_raw_bits() {
+        // 11 raw bits, then a 5-bit stream: two bytes, not three.
+        let mut buf = [0xEEu8; 4];
+        buf[0] = 0xFF;
+        buf[1] = 0b0000_0111;
+        let len = splice_reversed(&mut buf, 11, &[0b1011_0000], 5).unwrap();
+        assert_eq!(len, 2);
+        assert_eq!(buf[..2], [0xFF, 0b1011_0111]);
+        let mut buf = [0u8; 1];
+        assert!(matches!(
+            splice_reversed(&mut buf, 7, &[0x80], 2),
+            Err(BitError::Overflow { .. })
+        ));
+    }
+
     #[test]
     fn an_empty_message_is_no_bits() {
         let mut encoder = RangeEncoder::new();
@@ -560,6 +918,8 @@ mod tests {
                 .collect();
             let bits = round_trip(&table, &items) as f64;
             prop_assert!(bits <= information * 1.001 + 2.0, "{bits} > {information}");
+            let open = round_trip_open(&table, &items, picks.len() as u8) as f64;
+            prop_assert!(open <= information * 1.001 + 3.0, "{open} > {information}");
         }
     }
 }

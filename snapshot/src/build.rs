@@ -16,9 +16,7 @@
 //!    and the old state of every left-out change — in the ring slot.
 
 use fields::codec::Held;
-use fields::{
-    BitError, BitSink, BitWriter, DeltaContext, EntityUpdate, Fields, HuffmanCode, ModelCodec,
-};
+use fields::{BitError, BitSink, BitWriter, DeltaContext, EntityUpdate, Fields, ModelCodec};
 
 use crate::adapt::{Adapted, Tallies};
 use crate::bitset::{Bitset, Ones};
@@ -27,13 +25,13 @@ use crate::config::{MAX_DELTA_DISTANCE, RING_SIZE};
 use crate::entity_cache::{EntityCache, SPAWN_BASE};
 use crate::error::ServerError;
 use crate::frame_store::{Frame, StateSlab};
-use crate::framing::{SnapshotHeader, RATE_DELAYED};
+use crate::framing::{MessageCoding, SnapshotHeader, RATE_DELAYED};
 use crate::gamestate::Gamestate;
 use crate::list_cache::{ListCache, ListHit};
 use crate::rate::RateDecision;
 use crate::scope::{sanitize, Scope};
 use crate::server::{normalize, ClientId, Sent, Server};
-use crate::writer::MessageWriter;
+use crate::writer::{MessageWriter, RangeScratch};
 
 /// Priority of always-in-scope entities: ahead of every scoped one.
 const ALWAYS: f32 = f32::INFINITY;
@@ -113,6 +111,9 @@ struct Op {
 pub(crate) struct Work<P> {
     buf: Vec<u8>,
     measure: Vec<u8>,
+    /// The range coder of a split message, and of the measuring one.
+    range: RangeScratch,
+    measure_range: RangeScratch,
     want: Bitset,
     skipped: Bitset,
     priority: Vec<f32>,
@@ -130,6 +131,8 @@ impl<P> Work<P> {
         Work {
             buf: Vec::new(),
             measure: Vec::new(),
+            range: RangeScratch::default(),
+            measure_range: RangeScratch::default(),
             want: Bitset::new(limit),
             skipped: Bitset::new(limit),
             priority: vec![0.0; limit as usize],
@@ -155,6 +158,8 @@ impl<P> Work<P> {
     pub(crate) fn memory_bytes(&self) -> usize {
         self.buf.capacity()
             + self.measure.capacity()
+            + self.range.memory_bytes()
+            + self.measure_range.memory_bytes()
             + self.want.memory_bytes()
             + self.skipped.memory_bytes()
             + self.priority.capacity() * std::mem::size_of::<f32>()
@@ -195,7 +200,7 @@ struct Chain {
 struct Emitter<'a, E> {
     codec: ModelCodec<'a>,
     /// The framing's coding of the message.
-    huffman: Option<&'static HuffmanCode>,
+    coding: MessageCoding,
     /// The id of the entity model `codec` codes with, for the cache keys
     /// (0 when the models do not adapt).
     model_key: u64,
@@ -268,7 +273,7 @@ impl<E: Fields> Emitter<'_, E> {
             new: self.slab.get(op.new),
             force,
         };
-        let from = sink.bits_written();
+        let from = sink.mark();
         let written = self.codec.write_entity_in(
             &self.context.with_spawn(force),
             sink,
@@ -287,10 +292,9 @@ impl<E: Fields> Emitter<'_, E> {
             op.new,
             key_last,
             written,
-            sink.coded(),
+            sink,
             from,
-            sink.bits_written(),
-        )?;
+        );
         Ok(written)
     }
 
@@ -323,8 +327,8 @@ impl<E: Fields> Emitter<'_, E> {
 
     /// An upper bound of the bits `op` takes anywhere in a list: encoded as
     /// if first, plus what its number can cost more elsewhere.
-    fn measure(&self, buf: &mut [u8], op: &Op) -> u32 {
-        let mut writer = MessageWriter::new(buf, self.huffman);
+    fn measure(&self, buf: &mut [u8], range: &mut RangeScratch, op: &Op) -> u32 {
+        let mut writer = MessageWriter::new(buf, self.coding, range);
         let mut scratch = EntityCache::new(0);
         match self.emit(&mut scratch, &mut writer, None, op) {
             Ok(_) => {
@@ -495,7 +499,9 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
     /// Builds client `id`'s snapshot like [`build_snapshot`](Self::build_snapshot),
     /// appending the message to `out` at its current bit position, after
     /// whatever its owner wrote there (for a Huffman-coded framing, its
-    /// coded bits: see [`Framing`](crate::framing::Framing)). On any outcome
+    /// coded bits: see [`Framing`](crate::framing::Framing); a range-coded
+    /// framing's messages cannot follow other bits:
+    /// [`ServerError::NotAppendable`]). On any outcome
     /// but [`BuildOutcome::Built`], and on error, `out` is untouched; a
     /// message that does not fit in `out` is an error
     /// ([`ServerError::Encode`]), and the snapshot then counts as built and
@@ -506,6 +512,11 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         scope: &mut S,
         out: &mut BitWriter<'_>,
     ) -> Result<BuildOutcome, ServerError> {
+        if matches!(self.framing.coding(), MessageCoding::Split) {
+            return Err(ServerError::NotAppendable {
+                framing: self.framing.name(),
+            });
+        }
         let outcome = self.build(id, scope)?;
         if let BuildOutcome::Built(info) = outcome {
             out.put_bit_slice(&self.work.buf, 0, info.bits)?;
@@ -548,7 +559,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             ..
         } = self;
         let framing: &dyn crate::framing::Framing = &**framing;
-        let huffman = framing.huffman();
+        let message_coding = framing.coding();
         let Some(slot) = clients[id.index()].as_mut() else {
             return Err(ServerError::UnknownClient(id));
         };
@@ -759,7 +770,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             codec.entities_end_bound_bits(zero_entity) as usize + if has_checksum { 32 } else { 0 };
         let emitter = Emitter {
             codec,
-            huffman,
+            coding: message_coding,
             model_key,
             context,
             slab,
@@ -770,6 +781,8 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         let Work {
             buf,
             measure,
+            range,
+            measure_range,
             want,
             priority,
             ops,
@@ -781,7 +794,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         } = work;
         let buf = &mut buf[..max_bytes as usize];
 
-        let mut writer = MessageWriter::new(buf, huffman);
+        let mut writer = MessageWriter::new(buf, message_coding, range);
         let prefix = framing
             .write_header(&mut writer, &header, base_info.as_ref())
             .and_then(|()| {
@@ -795,6 +808,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             Err(error) => return Err(error.into()),
         }
         let mut prefix_bits = writer.bits_written();
+        let mut prefix_mark = writer.mark();
         let shared =
             cached.filter(|hit| prefix_bits + hit.bits as usize + tail_bits <= budget_bits);
         let mut chained = None;
@@ -808,10 +822,11 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                 // Over this client's budget: an unchained snapshot, with
                 // its updates selected by priority.
                 header.via_time = None;
-                writer = MessageWriter::new(&mut buf[..], huffman);
+                writer = MessageWriter::new(&mut buf[..], message_coding, range);
                 framing.write_header(&mut writer, &header, base_info.as_ref())?;
                 player_codec.write_delta_in(&player_context, &mut writer, base_player, &player)?;
                 prefix_bits = writer.bits_written();
+                prefix_mark = writer.mark();
                 let priorities = Priorities::new(uniform, &frame.always, priority);
                 merge(ops, want, priorities, &slot.accum, held, frame);
             }
@@ -859,11 +874,10 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                     context.elapsed_ms,
                     want,
                     (ops.len() as u32, last),
-                    writer.coded(),
-                    prefix_bits,
-                    writer.bits_written(),
+                    &writer,
+                    prefix_mark,
                     tallies.entity.symbols(),
-                )?;
+                );
             }
             fit
         };
@@ -871,7 +885,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         if !all_fit {
             let mut mandatory = prefix_bits + tail_bits;
             for op in ops.iter_mut() {
-                op.cost = emitter.measure(measure, op);
+                op.cost = emitter.measure(measure, measure_range, op);
                 if op.kind == OpKind::Removed {
                     mandatory += op.cost as usize;
                 }
@@ -903,7 +917,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                     deferred += 1;
                 }
             }
-            writer = MessageWriter::new(&mut buf[..], huffman);
+            writer = MessageWriter::new(&mut buf[..], message_coding, range);
             framing.write_header(&mut writer, &header, base_info.as_ref())?;
             player_codec.write_delta_in(&player_context, &mut writer, base_player, &player)?;
             emitter.write_ops(cache, &mut writer, ops, None, &mut last)?;
@@ -935,8 +949,11 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             }
             writer.put_bits(checksum.finish(), 32)?;
         }
-        let bits = writer.bits_written();
-        let len = writer.finish();
+        let bound = writer.bits_written();
+        let (len, bits) = writer.finish().map_err(|error| match error {
+            BitError::Overflow { .. } => too_large(bound, max_bytes),
+            error => error.into(),
+        })?;
 
         let base_sequence = base.map(|sent| sent.sequence);
         let held = record.visible.len() as u32;

@@ -15,13 +15,14 @@
 use std::sync::Arc;
 
 use fields::merge::{merge_by_number, read_entity_list, ListError, ListRead, Merged};
+use fields::range::SplitReader;
 use fields::{BitReader, BitSource, Codec, DeltaContext, Fields, HuffmanReader, ModelCodec};
 
 use crate::adapt::{Adapted, ChainModels, Tallies};
 use crate::checksum::{layout_fingerprint, state_hash, SyncChecksum};
 use crate::config::RING_SIZE;
 use crate::error::{ClientError, ConfigError};
-use crate::framing::{BaseInfo, Bases, Compact, Framing, SnapshotHeader};
+use crate::framing::{BaseInfo, Bases, Compact, Framing, MessageCoding, SnapshotHeader};
 use crate::gamestate::{read_configstring, read_gamestate, Gamestate};
 use crate::message::{expect_end, MessageKind};
 use crate::models::{model_of, Models};
@@ -293,26 +294,38 @@ impl<E: Fields, P: Fields> Client<E, P> {
     ) -> Result<Received, ClientError> {
         let reader = BitReader::new(bytes);
         let framing = Arc::clone(&self.framing);
-        let (decoded, mut reader) = match framing.huffman() {
-            None => {
+        let decoded = match framing.coding() {
+            MessageCoding::Bits => {
                 let mut reader = reader;
                 let decoded =
                     self.decode_snapshot(&*framing, &mut reader, sequence, trace, symbols)?;
-                (decoded, reader)
+                decoded.ended(|| expect_end(&mut reader))?
             }
-            Some(code) => {
+            MessageCoding::Huffman(code) => {
                 let mut source = HuffmanReader::new(reader, code);
                 let decoded =
                     self.decode_snapshot(&*framing, &mut source, sequence, trace, symbols)?;
-                (decoded, source.into_inner())
+                decoded.ended(|| expect_end(&mut source.into_inner()))?
+            }
+            MessageCoding::Split => {
+                // The two parts meet somewhere inside the message: what it
+                // can be checked for is that they fit in it together.
+                let mut source = SplitReader::new(bytes);
+                let decoded =
+                    self.decode_snapshot(&*framing, &mut source, sequence, trace, symbols)?;
+                decoded.ended(|| match source.fits() {
+                    true => Ok(()),
+                    false => Err(ClientError::invalid(
+                        "snapshot",
+                        8 * bytes.len(),
+                        "its raw bits and range-coded symbols overlap",
+                    )),
+                })?
             }
         };
         match decoded {
             Decoded::Stale(received) => Ok(received),
-            Decoded::Ready { header, sync } => {
-                expect_end(&mut reader)?;
-                Ok(self.commit(header, sync))
-            }
+            Decoded::Ready { header, sync } => Ok(self.commit(header, sync)),
         }
     }
 
@@ -711,6 +724,20 @@ enum Decoded {
         header: SnapshotHeader,
         sync: SyncCheck,
     },
+}
+
+impl Decoded {
+    /// Itself, once `check` found the message's end as it should be (a
+    /// stale message is not read to its end, so not checked).
+    fn ended(
+        self,
+        check: impl FnOnce() -> Result<(), ClientError>,
+    ) -> Result<Decoded, ClientError> {
+        if let Decoded::Ready { .. } = self {
+            check()?;
+        }
+        Ok(self)
+    }
 }
 
 /// The client's ring as the snapshots a message may be a delta from.

@@ -202,7 +202,7 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
     let held: &[(u32, E)] = base.map_or(&[], |b| b.entities);
     // Upper bound of a first guess; encode_growing doubles it as needed.
     let initial = 64 + 16 * (snapshot.entities.len() + held.len());
-    encode_message(out, initial, framing.huffman(), |w| {
+    encode_message(out, initial, framing.coding(), |w| {
         framing.write_header(w, &header, base_info.as_ref())?;
         let no_models = Models::of_types();
         let models = setup.models.unwrap_or(&no_models);

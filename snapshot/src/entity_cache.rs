@@ -13,7 +13,7 @@
 
 use fields::BitError;
 
-use crate::writer::MessageWriter;
+use crate::writer::{Mark, MessageWriter, Piece, PieceArena};
 
 /// Base key of an entity new to the client: its spawn baseline, or the
 /// zeroed dummy when it has none (the same for every client).
@@ -34,18 +34,14 @@ struct Entry {
     base: u32,
     new: u32,
     last: u32,
-    start: u32,
-    lead: u8,
-    bits: u32,
+    piece: Piece,
     written: bool,
 }
 
 /// A cached encoding.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Hit {
-    start: u32,
-    lead: u8,
-    bits: u32,
+    piece: Piece,
     /// What `write_entity` returned.
     pub written: bool,
 }
@@ -55,7 +51,7 @@ pub(crate) struct Hit {
 pub(crate) struct EntityCache {
     entries: Vec<[Entry; WAYS]>,
     next_way: Vec<u8>,
-    arena: Vec<u8>,
+    arena: PieceArena,
     stamp: u32,
 }
 
@@ -65,7 +61,7 @@ impl EntityCache {
         EntityCache {
             entries: vec![[Entry::default(); WAYS]; limit as usize],
             next_way: vec![0; limit as usize],
-            arena: Vec::new(),
+            arena: PieceArena::default(),
             stamp: 1,
         }
     }
@@ -104,15 +100,14 @@ impl EntityCache {
                 && e.new == new
                 && e.last == last)
                 .then_some(Hit {
-                    start: e.start,
-                    lead: e.lead,
-                    bits: e.bits,
+                    piece: e.piece,
                     written: e.written,
                 })
         })
     }
 
-    /// Keeps bits `from..to` of `source` as the encoding for the key.
+    /// Keeps what `message` was written with since `from` as the encoding
+    /// for the key.
     #[allow(clippy::too_many_arguments)]
     pub fn store(
         &mut self,
@@ -123,15 +118,14 @@ impl EntityCache {
         new: u32,
         last: Option<u32>,
         written: bool,
-        source: &[u8],
-        from: usize,
-        to: usize,
-    ) -> Result<(), BitError> {
+        message: &MessageWriter<'_>,
+        from: Mark,
+    ) {
         let Some(ways) = self.entries.get_mut(number as usize) else {
-            return Ok(());
+            return;
         };
-        let Some((start, lead)) = keep_bytes(&mut self.arena, source, from, to) else {
-            return Ok(());
+        let Some(piece) = self.arena.keep(message, from) else {
+            return;
         };
         let way = &mut self.next_way[number as usize];
         ways[*way as usize] = Entry {
@@ -141,27 +135,23 @@ impl EntityCache {
             base,
             new,
             last: last.unwrap_or(NO_LAST),
-            start,
-            lead,
-            bits: (to - from) as u32,
+            piece,
             written,
         };
         *way = (*way + 1) % WAYS as u8;
-        Ok(())
     }
 
     /// Appends a cached encoding to `sink`.
     #[inline]
     pub fn copy_to(&self, hit: Hit, sink: &mut MessageWriter<'_>) -> Result<(), BitError> {
-        let bytes = &self.arena[hit.start as usize..];
-        sink.put_coded(bytes, usize::from(hit.lead), hit.bits as usize)
+        self.arena.copy_to(hit.piece, sink)
     }
 
     /// Bytes allocated.
     pub fn memory_bytes(&self) -> usize {
         self.entries.capacity() * std::mem::size_of::<[Entry; WAYS]>()
             + self.next_way.capacity()
-            + self.arena.capacity()
+            + self.arena.memory_bytes()
     }
 }
 
@@ -177,39 +167,24 @@ pub(crate) fn next_stamp(stamp: &mut u32) -> bool {
     wrapped
 }
 
-/// Appends the bytes of `source` that hold bits `from..to` to `arena`, as
-/// they are: a plain byte copy, with the bit offset of `from` in the first
-/// byte (the lead) kept beside it. Returns the copy's start and lead, or
-/// `None` when the range is not inside `source` (never for a message the
-/// caller just wrote).
-pub(crate) fn keep_bytes(
-    arena: &mut Vec<u8>,
-    source: &[u8],
-    from: usize,
-    to: usize,
-) -> Option<(u32, u8)> {
-    let bytes = source.get(from / 8..to.div_ceil(8))?;
-    let start = u32::try_from(arena.len()).ok()?;
-    arena.extend_from_slice(bytes);
-    Some((start, (from % 8) as u8))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fields::{BitReader, BitSink, BitSource, BitWriter};
+    use crate::framing::MessageCoding;
+    use crate::writer::RangeScratch;
+    use fields::{BitReader, BitSink, BitSource};
 
     #[test]
     fn a_hit_reproduces_the_stored_bits_at_any_alignment() {
         let mut message = [0u8; 16];
-        let mut w = BitWriter::new(&mut message);
+        let mut range = RangeScratch::default();
+        let mut w = MessageWriter::new(&mut message, MessageCoding::Bits, &mut range);
         w.put_bits(0b101, 3).unwrap();
+        let from = w.mark();
         w.put_bits(0xDEAD_BEEF, 32).unwrap();
         w.put_bits(0x1F, 5).unwrap();
         let mut cache = EntityCache::new(8);
-        cache
-            .store(3, 5, 50, 7, 9, None, true, w.written(), 3, 40)
-            .unwrap();
+        cache.store(3, 5, 50, 7, 9, None, true, &w, from);
         assert!(cache.lookup(3, 5, 50, 7, 9, Some(1)).is_none());
         // Another elapsed time may predict differently: no hit.
         assert!(cache.lookup(3, 5, 33, 7, 9, None).is_none());
@@ -217,7 +192,8 @@ mod tests {
         assert!(cache.lookup(3, 6, 50, 7, 9, None).is_none());
         let hit = cache.lookup(3, 5, 50, 7, 9, None).unwrap();
         let mut out = [0u8; 16];
-        let mut o = MessageWriter::new(&mut out, None);
+        let mut range = RangeScratch::default();
+        let mut o = MessageWriter::new(&mut out, MessageCoding::Bits, &mut range);
         o.put_bit(true).unwrap();
         cache.copy_to(hit, &mut o).unwrap();
         let mut r = BitReader::new(&out);

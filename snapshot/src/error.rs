@@ -185,6 +185,14 @@ pub enum ServerError {
     /// gamestate's fingerprint promised.
     #[error("the native models are fixed once a gamestate has been written")]
     ModelsSealed,
+    /// [`Server::build_snapshot_into`](crate::Server::build_snapshot_into)
+    /// with a framing whose messages cannot follow other bits (a
+    /// range-coded one: its symbols run backwards from the message's end).
+    #[error("the {framing} framing's messages cannot be appended to other bits")]
+    NotAppendable {
+        /// The framing's name.
+        framing: &'static str,
+    },
     /// The codec refused to encode a value (it should not, for valid states).
     #[error("encoding failed: {0}")]
     Encode(#[from] BitError),

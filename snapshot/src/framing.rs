@@ -293,6 +293,15 @@ pub trait Framing: fmt::Debug + Send + Sync {
         None
     }
 
+    /// How the message's bits are coded: by default raw, or through
+    /// [`huffman`](Self::huffman)'s code when there is one.
+    fn coding(&self) -> MessageCoding {
+        match self.huffman() {
+            Some(code) => MessageCoding::Huffman(code),
+            None => MessageCoding::Bits,
+        }
+    }
+
     /// Whether a message may end with a sync checksum.
     fn carries_checksums(&self) -> bool {
         true
@@ -321,6 +330,24 @@ pub trait Framing: fmt::Debug + Send + Sync {
         sequence: u32,
         held: &dyn Bases,
     ) -> Result<SnapshotHeader, ClientError>;
+}
+
+/// How a framing codes a message's bits.
+#[derive(Debug, Clone, Copy)]
+pub enum MessageCoding {
+    /// As written: the codec's own codes (the native codec's symbols in
+    /// their trained Huffman code words).
+    Bits,
+    /// Every byte written through a Huffman code, Quake 3's bitstream mode.
+    Huffman(&'static HuffmanCode),
+    /// Raw bits at the front, the codec's modelled symbols range-coded by
+    /// their models' frequencies and stored backwards from the message's
+    /// end ([`fields::range::SplitWriter`]): a symbol costs its information,
+    /// not a whole code word. The message's length must come from the
+    /// transport, and a message cannot be appended to other bits
+    /// ([`Server::build_snapshot_into`](crate::Server::build_snapshot_into)
+    /// refuses it).
+    Split,
 }
 
 /// The engine's own framing: a compact header, raw bits (the native codec
@@ -495,6 +522,44 @@ impl Compact {
             via_time: None,
             delivery,
         })
+    }
+}
+
+/// [`Compact`]'s header and body, with the native codec's modelled
+/// symbols range-coded ([`MessageCoding::Split`]): the same decisions in
+/// fewer bits. Raw bits (the header, the values' bits below their leading
+/// one, a checksum) stay as they are at the message's front; the symbols
+/// (change patterns, value classes, entity-number gaps, list ends) are
+/// range-coded with the very models, contexts and adaptation the Huffman
+/// code words came from, into the message's end. Both ends must use it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CompactRange;
+
+impl Framing for CompactRange {
+    fn name(&self) -> &'static str {
+        "compact-range"
+    }
+
+    fn coding(&self) -> MessageCoding {
+        MessageCoding::Split
+    }
+
+    fn write_header(
+        &self,
+        sink: &mut dyn BitSink,
+        header: &SnapshotHeader,
+        base: Option<&BaseInfo>,
+    ) -> Result<(), BitError> {
+        Compact.write_header(sink, header, base)
+    }
+
+    fn read_header(
+        &self,
+        source: &mut dyn BitSource,
+        sequence: u32,
+        held: &dyn Bases,
+    ) -> Result<SnapshotHeader, ClientError> {
+        Compact.read_header(source, sequence, held)
     }
 }
 

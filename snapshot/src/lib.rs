@@ -169,7 +169,7 @@ pub use client::{Client, Received, SnapshotReport, SyncCheck};
 pub use config::{ClientSettings, ServerConfig};
 pub use encode::{encode_snapshot, EncodeError, EncodeOptions, EncodeSetup, SnapshotState};
 pub use error::{ClientError, ConfigError, ServerError};
-pub use framing::{AreaMask, Compact, Delivery, Framing};
+pub use framing::{AreaMask, Compact, CompactRange, Delivery, Framing, MessageCoding};
 pub use gamestate::Gamestate;
 pub use interp::{Interpolate, RenderPoint, Rendered, ViewStamp};
 pub use models::Models;

@@ -26,8 +26,8 @@ use fields::model::Context;
 use fields::BitError;
 
 use crate::bitset::Bitset;
-use crate::entity_cache::{keep_bytes, next_stamp};
-use crate::writer::MessageWriter;
+use crate::entity_cache::next_stamp;
+use crate::writer::{Mark, MessageWriter, Piece, PieceArena};
 
 /// Lists kept per frame: the clients on the previous frame, and a few
 /// groups whose acks were lost.
@@ -45,9 +45,7 @@ struct SharedList {
     base_visible: Bitset,
     /// Entities seen now.
     want: Bitset,
-    start: u32,
-    lead: u8,
-    bits: u32,
+    piece: Piece,
     /// Updates in the list.
     written: u32,
     /// The number of its last update (the end marker's context).
@@ -62,9 +60,9 @@ pub(crate) struct ListHit {
     /// Whether it is one of the previous frame's lists.
     previous: bool,
     symbols: (u32, u32),
-    start: u32,
-    lead: u8,
-    /// Its length in bits.
+    piece: Piece,
+    /// Its length in bits (for a range-coded message, what it adds to the
+    /// bound of the message's length).
     pub bits: u32,
     /// Updates in it.
     pub written: u32,
@@ -79,7 +77,7 @@ struct Generation {
     frame: Option<u32>,
     lists: Vec<SharedList>,
     next: usize,
-    arena: Vec<u8>,
+    arena: PieceArena,
     /// The symbols of its lists (adapting models only).
     symbols: Vec<(Context, u8)>,
     stamp: u32,
@@ -94,9 +92,7 @@ impl Generation {
             elapsed: 0,
             base_visible: Bitset::new(limit),
             want: Bitset::new(limit),
-            start: 0,
-            lead: 0,
-            bits: 0,
+            piece: Piece::default(),
             written: 0,
             last: None,
             symbols: (0, 0),
@@ -105,7 +101,7 @@ impl Generation {
             frame: None,
             lists: vec![blank; LISTS],
             next: 0,
-            arena: Vec::new(),
+            arena: PieceArena::default(),
             symbols: Vec::new(),
             stamp: 1,
         }
@@ -142,9 +138,8 @@ impl Generation {
             .then_some(ListHit {
                 previous,
                 symbols: list.symbols,
-                start: list.start,
-                lead: list.lead,
-                bits: list.bits,
+                piece: list.piece,
+                bits: list.piece.bits,
                 written: list.written,
                 last: list.last,
             })
@@ -157,7 +152,7 @@ impl Generation {
             .map(|list| list.base_visible.memory_bytes() + list.want.memory_bytes())
             .sum::<usize>()
             + self.lists.capacity() * std::mem::size_of::<SharedList>()
-            + self.arena.capacity()
+            + self.arena.memory_bytes()
             + self.symbols.capacity() * std::mem::size_of::<(Context, u8)>()
     }
 }
@@ -234,8 +229,8 @@ impl ListCache {
             .lookup(true, 0, base_frame, base_visible, elapsed, want)
     }
 
-    /// Keeps bits `from..to` of `message`, which coded `symbols`, as this
-    /// frame's list for the key.
+    /// Keeps what `message` was written with since `from`, which coded
+    /// `symbols`, as this frame's list for the key.
     #[allow(clippy::too_many_arguments)]
     pub fn store(
         &mut self,
@@ -245,20 +240,19 @@ impl ListCache {
         elapsed: i32,
         want: &Bitset,
         (written, last): (u32, Option<u32>),
-        message: &[u8],
-        from: usize,
-        to: usize,
+        message: &MessageWriter<'_>,
+        from: Mark,
         symbols: &[(Context, u8)],
-    ) -> Result<(), BitError> {
+    ) {
         let generation = &mut self.current;
-        let Some((start, lead)) = keep_bytes(&mut generation.arena, message, from, to) else {
-            return Ok(());
-        };
         let (Ok(first), Ok(count)) = (
             u32::try_from(generation.symbols.len()),
             u32::try_from(symbols.len()),
         ) else {
-            return Ok(());
+            return;
+        };
+        let Some(piece) = generation.arena.keep(message, from) else {
+            return;
         };
         generation.symbols.extend_from_slice(symbols);
         let list = &mut generation.lists[generation.next];
@@ -273,12 +267,9 @@ impl ListCache {
             None => list.base_visible.clear(),
         }
         list.want.copy_from(want);
-        list.start = start;
-        list.lead = lead;
-        list.bits = (to - from) as u32;
+        list.piece = piece;
         list.written = written;
         list.last = last;
-        Ok(())
     }
 
     /// Appends a cached list to `sink`.
@@ -288,8 +279,7 @@ impl ListCache {
         } else {
             &self.current.arena
         };
-        let bytes = &arena[hit.start as usize..];
-        sink.put_coded(bytes, usize::from(hit.lead), hit.bits as usize)
+        arena.copy_to(hit.piece, sink)
     }
 
     /// The symbols a cached list coded (empty when stored without).
@@ -315,7 +305,9 @@ impl ListCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fields::{BitReader, BitSink, BitSource, BitWriter};
+    use crate::framing::MessageCoding;
+    use crate::writer::RangeScratch;
+    use fields::{BitReader, BitSink, BitSource};
 
     const SYMBOLS: [(Context, u8); 2] =
         [(Context::EntityNumber(0), 5), (Context::EntityNumber(1), 0)];
@@ -328,30 +320,49 @@ mod tests {
         set
     }
 
+    /// Writes `lead` and then `body` (value, width) raw, and stores what
+    /// `body` wrote in `cache` under the rest of the arguments.
+    #[allow(clippy::too_many_arguments)]
+    fn store(
+        cache: &mut ListCache,
+        lead: &[(u32, u32)],
+        body: &[(u32, u32)],
+        model: u64,
+        base: (Option<u32>, Option<&Bitset>),
+        elapsed: i32,
+        want: &Bitset,
+        list: (u32, Option<u32>),
+        symbols: &[(Context, u8)],
+    ) {
+        let mut message = [0u8; 16];
+        let mut range = RangeScratch::default();
+        let mut w = MessageWriter::new(&mut message, MessageCoding::Bits, &mut range);
+        for &(value, width) in lead {
+            w.put_bits(value, width).unwrap();
+        }
+        let from = w.mark();
+        for &(value, width) in body {
+            w.put_bits(value, width).unwrap();
+        }
+        cache.store(model, base.0, base.1, elapsed, want, list, &w, from, symbols);
+    }
+
     #[test]
     fn a_list_is_found_only_under_its_exact_key_and_reproduces_its_bits() {
-        let mut message = [0u8; 16];
-        let mut w = BitWriter::new(&mut message);
-        w.put_bits(0b11, 2).unwrap();
-        w.put_bits(0x1234_5678, 32).unwrap();
-        w.put_bits(0b101, 3).unwrap();
         let mut cache = ListCache::new(128);
         let held = set(&[1, 2, 70]);
         let want = set(&[1, 2, 71]);
-        cache
-            .store(
-                4,
-                Some(9),
-                Some(&held),
-                50,
-                &want,
-                (2, Some(71)),
-                w.written(),
-                2,
-                37,
-                &SYMBOLS,
-            )
-            .unwrap();
+        store(
+            &mut cache,
+            &[(0b11, 2)],
+            &[(0x1234_5678, 32), (0b101, 3)],
+            4,
+            (Some(9), Some(&held)),
+            50,
+            &want,
+            (2, Some(71)),
+            &SYMBOLS,
+        );
         assert!(cache.lookup(4, Some(8), Some(&held), 50, &want).is_none());
         assert!(cache.lookup(4, Some(9), Some(&held), 33, &want).is_none());
         assert!(cache.lookup(4, Some(9), Some(&want), 50, &want).is_none());
@@ -363,7 +374,8 @@ mod tests {
         assert_eq!((hit.bits, hit.written, hit.last), (35, 2, Some(71)));
         assert_eq!(cache.symbols(hit), SYMBOLS);
         let mut out = [0u8; 16];
-        let mut o = MessageWriter::new(&mut out, None);
+        let mut range = RangeScratch::default();
+        let mut o = MessageWriter::new(&mut out, MessageCoding::Bits, &mut range);
         o.put_bit(false).unwrap();
         cache.copy_to(hit, &mut o).unwrap();
         let mut r = BitReader::new(&out);
@@ -379,21 +391,17 @@ mod tests {
         let mut cache = ListCache::new(128);
         cache.next_frame(10);
         let (held, want) = (set(&[1]), set(&[1, 2]));
-        let bits = [0b1010_0110u8, 0xff];
-        cache
-            .store(
-                0,
-                Some(9),
-                Some(&held),
-                50,
-                &want,
-                (1, Some(2)),
-                &bits,
-                1,
-                7,
-                &[],
-            )
-            .unwrap();
+        store(
+            &mut cache,
+            &[(0, 1)],
+            &[(0b01_0011, 6)],
+            0,
+            (Some(9), Some(&held)),
+            50,
+            &want,
+            (1, Some(2)),
+            &[],
+        );
         cache.next_frame(11);
         assert!(cache.lookup(0, Some(9), Some(&held), 50, &want).is_none());
         assert!(cache
@@ -404,26 +412,24 @@ mod tests {
             .unwrap();
         // This frame's own list goes in another arena: the previous
         // frame's bits are still the ones copied.
-        cache
-            .store(
-                0,
-                Some(10),
-                Some(&want),
-                50,
-                &want,
-                (0, None),
-                &[0u8; 2],
-                0,
-                9,
-                &[],
-            )
-            .unwrap();
+        store(
+            &mut cache,
+            &[],
+            &[(0, 9)],
+            0,
+            (Some(10), Some(&want)),
+            50,
+            &want,
+            (0, None),
+            &[],
+        );
         let mut out = [0u8; 4];
-        let mut o = MessageWriter::new(&mut out, None);
+        let mut range = RangeScratch::default();
+        let mut o = MessageWriter::new(&mut out, MessageCoding::Bits, &mut range);
         cache.copy_to(hit, &mut o).unwrap();
         assert_eq!(o.bits_written(), 6);
         let mut r = BitReader::new(&out);
-        assert_eq!(r.get_bits(6).unwrap(), 0b101_0011 & 0b11_1111);
+        assert_eq!(r.get_bits(6).unwrap(), 0b01_0011);
         cache.next_frame(12);
         assert!(cache
             .lookup_previous(10, Some(9), Some(&held), 50, &want)
@@ -441,20 +447,17 @@ mod tests {
     fn a_full_update_list_matches_an_empty_base_only() {
         let mut cache = ListCache::new(128);
         let want = set(&[3]);
-        cache
-            .store(
-                0,
-                None,
-                None,
-                0,
-                &want,
-                (1, Some(3)),
-                &[0xff; 4],
-                0,
-                20,
-                &[],
-            )
-            .unwrap();
+        store(
+            &mut cache,
+            &[],
+            &[(0xF_FFFF, 20)],
+            0,
+            (None, None),
+            0,
+            &want,
+            (1, Some(3)),
+            &[],
+        );
         assert!(cache.lookup(0, None, None, 0, &want).is_some());
         assert!(cache.lookup(0, None, Some(&set(&[])), 0, &want).is_some());
         assert!(cache.lookup(0, None, Some(&set(&[3])), 0, &want).is_none());

@@ -792,47 +792,80 @@ mod modelled {
     proptest! {
         #[test]
         fn range_coded_deltas_and_lists_round_trip(numbers in prop::collection::btree_set(0u32..1023, 0..24), removed in any::<u32>(), base in sample(), new in sample(), keep in any::<u32>()) {
-            use crate::range::{RangeReader, RangeWriter};
+            use crate::range::{RangeEncoder, RangeReader, RangeWriter, SplitReader, SplitWriter};
+            use proptest::test_runner::TestCaseError;
             let base = sample_as_modelled(&base.normalized());
             let new = sample_as_modelled(&mix(&base_as_sample(&base), &new, keep));
             let entries: Vec<(u32, bool)> = numbers.iter().enumerate().map(|(i, &n)| (n, removed >> (i % 32) & 1 == 1)).collect();
             let held = held_of(&entries);
             let held = &held[..];
             // A struct delta, then the list, in one range-coded message.
+            let write = |w: &mut dyn BitSink| -> Result<(), BitError> {
+                Codec::Native.write_delta(w, &base, &new)?;
+                let mut last = None;
+                for &(number, removed) in &entries {
+                    let update = if removed {
+                        EntityUpdate::Removed { old: &base, held: Held(&held) }
+                    } else {
+                        EntityUpdate::Delta { base: &base, new: &new, force: true }
+                    };
+                    Codec::Native.write_entity(w, last, number, update)?;
+                    last = Some(number);
+                }
+                Codec::Native.write_entities_end(w, last, &base)
+            };
+            let read = |r: &mut dyn BitSource| -> Result<(), TestCaseError> {
+                let mut out = base;
+                Codec::Native.read_delta(r, &mut out).unwrap();
+                prop_assert!(!out.wire_differs(&new));
+                let mut last = None;
+                for &(number, removed) in &entries {
+                    let header = Codec::Native.read_entity_number(r, last, 1023, &base, &held).unwrap();
+                    prop_assert_eq!(header.map(|h| h.number()), Some(number));
+                    let mut out = base;
+                    let body = Codec::Native.read_entity_body(r, header.unwrap(), &mut out).unwrap();
+                    prop_assert_eq!(body == EntityBody::Removed, removed);
+                    if !removed {
+                        prop_assert!(!out.wire_differs(&new));
+                    }
+                    last = Some(number);
+                }
+                prop_assert_eq!(Codec::Native.read_entity_number(r, last, 1023, &base, &held).unwrap(), None);
+                Ok(())
+            };
             let mut w = RangeWriter::new();
-            Codec::Native.write_delta(&mut w, &base, &new).unwrap();
-            let mut last = None;
-            for &(number, removed) in &entries {
-                let update = if removed {
-                    EntityUpdate::Removed { old: &base, held: Held(&held) }
-                } else {
-                    EntityUpdate::Delta { base: &base, new: &new, force: true }
-                };
-                Codec::Native.write_entity(&mut w, last, number, update).unwrap();
-                last = Some(number);
-            }
-            Codec::Native.write_entities_end(&mut w, last, &base).unwrap();
+            write(&mut w).unwrap();
             let bound = w.bits_written();
             let (bytes, bits) = w.finish();
             let bytes = bytes.to_vec();
             prop_assert!(bits <= bound, "{} bits, bound {}", bits, bound);
-            let mut r = RangeReader::new(&bytes);
-            let mut out = base;
-            Codec::Native.read_delta(&mut r, &mut out).unwrap();
-            prop_assert!(!out.wire_differs(&new));
-            let mut last = None;
-            for &(number, removed) in &entries {
-                let header = Codec::Native.read_entity_number(&mut r, last, 1023, &base, &held).unwrap();
-                prop_assert_eq!(header.map(|h| h.number()), Some(number));
-                let mut out = base;
-                let body = Codec::Native.read_entity_body(&mut r, header.unwrap(), &mut out).unwrap();
-                prop_assert_eq!(body == EntityBody::Removed, removed);
-                if !removed {
-                    prop_assert!(!out.wire_differs(&new));
-                }
-                last = Some(number);
-            }
-            prop_assert_eq!(Codec::Native.read_entity_number(&mut r, last, 1023, &base, &held).unwrap(), None);
+            read(&mut RangeReader::new(&bytes))?;
+
+            // The same, split: raw bits in front, symbols range-coded
+            // backwards from the end; then again from the logged spans
+            // and the raw bits copied, as a server's cache copies them.
+            let mut buf = vec![0u8; 4096];
+            let mut encoder = RangeEncoder::new();
+            let mut log = Vec::new();
+            let mut w = SplitWriter::new(&mut buf, &mut encoder).with_log(&mut log);
+            write(&mut w).unwrap();
+            let bound = w.bits_written();
+            let raw_bits = w.raw().bits_written();
+            let raw = w.raw().written().to_vec();
+            let spans = w.spans().to_vec();
+            let (len, bits) = w.finish().unwrap();
+            prop_assert!(bits <= bound, "{} bits, bound {}", bits, bound);
+            prop_assert_eq!(len, bits.div_ceil(8));
+            let message = buf[..len].to_vec();
+            let mut r = SplitReader::new(&message);
+            read(&mut r)?;
+            prop_assert!(r.fits());
+            let mut copy = vec![0u8; 4096];
+            let mut w = SplitWriter::new(&mut copy, &mut encoder);
+            w.raw_mut().put_bit_slice(&raw, 0, raw_bits).unwrap();
+            w.put_spans(&spans);
+            let (len, _) = w.finish().unwrap();
+            prop_assert_eq!(&copy[..len], &message[..]);
         }
     }
 
@@ -846,21 +879,24 @@ mod modelled {
                     (seed >> 24) as u8
                 })
                 .collect();
-            let mut out = Modelled::default();
-            let mut r = crate::range::RangeReader::new(&bytes);
-            let _ = Codec::Native.read_delta(&mut r, &mut out);
-            let mut last = None;
-            while let Ok(Some(header)) =
-                Codec::Native.read_entity_number(&mut r, last, 1023, &out, &&[][..] as &&[u32])
-            {
-                if Codec::Native
-                    .read_entity_body(&mut r, header, &mut out.clone())
-                    .is_err()
+            let read = |r: &mut dyn BitSource| {
+                let mut out = Modelled::default();
+                let _ = Codec::Native.read_delta(r, &mut out);
+                let mut last = None;
+                while let Ok(Some(header)) =
+                    Codec::Native.read_entity_number(r, last, 1023, &out, &&[][..] as &&[u32])
                 {
-                    break;
+                    if Codec::Native
+                        .read_entity_body(r, header, &mut out.clone())
+                        .is_err()
+                    {
+                        break;
+                    }
+                    last = Some(header.number());
                 }
-                last = Some(header.number());
-            }
+            };
+            read(&mut crate::range::RangeReader::new(&bytes));
+            read(&mut crate::range::SplitReader::new(&bytes));
         }
     }
 
