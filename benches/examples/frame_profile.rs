@@ -10,10 +10,12 @@
 //!     target/release/examples/frame_profile memcmp 64 200
 //! ```
 //!
-//! Arguments: `q3`, `native` or `memcmp`; clients; frames. Instructions per
+//! Arguments: `q3`, `native`, `native-range` (range-coded,
+//! `snapshot::CompactRange`) or `memcmp`; clients; frames. Instructions per
 //! frame are the collected total divided by the frames.
 //!
-//! `decode-q3` / `decode-native` (then a pass count) decode every snapshot
+//! `decode-q3` / `decode-native` / `decode-native-range` (then a pass
+//! count) decode every snapshot
 //! of the real duel instead, like the `codecs` benchmark's
 //! `snapshot_decode` (collect with `--toggle-collect='*measured_decodes*'`).
 //!
@@ -25,8 +27,8 @@
 
 use std::hint::black_box;
 
-use benches::corpus::{duel_steps, engine_stream, q3_zeros};
-use benches::engine::EngineRecording;
+use benches::corpus::{duel_steps, engine_stream, engine_stream_with, q3_zeros};
+use benches::engine::{EngineEncoder, EngineRecording};
 use benches::frame::{memcmp_floor, FrameBench};
 use fields::Codec;
 use snapshot::Client;
@@ -47,13 +49,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => {}
     }
     if let Some(codec) = what.strip_prefix("decode-") {
-        let codec = if codec == "q3" {
-            Codec::Q3
-        } else {
-            Codec::Native
-        };
         let passes: usize = args.get(2).map_or(Ok(1), |s| s.parse())?;
-        let recording = engine_stream(codec, &duel_steps()?)?;
+        let steps = duel_steps()?;
+        let recording = match codec {
+            "q3" => engine_stream(Codec::Q3, &steps)?,
+            "native-range" => engine_stream_with(EngineEncoder::native_range(), &steps)?,
+            _ => engine_stream(Codec::Native, &steps)?,
+        };
         let client = recording.reader(&q3_zeros())?;
         // Decode once outside the measurement: models load lazily.
         measured_decodes(&recording, &client, 1, 1)?;
@@ -65,7 +67,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "q3" => Codec::Q3,
         _ => Codec::Native,
     };
-    let mut bench = FrameBench::new(codec, clients, ENTITIES)?;
+    let mut bench = match what {
+        "native-range" => FrameBench::range_coded(clients, ENTITIES)?,
+        _ => FrameBench::new(codec, clients, ENTITIES)?,
+    };
     if what == "memcmp" {
         let (base, current) = bench.entity_images();
         let entity_bytes = base.len() / ENTITIES as usize;

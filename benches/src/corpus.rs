@@ -64,7 +64,15 @@ pub fn engine_recordings(
 /// The engine's messages for `steps` in `codec`, as one stream: the demo
 /// must have one gamestate (the duel has).
 pub fn engine_stream(codec: Codec, steps: &[OwnedStep]) -> Result<EngineRecording, Error> {
-    let mut recordings = engine_recordings(engine_encoder(codec), steps)?;
+    engine_stream_with(engine_encoder(codec), steps)
+}
+
+/// [`engine_stream`] through `encoder`.
+pub fn engine_stream_with(
+    encoder: EngineEncoder<EntityState, PlayerState>,
+    steps: &[OwnedStep],
+) -> Result<EngineRecording, Error> {
+    let mut recordings = engine_recordings(encoder, steps)?;
     match recordings.len() {
         1 => Ok(recordings.remove(0)),
         n => Err(Error::Engine(format!(

@@ -17,7 +17,9 @@ use std::sync::Arc;
 use fields::{Codec, Fields};
 use snapshot::framing::Framing;
 use snapshot::replay::{Recorded, Replay};
-use snapshot::{Client, Compact, Models, Server, ServerConfig, SymbolTrace, UpdateKind};
+use snapshot::{
+    Client, Compact, CompactRange, Models, Server, ServerConfig, SymbolTrace, UpdateKind,
+};
 
 use crate::encode::Breakdown;
 use crate::encode::Encoder;
@@ -177,6 +179,13 @@ impl<E, P> EngineEncoder<E, P> {
         self
     }
 
+    /// The same encoder named `name`, its messages in `framing`.
+    pub fn framed(mut self, name: &str, framing: Arc<dyn Framing>) -> Self {
+        name.clone_into(&mut self.name);
+        self.framing = framing;
+        self
+    }
+
     /// The same encoder keeping every message it writes
     /// ([`EngineEncoder::take_recordings`]).
     pub fn recording(mut self) -> Self {
@@ -235,6 +244,16 @@ impl<E, P> EngineEncoder<E, P> {
     pub fn native_adapting() -> Self {
         Self::new("native_adapting", Codec::Native, Arc::new(Compact))
             .adapting(Some(fields::model::AdaptPolicy::LIVE))
+    }
+
+    /// `native`'s models, range-coded ([`CompactRange`]): `native_range`.
+    pub fn native_range() -> Self {
+        Self::new("native_range", Codec::Native, Arc::new(CompactRange))
+    }
+
+    /// `native_adapting`, range-coded: `native_adapting_range`.
+    pub fn native_adapting_range() -> Self {
+        Self::native_adapting().framed("native_adapting_range", Arc::new(CompactRange))
     }
 
     /// Snapshots the engine could not send from the recording's base (it

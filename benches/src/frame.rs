@@ -10,11 +10,14 @@
 //! building, encoding and acknowledging every client's snapshot.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use fields::model::{AdaptPolicy, SymbolTally};
 use fields::{Codec, DeltaContext, Fields};
 use q3::{EntityState, PlayerState};
-use snapshot::{AllInScope, BuildOutcome, ClientId, ClientSettings, Models, Server, ServerConfig};
+use snapshot::{
+    AllInScope, BuildOutcome, ClientId, ClientSettings, Framing, Models, Server, ServerConfig,
+};
 
 use crate::world::{Rng, World};
 use crate::Error;
@@ -73,6 +76,23 @@ impl FrameBench {
         entities: u32,
         adapt: Option<AdaptPolicy>,
     ) -> Result<Self, Error> {
+        Self::with_options(codec, clients, entities, adapt, None)
+    }
+
+    /// The native codec's messages range-coded ([`snapshot::CompactRange`]).
+    pub fn range_coded(clients: usize, entities: u32) -> Result<Self, Error> {
+        let framing: Arc<dyn Framing> = Arc::new(snapshot::CompactRange);
+        Self::with_options(Codec::Native, clients, entities, None, Some(framing))
+    }
+
+    /// [`FrameBench::with_adaptation`], the messages in `framing` if given.
+    pub fn with_options(
+        codec: Codec,
+        clients: usize,
+        entities: u32,
+        adapt: Option<AdaptPolicy>,
+        framing: Option<Arc<dyn Framing>>,
+    ) -> Result<Self, Error> {
         let mut world: World<EntityState, PlayerState> = World::new(
             0x0f4a_3e00,
             entities,
@@ -82,6 +102,9 @@ impl FrameBench {
         );
         let mut server = Server::new(ServerConfig::for_codec(codec))?;
         server.set_models(Models::of_types().with_adaptation(adapt))?;
+        if let Some(framing) = framing {
+            server.set_framing(framing)?;
+        }
         for (number, state) in &world.entities {
             server.set_entity(*number, *state)?;
         }

@@ -344,11 +344,14 @@ pub fn measure<W: Workload>(workload: &mut W) -> Result<WorkloadReport, Error> {
 }
 
 /// Order encodings are printed in.
-const PRINT_ORDER: [&str; 7] = [
+const PRINT_ORDER: [&str; 10] = [
     "q3",
     "native",
     "native_adapting",
+    "native_range",
+    "native_adapting_range",
     "native_loo",
+    "native_loo_range",
     "native_loo_static",
     "native_trained",
     "naive",

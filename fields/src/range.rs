@@ -828,7 +828,11 @@ mod tests {
         for noise in [0u8, 0xFF, 0xA5, 0x5A] {
             let items: Vec<Item> = (0..100).map(|_| Item::Symbol(0)).collect();
             assert!(round_trip_open(&table, &items, noise) <= 3);
-            let items = [Item::Symbol(1), Item::Bits(0b1_0110_1101, 9), Item::Symbol(0)];
+            let items = [
+                Item::Symbol(1),
+                Item::Bits(0b1_0110_1101, 9),
+                Item::Symbol(0),
+            ];
             let bits = round_trip_open(&table, &items, noise);
             assert!((25..=28).contains(&bits), "{bits}");
         }

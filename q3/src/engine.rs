@@ -234,14 +234,20 @@ impl EngineReplay {
         frame_ms: u32,
         policy: AdaptPolicy,
     ) -> Result<Self, ReplayError> {
-        let models = Models::of_types().with_adaptation(Some(policy));
-        Self::with_models(
-            Codec::Native,
-            Arc::new(Compact),
-            models,
-            baselines,
-            frame_ms,
-        )
+        Self::native_framed(baselines, frame_ms, Arc::new(Compact), Some(policy))
+    }
+
+    /// [`Codec::Native`] in `framing` (for example
+    /// [`snapshot::CompactRange`]), the committed models adapting under
+    /// `policy` if given.
+    pub fn native_framed(
+        baselines: &Baselines,
+        frame_ms: u32,
+        framing: Arc<dyn Framing>,
+        policy: Option<AdaptPolicy>,
+    ) -> Result<Self, ReplayError> {
+        let models = Models::of_types().with_adaptation(policy);
+        Self::with_models(Codec::Native, framing, models, baselines, frame_ms)
     }
 
     /// Quake 3's own format: [`Codec::Q3`] in [`Quake3Framing`].

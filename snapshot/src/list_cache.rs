@@ -344,7 +344,9 @@ mod tests {
         for &(value, width) in body {
             w.put_bits(value, width).unwrap();
         }
-        cache.store(model, base.0, base.1, elapsed, want, list, &w, from, symbols);
+        cache.store(
+            model, base.0, base.1, elapsed, want, list, &w, from, symbols,
+        );
     }
 
     #[test]

@@ -136,7 +136,7 @@ impl BitSink for MessageWriter<'_> {
                 writer,
                 huffman: Some(code),
             } => HuffmanWriter::new(writer, code).put_bits(value, count),
-            Inner::Split(split) => split.put_bits(value, count),
+            Inner::Split(split) => split_put_bits(split, value, count),
         }
     }
 
@@ -151,7 +151,7 @@ impl BitSink for MessageWriter<'_> {
                 writer,
                 huffman: Some(code),
             } => HuffmanWriter::new(writer, code).put_wide_bits(value, count),
-            Inner::Split(split) => split.put_wide_bits(value, count),
+            Inner::Split(split) => split_put_wide_bits(split, value, count),
         }
     }
 
@@ -165,15 +165,15 @@ impl BitSink for MessageWriter<'_> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn put_coded_symbol(&mut self, code: &SymbolCode, symbol: u8) -> Result<(), BitError> {
         match &mut self.inner {
-            Inner::Split(split) => split.put_coded_symbol(code, symbol),
+            Inner::Split(split) => split_put_symbol(split, code, symbol, 0, 0),
             Inner::Bits { .. } => code.encode(self, symbol),
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn put_coded_symbol_and_raw(
         &mut self,
         code: &SymbolCode,
@@ -182,7 +182,7 @@ impl BitSink for MessageWriter<'_> {
         raw_bits: u32,
     ) -> Result<(), BitError> {
         match &mut self.inner {
-            Inner::Split(split) => split.put_coded_symbol_and_raw(code, symbol, raw, raw_bits),
+            Inner::Split(split) => split_put_symbol(split, code, symbol, raw, raw_bits),
             Inner::Bits { .. } => {
                 let word = code.word(symbol);
                 if word.len == 0 {
@@ -196,6 +196,35 @@ impl BitSink for MessageWriter<'_> {
             }
         }
     }
+}
+
+// The split coding's writes, out of line: the dispatch above stays small
+// enough to inline into the codec's loops, where the raw and Huffman
+// codings spend their time.
+
+#[inline(never)]
+fn split_put_bits(split: &mut SplitWriter<'_>, value: u32, count: u32) -> Result<(), BitError> {
+    split.put_bits(value, count)
+}
+
+#[inline(never)]
+fn split_put_wide_bits(
+    split: &mut SplitWriter<'_>,
+    value: u64,
+    count: u32,
+) -> Result<(), BitError> {
+    split.put_wide_bits(value, count)
+}
+
+#[inline(never)]
+fn split_put_symbol(
+    split: &mut SplitWriter<'_>,
+    code: &SymbolCode,
+    symbol: u8,
+    raw: u32,
+    raw_bits: u32,
+) -> Result<(), BitError> {
+    split.put_coded_symbol_and_raw(code, symbol, raw, raw_bits)
 }
 
 /// A kept run of a message (see [`PieceArena`]).
@@ -235,7 +264,9 @@ impl PieceArena {
     /// arena would pass 4 GiB (never for a frame's messages).
     pub fn keep(&mut self, message: &MessageWriter<'_>, from: Mark) -> Option<Piece> {
         let to = message.mark();
-        let bytes = message.raw().get(from.raw_bits / 8..to.raw_bits.div_ceil(8))?;
+        let bytes = message
+            .raw()
+            .get(from.raw_bits / 8..to.raw_bits.div_ceil(8))?;
         let spans = message.spans_since(from);
         let start = u32::try_from(self.bytes.len()).ok()?;
         let spans_start = u32::try_from(self.spans.len()).ok()?;

@@ -197,9 +197,14 @@ impl Workload for Arena {
             &PlayerState::TABLE.schema(),
         )?;
         Ok(ExtraEncoders {
-            encoders: vec![Box::new(EngineEncoder::native_adapting()), Box::new(encoder)],
+            encoders: vec![
+                Box::new(EngineEncoder::native_adapting()),
+                Box::new(EngineEncoder::native_range()),
+                Box::new(encoder),
+            ],
             notes: vec![
-                "native_adapting: the arena's models adapting to the stream (AdaptPolicy::LIVE)"
+                "native_adapting: the arena's models adapting to the stream (AdaptPolicy::LIVE); \
+                 native_range: native range-coded (CompactRange)"
                     .to_owned(),
                 format!(
                 "native_trained: models trained on another {}-bot match (seed {ARENA_TRAINING_SEED:#x}), not on this one",

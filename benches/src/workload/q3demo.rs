@@ -242,16 +242,21 @@ impl Workload for Q3Demo {
     }
 
     fn extra_encoders(&self) -> Result<ExtraEncoders<EntityState, PlayerState>, Error> {
-        let adapting = || -> Box<dyn Encoder<EntityState, PlayerState>> {
-            Box::new(EngineEncoder::native_adapting())
+        let adapting = || -> Vec<Box<dyn Encoder<EntityState, PlayerState>>> {
+            vec![
+                Box::new(EngineEncoder::native_adapting()),
+                Box::new(EngineEncoder::native_range()),
+                Box::new(EngineEncoder::native_adapting_range()),
+            ]
         };
         let adapting_note = "native_adapting: the committed models adapting to the stream \
-                             (AdaptPolicy::LIVE)"
+                             (AdaptPolicy::LIVE); native_range, native_adapting_range: \
+                             native and native_adapting range-coded (CompactRange)"
             .to_owned();
         let models = match &self.loo {
             None => {
                 return Ok(ExtraEncoders {
-                    encoders: vec![adapting()],
+                    encoders: adapting(),
                     notes: vec![adapting_note],
                 })
             }
@@ -268,12 +273,18 @@ impl Workload for Q3Demo {
             policy.chain_length,
             policy.weight
         );
+        let mut encoders = adapting();
+        encoders.extend([
+            Box::new(q3_engine_encoder("native_loo", &models, Some(policy))?)
+                as Box<dyn Encoder<EntityState, PlayerState>>,
+            Box::new(
+                q3_engine_encoder("native_loo", &models, Some(policy))?
+                    .framed("native_loo_range", Arc::new(snapshot::CompactRange)),
+            ),
+            Box::new(q3_engine_encoder("native_loo_static", &models, None)?),
+        ]);
         Ok(ExtraEncoders {
-            encoders: vec![
-                adapting(),
-                Box::new(q3_engine_encoder("native_loo", &models, Some(policy))?),
-                Box::new(q3_engine_encoder("native_loo_static", &models, None)?),
-            ],
+            encoders,
             notes: vec![adapting_note, note],
         })
     }

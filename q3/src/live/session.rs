@@ -11,7 +11,7 @@ use super::error::LiveError;
 use super::netchan::Framing;
 use fields::model::AdaptPolicy;
 
-use crate::engine::{frame_ms, EngineReplay};
+use crate::engine::{frame_ms, EngineReplay, ReplayError};
 use crate::file::Dm68Writer;
 use crate::message::{Command, Gamestate};
 use crate::snapshot::{Baselines, Snapshot};
@@ -49,6 +49,8 @@ pub struct Summary {
     /// The same with the models adapting to the stream
     /// (`fields::model::AdaptPolicy::LIVE`, `snapshot::adapt`).
     pub native_adapting_mean_snapshot_bytes: f64,
+    /// The same again, range-coded (`snapshot::CompactRange`).
+    pub native_adapting_range_mean_snapshot_bytes: f64,
     /// New reliable server commands received.
     pub server_commands: u64,
     /// Why the server ended the session, `null` when the client left.
@@ -82,10 +84,10 @@ pub struct Session {
     delta_snapshots: u64,
     decode_errors: u64,
     q3_bits: u64,
-    native_bytes: u64,
-    native_snapshots: u64,
-    adapting_bytes: u64,
-    adapting_snapshots: u64,
+    /// Bytes and snapshots the engine sent, per replay (see
+    /// [`NativeStream::replays`]).
+    native_bytes: [u64; REPLAYS],
+    native_snapshots: [u64; REPLAYS],
     native_errors: u64,
     server_commands: u64,
     marks: Vec<SnapshotMark>,
@@ -119,10 +121,8 @@ impl Session {
             delta_snapshots: 0,
             decode_errors: 0,
             q3_bits: 0,
-            native_bytes: 0,
-            native_snapshots: 0,
-            adapting_bytes: 0,
-            adapting_snapshots: 0,
+            native_bytes: [0; REPLAYS],
+            native_snapshots: [0; REPLAYS],
             native_errors: 0,
             server_commands: 0,
             marks: Vec::new(),
@@ -267,13 +267,8 @@ impl Session {
         }
         if native.replay.is_none() {
             let frame = frame_ms(native.pending.iter().map(|s| s.server_time));
-            let replays = EngineReplay::native(&native.baselines, frame).and_then(|fixed| {
-                let adapting =
-                    EngineReplay::native_adapting(&native.baselines, frame, AdaptPolicy::LIVE)?;
-                Ok((fixed, adapting))
-            });
-            match replays {
-                Ok((fixed, adapting)) => native.replay = Some((fixed, adapting)),
+            match NativeStream::replays(&native.baselines, frame) {
+                Ok(replays) => native.replay = Some(replays),
                 Err(_) => {
                     self.native_errors += native.pending.len() as u64;
                     native.pending.clear();
@@ -281,25 +276,19 @@ impl Session {
                 }
             }
         }
-        let Some((fixed, adapting)) = &mut native.replay else {
+        let Some(replays) = &mut native.replay else {
             return;
         };
         for snapshot in native.pending.drain(..) {
-            match fixed.send(&snapshot) {
-                Ok(sent) => {
-                    self.native_bytes += sent.bytes.len() as u64;
-                    self.native_snapshots += 1;
-                    self.native_errors += u64::from(!sent.same_base);
+            for (index, replay) in replays.iter_mut().enumerate() {
+                match replay.send(&snapshot) {
+                    Ok(sent) => {
+                        self.native_bytes[index] += sent.bytes.len() as u64;
+                        self.native_snapshots[index] += 1;
+                        self.native_errors += u64::from(!sent.same_base);
+                    }
+                    Err(_) => self.native_errors += 1,
                 }
-                Err(_) => self.native_errors += 1,
-            }
-            match adapting.send(&snapshot) {
-                Ok(sent) => {
-                    self.adapting_bytes += sent.bytes.len() as u64;
-                    self.adapting_snapshots += 1;
-                    self.native_errors += u64::from(!sent.same_base);
-                }
-                Err(_) => self.native_errors += 1,
             }
         }
     }
@@ -333,10 +322,14 @@ impl Session {
             delta_snapshots: self.delta_snapshots,
             decode_errors: self.decode_errors,
             mean_snapshot_bytes: mean(self.q3_bits as f64 / 8.0, self.snapshots),
-            native_mean_snapshot_bytes: mean(self.native_bytes as f64, self.native_snapshots),
+            native_mean_snapshot_bytes: mean(self.native_bytes[0] as f64, self.native_snapshots[0]),
             native_adapting_mean_snapshot_bytes: mean(
-                self.adapting_bytes as f64,
-                self.adapting_snapshots,
+                self.native_bytes[1] as f64,
+                self.native_snapshots[1],
+            ),
+            native_adapting_range_mean_snapshot_bytes: mean(
+                self.native_bytes[2] as f64,
+                self.native_snapshots[2],
             ),
             server_commands: self.server_commands,
             disconnect_reason,
@@ -358,11 +351,29 @@ fn map_name(client: &LiveClient, gamestate: &Gamestate) -> String {
 struct NativeStream {
     baselines: Baselines,
     pending: Vec<Snapshot>,
-    /// The engine with fixed models, and with adapting ones.
-    replay: Option<(EngineReplay, EngineReplay)>,
+    /// The engine's replays ([`NativeStream::replays`]).
+    replay: Option<[EngineReplay; REPLAYS]>,
 }
 
+/// How many ways the engine re-sends the session's snapshots.
+const REPLAYS: usize = 3;
+
 impl NativeStream {
+    /// The engine with fixed models, with adapting ones, and with adapting
+    /// ones range-coded: the summary's three native figures, in order.
+    fn replays(baselines: &Baselines, frame: u32) -> Result<[EngineReplay; REPLAYS], ReplayError> {
+        Ok([
+            EngineReplay::native(baselines, frame)?,
+            EngineReplay::native_adapting(baselines, frame, AdaptPolicy::LIVE)?,
+            EngineReplay::native_framed(
+                baselines,
+                frame,
+                std::sync::Arc::new(::snapshot::CompactRange),
+                Some(AdaptPolicy::LIVE),
+            )?,
+        ])
+    }
+
     /// Snapshots whose time steps give the frame length.
     const FRAME_SAMPLE: usize = 16;
 
