@@ -101,6 +101,53 @@ pub fn codec_modelled(data: &[u8]) -> usize {
     codec_against(Codec::Native, modelled_base(), data)
 }
 
+/// `codec_split`: [`codec_range`]'s checks with the input read as a split
+/// message ([`crate::range::SplitReader`], what the engine's
+/// `CompactRange` framing sends: raw bits from the front, symbols from a
+/// range-coded stream stored backwards from the end) and re-encoded
+/// through a [`crate::range::SplitWriter`].
+pub fn codec_split(data: &[u8]) -> usize {
+    use crate::range::{RangeEncoder, SplitReader, SplitWriter};
+    let (codec, base) = (Codec::Native, modelled_base());
+    let mut accepted = 0;
+    let context = crate::DeltaContext::default();
+    let mut decoded = base.clone();
+    if codec
+        .read_delta_in(&context, &mut SplitReader::new(data), &mut decoded)
+        .is_ok()
+    {
+        accepted += 1;
+        let mut buf = vec![0u8; 64 + 4 * data.len()];
+        let mut encoder = RangeEncoder::new();
+        let mut writer = SplitWriter::new(&mut buf, &mut encoder);
+        codec
+            .write_delta_in(&context, &mut writer, base, &decoded)
+            .expect("a decoded state re-encodes");
+        let (len, _) = writer.finish().expect("a re-encoded state fits");
+        let mut again = base.clone();
+        codec
+            .read_delta_in(&context, &mut SplitReader::new(&buf[..len]), &mut again)
+            .expect("a re-encoded state decodes");
+        assert!(!again.wire_differs(&decoded));
+    }
+    let mut reader = SplitReader::new(data);
+    let mut last = None;
+    while let Ok(Some(header)) = codec.read_entity_number(&mut reader, last, 1023, base, &FUZZ_HELD)
+    {
+        let number = header.number();
+        assert!(number < 1023 && last.is_none_or(|last| number > last));
+        let mut entity = base.clone();
+        match codec.read_entity_body(&mut reader, header, &mut entity) {
+            Ok(EntityBody::Unchanged) | Ok(EntityBody::Removed) => assert_eq!(&entity, base),
+            Ok(EntityBody::Changed) => {}
+            Err(_) => break,
+        }
+        accepted += 1;
+        last = Some(number);
+    }
+    accepted
+}
+
 /// `codec_range`: [`codec_modelled`]'s checks with the input read as a
 /// range-coded message ([`crate::range::RangeReader`]) and re-encoded
 /// through a [`crate::range::RangeWriter`]: the native codec with a model

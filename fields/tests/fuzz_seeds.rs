@@ -7,7 +7,7 @@ use netq3_fields::codec::Held;
 use netq3_fields::fuzzing::{
     self, corpus_files, everything_base, write_seeds, Everything, FUZZ_HELD,
 };
-use netq3_fields::range::RangeWriter;
+use netq3_fields::range::{RangeEncoder, RangeWriter, SplitWriter};
 use netq3_fields::{BitSink, BitWriter, Codec, EntityUpdate, Fields, HuffmanCode};
 
 const CRATE: &str = env!("CARGO_MANIFEST_DIR");
@@ -88,6 +88,18 @@ fn range_coded(write: &mut dyn FnMut(&mut dyn BitSink)) -> Vec<u8> {
     let mut writer = RangeWriter::new();
     write(&mut writer);
     writer.finish().0.to_vec()
+}
+
+/// A split message ([`SplitWriter`]: raw bits in front, symbols
+/// range-coded backwards from the end), as the engine's `CompactRange`.
+fn split_coded(write: &mut dyn FnMut(&mut dyn BitSink)) -> Vec<u8> {
+    let mut buf = vec![0u8; 4096];
+    let mut encoder = RangeEncoder::new();
+    let mut writer = SplitWriter::new(&mut buf, &mut encoder);
+    write(&mut writer);
+    let (len, _) = writer.finish().unwrap();
+    buf.truncate(len);
+    buf
 }
 
 /// Struct deltas from `base` to each of `changed`, then an entity list,
@@ -248,6 +260,19 @@ fn codec_range_replays() {
         "the list's 4 entities (and its first bits read as a struct delta, held and spawn)"
     );
     assert_eq!(replay("codec_range", 1, fuzzing::codec_range), seeds.len());
+}
+
+#[test]
+fn codec_split_replays() {
+    let seeds = list_seeds(
+        Codec::Native,
+        fuzzing::modelled_base(),
+        changed().map(|state| fuzzing::modelled(&state)),
+        split_coded,
+    );
+    write_seeds(CRATE, "codec_split", &seeds).unwrap();
+    assert_eq!(fuzzing::codec_split(&seeds[3]), 4, "the list's 4 entities");
+    assert_eq!(replay("codec_split", 1, fuzzing::codec_split), seeds.len());
 }
 
 #[test]

@@ -493,3 +493,31 @@ fn the_symbol_trace_prices_every_symbol_with_the_model_that_coded_it() {
         assert!(client.symbol_trace().is_none());
     }
 }
+
+#[test]
+fn a_range_coded_message_is_not_appended_to_other_bits() {
+    let mut server: Server<Mover, Eye> = Server::new(ServerConfig::default()).unwrap();
+    server.set_models(models()).unwrap();
+    server.set_framing(Arc::new(CompactRange)).unwrap();
+    let id = server.add_client(ClientSettings::unlimited()).unwrap();
+    server.set_entity(1, mover(1, 0)).unwrap();
+    server.commit_frame(0).unwrap();
+    let mut buf = [0u8; 256];
+    let mut out = fields::BitWriter::new(&mut buf);
+    let error = server
+        .build_snapshot_into(id, &mut AllInScope, &mut out)
+        .unwrap_err();
+    assert!(matches!(
+        error,
+        netq3_snapshot::ServerError::NotAppendable { .. }
+    ));
+    // Nothing was built: the client's first snapshot is still to come.
+    let mut message = Vec::new();
+    let BuildOutcome::Built(info) = server
+        .build_snapshot(id, &mut AllInScope, &mut message)
+        .unwrap()
+    else {
+        panic!("an unlimited client gets its snapshot");
+    };
+    assert_eq!((info.sequence, info.base), (0, None));
+}
