@@ -104,16 +104,7 @@ pub trait BitSink {
         raw: u32,
         raw_bits: u32,
     ) -> Result<(), BitError> {
-        let word = code.word(symbol);
-        if word.len == 0 {
-            // A symbol without a code word: the sink refuses the empty
-            // word, as it does when the symbol is written alone.
-            return self.put_bits(word.bits, 0);
-        }
-        self.put_wide_bits(
-            u64::from(word.bits) | u64::from(raw) << word.len,
-            u32::from(word.len) + raw_bits,
-        )
+        put_code_word_and_raw(self, code, symbol, raw, raw_bits)
     }
 
     /// Writes a signed value in `count` bits (two's complement, truncated).
@@ -181,6 +172,30 @@ pub trait BitSink {
             Ok(())
         }
     }
+}
+
+/// What every bit sink writes for [`BitSink::put_coded_symbol_and_raw`]:
+/// `code`'s code word for `symbol` and the low `raw_bits` bits of `raw`,
+/// in one write (for a sink that overrides the method for another coding
+/// and keeps this one for bits).
+#[inline(always)]
+pub fn put_code_word_and_raw<S: BitSink + ?Sized>(
+    sink: &mut S,
+    code: &SymbolCode,
+    symbol: u8,
+    raw: u32,
+    raw_bits: u32,
+) -> Result<(), BitError> {
+    let word = code.word(symbol);
+    if word.len == 0 {
+        // A symbol without a code word: the sink refuses the empty word,
+        // as it does when the symbol is written alone.
+        return sink.put_bits(word.bits, 0);
+    }
+    sink.put_wide_bits(
+        u64::from(word.bits) | u64::from(raw) << word.len,
+        u32::from(word.len) + raw_bits,
+    )
 }
 
 /// The error for a bit slice shorter than the bits asked of it.

@@ -130,22 +130,7 @@ pub fn codec_split(data: &[u8]) -> usize {
             .expect("a re-encoded state decodes");
         assert!(!again.wire_differs(&decoded));
     }
-    let mut reader = SplitReader::new(data);
-    let mut last = None;
-    while let Ok(Some(header)) = codec.read_entity_number(&mut reader, last, 1023, base, &FUZZ_HELD)
-    {
-        let number = header.number();
-        assert!(number < 1023 && last.is_none_or(|last| number > last));
-        let mut entity = base.clone();
-        match codec.read_entity_body(&mut reader, header, &mut entity) {
-            Ok(EntityBody::Unchanged) | Ok(EntityBody::Removed) => assert_eq!(&entity, base),
-            Ok(EntityBody::Changed) => {}
-            Err(_) => break,
-        }
-        accepted += 1;
-        last = Some(number);
-    }
-    accepted
+    accepted + modelled_list(&mut SplitReader::new(data))
 }
 
 /// `codec_range`: [`codec_modelled`]'s checks with the input read as a
@@ -180,14 +165,20 @@ pub fn codec_range(data: &[u8]) -> usize {
             assert!(!again.wire_differs(&decoded));
         }
     }
-    let mut reader = RangeReader::new(data);
+    accepted + modelled_list(&mut RangeReader::new(data))
+}
+
+/// Reads an entity list of [`modelled_base`]'s type from `reader` until
+/// it ends or fails, checking every entry; returns the entries read.
+fn modelled_list(reader: &mut dyn BitSource) -> usize {
+    let (codec, base) = (Codec::Native, modelled_base());
+    let mut accepted = 0;
     let mut last = None;
-    while let Ok(Some(header)) = codec.read_entity_number(&mut reader, last, 1023, base, &FUZZ_HELD)
-    {
+    while let Ok(Some(header)) = codec.read_entity_number(reader, last, 1023, base, &FUZZ_HELD) {
         let number = header.number();
         assert!(number < 1023 && last.is_none_or(|last| number > last));
         let mut entity = base.clone();
-        match codec.read_entity_body(&mut reader, header, &mut entity) {
+        match codec.read_entity_body(reader, header, &mut entity) {
             Ok(EntityBody::Unchanged) | Ok(EntityBody::Removed) => assert_eq!(&entity, base),
             Ok(EntityBody::Changed) => {}
             Err(_) => break,

@@ -282,6 +282,19 @@ impl<'a> RangeDecoder<'a> {
         Ok(())
     }
 
+    /// Takes the symbol of `code`'s model that the next span holds; fails
+    /// (naming `position`) on a span no symbol of the model has, or input
+    /// no encoder wrote.
+    #[inline]
+    pub fn decode_symbol(&mut self, code: &SymbolCode, position: usize) -> Result<u8, BitError> {
+        let (symbol, start, frequency) = code.symbol_at(self.target());
+        if frequency == 0 {
+            return Err(BitError::InvalidCode { position });
+        }
+        self.consume(start, frequency)?;
+        Ok(symbol)
+    }
+
     /// Reads `count` raw bits (up to 32) coded by
     /// [`RangeEncoder::encode_bits`], low bit first.
     #[inline]
@@ -456,13 +469,7 @@ impl BitSource for RangeReader<'_> {
 
     #[inline]
     fn get_coded_symbol(&mut self, code: &SymbolCode) -> Result<u8, BitError> {
-        let (symbol, start, frequency) = code.symbol_at(self.decoder.target());
-        if frequency == 0 {
-            return Err(BitError::InvalidCode {
-                position: self.bits_read(),
-            });
-        }
-        self.decoder.consume(start, frequency)?;
+        let symbol = self.decoder.decode_symbol(code, self.bits_read())?;
         self.check_end(1)?;
         Ok(symbol)
     }
@@ -677,13 +684,7 @@ impl BitSource for SplitReader<'_> {
 
     #[inline]
     fn get_coded_symbol(&mut self, code: &SymbolCode) -> Result<u8, BitError> {
-        let (symbol, start, frequency) = code.symbol_at(self.decoder.target());
-        if frequency == 0 {
-            return Err(BitError::InvalidCode {
-                position: self.bits_read(),
-            });
-        }
-        self.decoder.consume(start, frequency)?;
+        let symbol = self.decoder.decode_symbol(code, self.bits_read())?;
         // The stream never reads more than a message's bytes and its
         // window past them: a longer read is a message that lies.
         if self.decoder.position > self.decoder.input.len() + 8 {

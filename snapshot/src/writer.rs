@@ -184,15 +184,7 @@ impl BitSink for MessageWriter<'_> {
         match &mut self.inner {
             Inner::Split(split) => split_put_symbol(split, code, symbol, raw, raw_bits),
             Inner::Bits { .. } => {
-                let word = code.word(symbol);
-                if word.len == 0 {
-                    // No code word: refused as when written alone.
-                    return self.put_bits(word.bits, 0);
-                }
-                self.put_wide_bits(
-                    u64::from(word.bits) | u64::from(raw) << word.len,
-                    u32::from(word.len) + raw_bits,
-                )
+                fields::bits::put_code_word_and_raw(self, code, symbol, raw, raw_bits)
             }
         }
     }
