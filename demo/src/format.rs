@@ -93,7 +93,12 @@ pub const FORMAT_NAME: &str = "native";
 /// the snapshots are coded with (`snapshot::Models::fingerprint`), so an
 /// engine given other models than its types' is told apart: a version 11
 /// gamestate carries the layout's alone and is refused.
-pub const VERSION: u16 = 12;
+/// 13: models carry per-field replacement predictors for deltas whose
+/// baseline's velocities are not whole numbers
+/// (`fields::model::ModelData::loose_predictors`), another field in the
+/// models a header carries, and such deltas decode their fields in
+/// another order.
+pub const VERSION: u16 = 13;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

@@ -188,10 +188,7 @@ impl Scope {
             .float_rates
             .iter()
             .any(|&r| changed.is_none_or(|set| field_in(set, usize::from(r))))
-            && model.float_rates.iter().any(|&rate| {
-                let rate = usize::from(rate);
-                rate < base.field_count() && !whole_float_bits(base_word(rate))
-            });
+            && rates_loose(model, base, base_word);
         Scope {
             origin,
             loose_rates,
@@ -212,11 +209,30 @@ impl Scope {
     }
 }
 
+/// Whether some float rate the predictors read (a velocity) holds a
+/// fraction in the baseline `base` (whose element-0 words `base_word`
+/// reads): the game does not snap its rates.
+#[inline]
+fn rates_loose<T: Fields>(model: &Model<'_>, base: &T, base_word: impl Fn(usize) -> u32) -> bool {
+    model.float_rates.iter().any(|&rate| {
+        let rate = usize::from(rate);
+        rate < base.field_count() && !whole_float_bits(base_word(rate))
+    })
+}
+
 /// The context a changed value is coded in (see [`ValueContext`]), from
 /// what both ends know before it: the delta's origin, the baseline word,
-/// and whether a whole baseline counts as a fraction ([`Scope::demotes`]).
+/// whether a whole baseline counts as a fraction ([`Scope::demotes`]), and
+/// whether a loose delta's replacement predictor predicted it
+/// ([`FieldCoding::replaced`]).
 #[inline]
-fn value_context(kind: &ScalarKind, base: u32, origin: Origin, demoted: bool) -> ValueContext {
+fn value_context(
+    kind: &ScalarKind,
+    base: u32,
+    origin: Origin,
+    demoted: bool,
+    replaced: bool,
+) -> ValueContext {
     // Computed, then selected, not branched on: which case a value falls in
     // is data, and mispredicted branches cost more than the tests.
     let float = matches!(kind, ScalarKind::Q3Float);
@@ -229,7 +245,7 @@ fn value_context(kind: &ScalarKind, base: u32, origin: Origin, demoted: bool) ->
     } else {
         ValueContext::Fraction
     };
-    if origin == Origin::Spawn {
+    if origin == Origin::Spawn || replaced {
         ValueContext::Spawn
     } else {
         held
@@ -731,6 +747,7 @@ impl<'m> HeldModel<'m> {
 
 /// The parts of a model the value coder needs, also available without
 /// codes (the trainer counts symbols before any code exists).
+#[derive(Clone, Copy)]
 struct Model<'a> {
     codes: Option<&'a NativeModel>,
     /// Per field, its predictor, tier and grid step (see
@@ -746,6 +763,11 @@ struct Model<'a> {
     spawn_key: Option<PatternKey>,
     /// Per field, its dictionary of common changes (may be empty).
     dictionaries: &'a [Vec<u32>],
+    /// The codings and tier sets of a delta from a held baseline with
+    /// loose rates, if the model replaces predictors for one (see
+    /// [`crate::model::ModelData::loose_predictors`]). The trainer, which
+    /// orders nothing, has no tier sets.
+    loose: Option<(&'a [FieldCoding], Option<&'a [FieldSet; DECODE_TIERS]>)>,
 }
 
 impl<'a> Model<'a> {
@@ -760,6 +782,9 @@ impl<'a> Model<'a> {
                 pattern_key: m.data().pattern_key,
                 spawn_key: m.data().spawn_key,
                 dictionaries: &m.data().dictionaries,
+                loose: m
+                    .loose_coding()
+                    .map(|loose| (loose.codings.as_slice(), Some(&loose.tier_sets))),
             },
             None => Model {
                 codes: None,
@@ -770,7 +795,33 @@ impl<'a> Model<'a> {
                 pattern_key: None,
                 spawn_key: None,
                 dictionaries: &[],
+                loose: None,
             },
+        }
+    }
+
+    /// The model as it codes a delta of `origin` from `base` (whose
+    /// element-0 words `base_word` reads): a held baseline whose float
+    /// rates are loose takes the loose predictors, in their decode order.
+    /// Both ends hold the baseline before the delta, so they choose alike.
+    #[inline]
+    fn for_base<T: Fields>(
+        self,
+        origin: Origin,
+        base: &T,
+        base_word: impl Fn(usize) -> u32,
+    ) -> Self {
+        match self.loose {
+            Some((codings, tier_sets))
+                if origin == Origin::Held && rates_loose(&self, base, base_word) =>
+            {
+                Model {
+                    codings,
+                    tier_sets: tier_sets.or(self.tier_sets),
+                    ..self
+                }
+            }
+            _ => self,
         }
     }
 
@@ -911,7 +962,13 @@ fn put_value<S: BitSink + ?Sized>(
     let Some(code) = value_code(kind, base, new, reference, model.codes.is_some()) else {
         return Ok(());
     };
-    let context = value_context(kind, base, scope.origin, scope.demotes(model, field));
+    let context = value_context(
+        kind,
+        base,
+        scope.origin,
+        scope.demotes(model, field),
+        model.coding(field).replaced,
+    );
     put_symbol_and_extra(sink, model.codes, Context::Value(field, context), code)
 }
 
@@ -928,7 +985,13 @@ fn get_value<S: BitSource + ?Sized>(
         return Ok(base ^ 1);
     }
     let position = source.bits_read();
-    let context = value_context(kind, base, scope.origin, scope.demotes(model, field));
+    let context = value_context(
+        kind,
+        base,
+        scope.origin,
+        scope.demotes(model, field),
+        model.coding(field).replaced,
+    );
     let extra_bits = match (kind, reference.grid_step) {
         (ScalarKind::Q3Float, Some(_)) => &GRID_EXTRA_BITS,
         (ScalarKind::Q3Float, None) => &FLOAT_EXTRA_BITS,
@@ -1062,6 +1125,7 @@ pub(crate) struct Learned<'a> {
     pub(crate) spawn_key: Option<PatternKey>,
     pub(crate) axes: &'a [Option<u8>],
     pub(crate) dictionaries: &'a [Vec<u32>],
+    pub(crate) loose_predictors: &'a [Option<Predictor>],
 }
 
 /// Calls `visit` with every modelled symbol the delta from `base` to `new`
@@ -1082,8 +1146,10 @@ pub(crate) fn visit_symbols<T: Fields>(
         spawn_key,
         axes,
         dictionaries,
+        loose_predictors,
     } = *learned;
     let codings = field_codings(grids, predictors, axes);
+    let loose = crate::model::LooseCoding::of(grids, predictors, axes, loose_predictors);
     let float_rates = crate::model::float_rates(predictors, magnitudes);
     let model = Model {
         codes: None,
@@ -1094,6 +1160,7 @@ pub(crate) fn visit_symbols<T: Fields>(
         pattern_key,
         spawn_key,
         dictionaries,
+        loose: loose.as_ref().map(|loose| (loose.codings.as_slice(), None)),
     };
     visit_model_symbols(base, new, &model, context, visit);
 }
@@ -1135,6 +1202,7 @@ fn visit_model_symbols<T: Fields>(
     let mut patterns = [0u8; MAX_FIELDS.div_ceil(GROUP_FIELDS)];
     let last_group = group_patterns(&changed[..count], &mut patterns);
     let origin = context.origin();
+    let model = &model.for_base(origin, base, |f| base.word(f, 0));
     let scope = Scope::of(origin, model, base, |f| base.word(f, 0), None);
     let set = model.pattern_set(origin, base);
     visit(TracedSymbol::bare(
@@ -1160,7 +1228,8 @@ fn visit_model_symbols<T: Fields>(
             if b != n {
                 if let Some(code) = value_code(kind.element(), b, n, reference, true) {
                     let demoted = scope.demotes(model, field);
-                    let value_context = value_context(kind.element(), b, origin, demoted);
+                    let replaced = model.coding(field).replaced;
+                    let value_context = value_context(kind.element(), b, origin, demoted, replaced);
                     visit(TracedSymbol {
                         context: Context::Value(field, value_context),
                         symbol: code.symbol,
@@ -1270,6 +1339,7 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
         Some(words) => words.new.get(f).copied().unwrap_or(0),
         None => new.word(f, 0),
     };
+    let model = model.for_base(origin, base, base_word);
     let scope = Scope::of(origin, &model, base, base_word, Some(set));
     let mut write_value = |index: usize| -> Result<(), BitError> {
         let kind = new.field_kind(index);
@@ -1324,6 +1394,8 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
             count
         }
     };
+    // `out` still holds the baseline, which picks the predictors.
+    let model = model.for_base(context.origin(), &*out, |f| out.word(f, 0));
     let mut order = [0u16; MAX_FIELDS];
     let ordered = value_order(&set, &model, &mut order);
     let order = &order[..ordered];

@@ -178,6 +178,10 @@ pub struct FieldCoding {
     pub grid_step: Option<f32>,
     /// The position axis it holds ([`ModelData::axes`]).
     pub axis: Option<u8>,
+    /// Whether its predictor is a loose delta's replacement
+    /// ([`ModelData::loose_predictors`]): its changed values are then
+    /// coded in the [`ValueContext::Spawn`] context (see there).
+    pub replaced: bool,
 }
 
 /// The [`FieldCoding`] of every field of a model with these grids and
@@ -195,6 +199,7 @@ pub(crate) fn field_codings(
                 tier: decode_tier(predictor),
                 grid_step: grids.get(field).copied().flatten().and_then(|g| g.step()),
                 axis: axes.get(field).copied().flatten(),
+                replaced: false,
             }
         })
         .collect()
@@ -248,7 +253,15 @@ pub type PatternSet = u8;
 /// baseline tells a stream's habits that counts from other streams cannot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ValueContext {
-    /// From a spawn baseline ([`Origin::Spawn`]).
+    /// From a spawn baseline ([`Origin::Spawn`]); or, from a held one, a
+    /// value a loose delta predicts with a replacement predictor
+    /// ([`ModelData::loose_predictors`]). Those errors are of another
+    /// size than the field's own predictor's (a position extrapolated
+    /// from the baseline's velocity misses by the change of velocity, one
+    /// integrated from both velocities by far less), and sharing the
+    /// held contexts priced a game that snaps its velocities by another's
+    /// that does not. A struct with replacements is a player's state,
+    /// whose deltas from a spawn baseline are one a connection.
     Spawn = 0,
     /// The baseline is zero (integers and floats alike).
     Zero = 1,
@@ -330,6 +343,23 @@ pub struct ModelData {
     /// fields use one.
     #[serde(default)]
     pub dictionaries: Vec<Vec<u32>>,
+    /// Per field (or empty: none), a predictor that replaces the field's
+    /// own ([`ModelData::predictors`]) in a delta from a held baseline
+    /// whose float rates are loose: one of them (a velocity) holds a
+    /// fraction, so the game does not snap its rates (see
+    /// [`ValueContext::Fraction`]). `None` keeps the field's own.
+    ///
+    /// Why per delta: a game that snaps its velocities to whole numbers
+    /// (Quake 3's `pmove_float 0`) sends a velocity's change in a few
+    /// bits, and the position is best predicted from the mean of the two
+    /// velocities ([`Predictor::Integrate`]); one that does not sends
+    /// every changed velocity at full float precision, twenty-odd bits,
+    /// where the position's change says it to a few
+    /// ([`Predictor::Extrapolate`] then [`Predictor::Differentiate`]). The
+    /// baseline, which both ends hold, tells which game it is: no counts
+    /// from other games can.
+    #[serde(default)]
+    pub loose_predictors: Vec<Option<Predictor>>,
 }
 
 /// Most changes a field's dictionary holds ([`ModelData::dictionaries`]).
@@ -480,6 +510,118 @@ fn clock_field(clock: Clock) -> Option<u16> {
     }
 }
 
+/// What a [`ModelData::fingerprint`] eats before a model's loose
+/// replacements: no field number is this large.
+const LOOSE_MARK: u64 = u64::MAX - 1;
+
+/// A predictor as four words, for fingerprints: its kind, then its fields.
+fn predictor_words(predictor: Predictor) -> [u64; 4] {
+    let clock_word = |clock: Clock| match clock {
+        Clock::Elapsed => u64::MAX,
+        Clock::Field(time) => u64::from(time),
+    };
+    match predictor {
+        Predictor::Integrate { rate, clock } => [0, u64::from(rate), clock_word(clock), 0],
+        Predictor::Extrapolate { rate, clock } => [1, u64::from(rate), clock_word(clock), 0],
+        Predictor::Differentiate {
+            position,
+            clock,
+            mean,
+        } => [2, u64::from(position), clock_word(clock), u64::from(mean)],
+        Predictor::Advance => [3, 0, 0, 0],
+    }
+}
+
+/// The predictors of a loose delta (see [`ModelData::loose_predictors`]):
+/// each field's replacement, or its own; `None` without replacements.
+pub(crate) fn loose_predictor_set(
+    predictors: &[Option<Predictor>],
+    replacements: &[Option<Predictor>],
+) -> Option<Vec<Option<Predictor>>> {
+    replacements.iter().any(Option::is_some).then(|| {
+        predictors
+            .iter()
+            .enumerate()
+            .map(|(field, own)| replacements.get(field).copied().flatten().or(*own))
+            .collect()
+    })
+}
+
+/// Whether every predictor of `predictors` (one set, of a struct of
+/// `fields` fields) reads only fields decoded before it.
+fn predictors_fit(predictors: &[Option<Predictor>], fields: usize) -> bool {
+    predictors.iter().flatten().all(|p| match *p {
+        // Inputs of a prediction must be decoded before it: they may
+        // only be predicted from the elapsed time, which the codec
+        // decodes first.
+        Predictor::Integrate { rate, clock } => {
+            let input_ok = |f: u16| {
+                predictors
+                    .get(f as usize)
+                    .is_some_and(|p| matches!(p, None | Some(Predictor::Advance)))
+            };
+            input_ok(rate)
+                && (clock == Clock::Elapsed || matches!(clock, Clock::Field(f) if input_ok(f)))
+        }
+        // Only the rate's baseline is read: any rate will do.
+        Predictor::Extrapolate { rate, clock } => {
+            usize::from(rate) < fields
+                && match clock {
+                    Clock::Elapsed => true,
+                    Clock::Field(f) => predictors
+                        .get(f as usize)
+                        .is_some_and(|p| matches!(p, None | Some(Predictor::Advance))),
+                }
+        }
+        // The position's new value is read: it must be decoded in
+        // an earlier tier.
+        Predictor::Differentiate {
+            position, clock, ..
+        } => {
+            let early = |f: u16, most: u8| {
+                predictors
+                    .get(f as usize)
+                    .is_some_and(|&p| decode_tier(p) <= most)
+            };
+            early(position, 2)
+                && match clock {
+                    Clock::Elapsed => true,
+                    Clock::Field(f) => early(f, 1),
+                }
+        }
+        Predictor::Advance => true,
+    })
+}
+
+/// How a loose delta codes its fields (see [`ModelData::loose_predictors`]):
+/// the [`FieldCoding`]s and decode-tier sets of the loose predictor set.
+#[derive(Debug, Clone)]
+pub(crate) struct LooseCoding {
+    pub(crate) codings: Vec<FieldCoding>,
+    pub(crate) tier_sets: [FieldSet; DECODE_TIERS],
+}
+
+impl LooseCoding {
+    /// The loose coding of a model with these grids, predictors, axes and
+    /// replacements (`None` without replacements).
+    pub(crate) fn of(
+        grids: &[Option<Grid>],
+        predictors: &[Option<Predictor>],
+        axes: &[Option<u8>],
+        replacements: &[Option<Predictor>],
+    ) -> Option<Self> {
+        let loose = loose_predictor_set(predictors, replacements)?;
+        let mut codings = field_codings(grids, &loose, axes);
+        for (coding, replacement) in codings.iter_mut().zip(replacements) {
+            coding.replaced = replacement.is_some();
+        }
+        Some(LooseCoding {
+            codings,
+            tier_sets: tier_sets(&decode_tiers(&loose)),
+        })
+    }
+}
+
 /// The rate fields the predictors read (not the positions a
 /// [`Predictor::Differentiate`] reads), sorted.
 fn rate_inputs(predictors: &[Option<Predictor>]) -> Vec<u16> {
@@ -541,7 +683,15 @@ impl ModelData {
             spawn_key: None,
             axes: Vec::new(),
             dictionaries: Vec::new(),
+            loose_predictors: Vec::new(),
         }
+    }
+
+    /// The predictors of a delta whose baseline's float rates are loose
+    /// (see [`ModelData::loose_predictors`]): each field's replacement, or
+    /// its own. `None` for a model without replacements.
+    pub fn loose_predictor_set(&self) -> Option<Vec<Option<Predictor>>> {
+        loose_predictor_set(&self.predictors, &self.loose_predictors)
     }
 
     /// A stable 64-bit identity of the counts (FNV-1a), so two ends can check
@@ -591,6 +741,17 @@ impl ModelData {
             };
             eat(field as u64);
             words.into_iter().for_each(&mut eat);
+        }
+        // A model with loose replacements decodes loose deltas in another
+        // order: every replacement, whatever its kind, is part of it.
+        if self.loose_predictors.iter().any(Option::is_some) {
+            eat(LOOSE_MARK);
+            for (field, predictor) in self.loose_predictors.iter().enumerate() {
+                if let Some(predictor) = predictor {
+                    eat(field as u64);
+                    predictor_words(*predictor).into_iter().for_each(&mut eat);
+                }
+            }
         }
         hash
     }
@@ -907,6 +1068,9 @@ pub struct NativeModel {
     tier_sets: [FieldSet; DECODE_TIERS],
     /// Per field: its predictor, tier and grid step together.
     codings: Vec<FieldCoding>,
+    /// How a delta from a baseline with loose rates codes its fields
+    /// ([`ModelData::loose_predictors`]), if the model replaces any.
+    loose: Option<LooseCoding>,
     /// Groups per pattern set.
     groups_per_set: usize,
     /// Per [`PatternSet`].
@@ -968,49 +1132,11 @@ impl NativeModel {
             && data.numbers.len() == NUMBER_CONTEXTS
             && data.numbers.iter().all(|t| t.len() == NUMBER_SYMBOLS)
             && data.grids.iter().flatten().all(|g| g.step().is_some())
-            && data.predictors.iter().flatten().all(|p| match *p {
-                // Inputs of a prediction must be decoded before it: they may
-                // only be predicted from the elapsed time, which the codec
-                // decodes first.
-                Predictor::Integrate { rate, clock } => {
-                    let input_ok = |f: u16| {
-                        data.predictors
-                            .get(f as usize)
-                            .is_some_and(|p| matches!(p, None | Some(Predictor::Advance)))
-                    };
-                    input_ok(rate)
-                        && (clock == Clock::Elapsed
-                            || matches!(clock, Clock::Field(f) if input_ok(f)))
-                }
-                // Only the rate's baseline is read: any rate will do.
-                Predictor::Extrapolate { rate, clock } => {
-                    usize::from(rate) < fields
-                        && match clock {
-                            Clock::Elapsed => true,
-                            Clock::Field(f) => data
-                                .predictors
-                                .get(f as usize)
-                                .is_some_and(|p| matches!(p, None | Some(Predictor::Advance))),
-                        }
-                }
-                // The position's new value is read: it must be decoded in
-                // an earlier tier.
-                Predictor::Differentiate {
-                    position, clock, ..
-                } => {
-                    let early = |f: u16, most: u8| {
-                        data.predictors
-                            .get(f as usize)
-                            .is_some_and(|&p| decode_tier(p) <= most)
-                    };
-                    early(position, 2)
-                        && match clock {
-                            Clock::Elapsed => true,
-                            Clock::Field(f) => early(f, 1),
-                        }
-                }
-                Predictor::Advance => true,
-            });
+            && predictors_fit(&data.predictors, fields)
+            && (data.loose_predictors.is_empty() || data.loose_predictors.len() == fields)
+            && data
+                .loose_predictor_set()
+                .is_none_or(|loose| predictors_fit(&loose, fields));
         if !shape_ok {
             return Err(BitError::invalid(
                 "native model",
@@ -1018,7 +1144,12 @@ impl NativeModel {
                 "counts do not have the shape of a model",
             ));
         }
-        let inputs = predictor_inputs(&data.predictors);
+        // A loose delta's predictors read their inputs from the baseline
+        // too: the decoder saves both sets' inputs.
+        let inputs = match data.loose_predictor_set() {
+            Some(loose) => predictor_inputs(&[data.predictors.as_slice(), &loose].concat()),
+            None => predictor_inputs(&data.predictors),
+        };
         let float_rates = float_rates(&data.predictors, &data.magnitudes);
         let codes = |len: usize, build: fn(&ModelData, usize) -> Result<SymbolCode, BitError>| {
             (0..len)
@@ -1048,6 +1179,12 @@ impl NativeModel {
             tiers: decode_tiers(&data.predictors),
             tier_sets: tier_sets(&decode_tiers(&data.predictors)),
             codings: field_codings(&data.grids, &data.predictors, &data.axes),
+            loose: LooseCoding::of(
+                &data.grids,
+                &data.predictors,
+                &data.axes,
+                &data.loose_predictors,
+            ),
             groups_per_set: groups,
             last_group,
             groups: groups_code,
@@ -1177,6 +1314,12 @@ impl NativeModel {
     /// worked out once.
     pub fn field_codings(&self) -> &[FieldCoding] {
         &self.codings
+    }
+
+    /// How a delta from a baseline with loose rates codes its fields, if
+    /// the model replaces any predictor for it.
+    pub(crate) fn loose_coding(&self) -> Option<&LooseCoding> {
+        self.loose.as_ref()
     }
 
     /// The fields holding each axis of a position ([`ModelData::axes`]), if
@@ -1529,6 +1672,10 @@ impl ModelTrainer {
         trainer.data.dictionaries.clone_from(&model.dictionaries);
         trainer.data.magnitudes.clone_from(&model.magnitudes);
         trainer
+            .data
+            .loose_predictors
+            .clone_from(&model.loose_predictors);
+        trainer
     }
 
     /// Declares the field whose baseline value picks a held delta's
@@ -1576,6 +1723,18 @@ impl ModelTrainer {
     pub fn with_predictor(mut self, field: usize, predictor: Predictor) -> Self {
         if let Some(slot) = self.data.predictors.get_mut(field) {
             *slot = Some(predictor);
+        }
+        self
+    }
+
+    /// Declares a predictor that replaces field `field`'s own in deltas
+    /// from a baseline whose float rates are loose (see
+    /// [`ModelData::loose_predictors`]; before observing).
+    pub fn with_loose_predictor(mut self, field: usize, predictor: Predictor) -> Self {
+        let fields = self.data.fields();
+        if field < fields {
+            self.data.loose_predictors.resize(fields, None);
+            self.data.loose_predictors[field] = Some(predictor);
         }
         self
     }
@@ -1656,7 +1815,9 @@ impl ModelTrainer {
         let magnitudes = data.magnitudes.clone();
         let axes = data.axes.clone();
         let dictionaries = data.dictionaries.clone();
+        let loose_predictors = data.loose_predictors.clone();
         let learned = crate::codec::native::Learned {
+            loose_predictors: &loose_predictors,
             grids: &grids,
             predictors: &predictors,
             magnitudes: &magnitudes,
