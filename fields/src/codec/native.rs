@@ -765,9 +765,18 @@ struct Model<'a> {
     dictionaries: &'a [Vec<u32>],
     /// The codings and tier sets of a delta from a held baseline with
     /// loose rates, if the model replaces predictors for one (see
-    /// [`crate::model::ModelData::loose_predictors`]). The trainer, which
-    /// orders nothing, has no tier sets.
-    loose: Option<(&'a [FieldCoding], Option<&'a [FieldSet; DECODE_TIERS]>)>,
+    /// [`crate::model::ModelData::loose_predictors`]), and the clock
+    /// fields that choose them. The trainer, which orders nothing, has no
+    /// tier sets.
+    loose: Option<Loose<'a>>,
+}
+
+/// A model's replacement predictors for loose deltas (see [`Model::loose`]).
+#[derive(Clone, Copy)]
+struct Loose<'a> {
+    codings: &'a [FieldCoding],
+    tier_sets: Option<&'a [FieldSet; DECODE_TIERS]>,
+    clocks: &'a [u16],
 }
 
 impl<'a> Model<'a> {
@@ -782,9 +791,11 @@ impl<'a> Model<'a> {
                 pattern_key: m.data().pattern_key,
                 spawn_key: m.data().spawn_key,
                 dictionaries: &m.data().dictionaries,
-                loose: m
-                    .loose_coding()
-                    .map(|loose| (loose.codings.as_slice(), Some(&loose.tier_sets))),
+                loose: m.loose_coding().map(|loose| Loose {
+                    codings: &loose.codings,
+                    tier_sets: Some(&loose.tier_sets),
+                    clocks: &loose.clocks,
+                }),
             },
             None => Model {
                 codes: None,
@@ -800,28 +811,60 @@ impl<'a> Model<'a> {
         }
     }
 
-    /// The model as it codes a delta of `origin` from `base` (whose
-    /// element-0 words `base_word` reads): a held baseline whose float
-    /// rates are loose takes the loose predictors, in their decode order.
-    /// Both ends hold the baseline before the delta, so they choose alike.
+    /// The clock fields a delta of `origin` from `base` (whose element-0
+    /// words `base_word` reads) codes before its other values, which
+    /// choose its predictors ([`Model::for_clocks`]): a held baseline whose
+    /// float rates are loose, of a model with replacements, has some; any
+    /// other delta none, and keeps the model as it is. Both ends hold the
+    /// baseline before the delta, so they agree.
     #[inline]
-    fn for_base<T: Fields>(
-        self,
+    fn loose_clocks<T: Fields>(
+        &self,
         origin: Origin,
         base: &T,
         base_word: impl Fn(usize) -> u32,
-    ) -> Self {
+    ) -> Option<&'a [u16]> {
         match self.loose {
-            Some((codings, tier_sets))
-                if origin == Origin::Held && rates_loose(&self, base, base_word) =>
-            {
-                Model {
-                    codings,
-                    tier_sets: tier_sets.or(self.tier_sets),
-                    ..self
-                }
+            Some(loose) if origin == Origin::Held && rates_loose(self, base, base_word) => {
+                Some(loose.clocks)
             }
+            _ => None,
+        }
+    }
+
+    /// The model that codes a loose-candidate delta's values after its
+    /// clocks: the replacement predictors, in their decode order, when
+    /// every clock advanced by the elapsed time (`advanced`; one move a
+    /// frame, where a position's change says the new velocity), else the
+    /// model as it is.
+    #[inline]
+    fn for_clocks(self, advanced: bool) -> Self {
+        match self.loose {
+            Some(loose) if advanced => Model {
+                codings: loose.codings,
+                tier_sets: loose.tier_sets.or(self.tier_sets),
+                ..self
+            },
             _ => self,
+        }
+    }
+
+    /// As [`Model::loose_clocks`] then [`Model::for_clocks`], for a coder
+    /// that knows the new state (`new_word` reads its element-0 words).
+    #[inline]
+    fn for_delta<T: Fields>(
+        self,
+        context: &DeltaContext,
+        base: &T,
+        base_word: impl Fn(usize) -> u32,
+        new_word: impl Fn(usize) -> u32,
+    ) -> Self {
+        match self.loose_clocks(context.origin(), base, &base_word) {
+            Some(clocks) => self.for_clocks(clocks.iter().all(|&clock| {
+                let clock = usize::from(clock);
+                clock_advanced(context, base_word(clock), new_word(clock))
+            })),
+            None => self,
         }
     }
 
@@ -1058,6 +1101,31 @@ fn value_order(set: &FieldSet, model: &Model<'_>, out: &mut [u16; MAX_FIELDS]) -
     count
 }
 
+/// Whether a clock field went from `base` to `new` in exactly the delta's
+/// elapsed time (see [`Model::for_clocks`]).
+#[inline]
+fn clock_advanced(context: &DeltaContext, base: u32, new: u32) -> bool {
+    new.wrapping_sub(base) == context.elapsed_ms as u32
+}
+
+/// [`value_order`] of `set` without `first` (a loose delta's clocks, coded
+/// before it).
+fn value_order_after(
+    set: &FieldSet,
+    first: &[u16],
+    model: &Model<'_>,
+    out: &mut [u16; MAX_FIELDS],
+) -> usize {
+    let mut rest = *set;
+    for &field in first {
+        let field = usize::from(field);
+        if let Some(word) = rest.get_mut(field / 64) {
+            *word &= !(1u64 << (field % 64));
+        }
+    }
+    value_order(&rest, model, out)
+}
+
 /// The indices of the fields that differ, into `out`; returns how many.
 fn changed_fields<T: Fields>(base: &T, new: &T, out: &mut [u16; MAX_FIELDS]) -> usize {
     let mut set = [0u64; MAX_FIELDS.div_ceil(64)];
@@ -1160,7 +1228,11 @@ pub(crate) fn visit_symbols<T: Fields>(
         pattern_key,
         spawn_key,
         dictionaries,
-        loose: loose.as_ref().map(|loose| (loose.codings.as_slice(), None)),
+        loose: loose.as_ref().map(|loose| Loose {
+            codings: &loose.codings,
+            tier_sets: None,
+            clocks: &loose.clocks,
+        }),
     };
     visit_model_symbols(base, new, &model, context, visit);
 }
@@ -1202,7 +1274,7 @@ fn visit_model_symbols<T: Fields>(
     let mut patterns = [0u8; MAX_FIELDS.div_ceil(GROUP_FIELDS)];
     let last_group = group_patterns(&changed[..count], &mut patterns);
     let origin = context.origin();
-    let model = &model.for_base(origin, base, |f| base.word(f, 0));
+    let model = &model.for_delta(context, base, |f| base.word(f, 0), |f| new.word(f, 0));
     let scope = Scope::of(origin, model, base, |f| base.word(f, 0), None);
     let set = model.pattern_set(origin, base);
     visit(TracedSymbol::bare(
@@ -1339,7 +1411,10 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
         Some(words) => words.new.get(f).copied().unwrap_or(0),
         None => new.word(f, 0),
     };
-    let model = model.for_base(origin, base, base_word);
+    // A loose delta's clocks go first: the reader chooses its predictors
+    // by them (see `Model::for_clocks`).
+    let first = model.loose_clocks(origin, base, base_word).unwrap_or(&[]);
+    let model = model.for_delta(context, base, base_word, new_word);
     let scope = Scope::of(origin, &model, base, base_word, Some(set));
     let mut write_value = |index: usize| -> Result<(), BitError> {
         let kind = new.field_kind(index);
@@ -1357,8 +1432,13 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
         }
         Ok(())
     };
+    for &clock in first {
+        if field_in(set, usize::from(clock)) {
+            write_value(usize::from(clock))?;
+        }
+    }
     let mut order = [0u16; MAX_FIELDS];
-    let count = value_order(set, &model, &mut order);
+    let count = value_order_after(set, first, &model, &mut order);
     for &index in &order[..count] {
         write_value(usize::from(index))?;
     }
@@ -1394,11 +1474,10 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
             count
         }
     };
-    // `out` still holds the baseline, which picks the predictors.
-    let model = model.for_base(context.origin(), &*out, |f| out.word(f, 0));
-    let mut order = [0u16; MAX_FIELDS];
-    let ordered = value_order(&set, &model, &mut order);
-    let order = &order[..ordered];
+    // `out` still holds the baseline, which says whether the delta is a
+    // loose candidate: its clocks then come first, and choose the
+    // predictors of the rest (`Model::for_clocks`).
+    let clocks = model.loose_clocks(context.origin(), &*out, |f| out.word(f, 0));
     // `out` still holds the baseline.
     let scope = Scope::of(
         context.origin(),
@@ -1407,7 +1486,7 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
         |f| out.word(f, 0),
         Some(&set),
     );
-    if read_scalar_words(source, out, &model, order, &set, context, scope)? {
+    if read_scalar_words(source, out, &model, clocks, &set, context, scope)? {
         return Ok(count);
     }
     // Predictions read baseline words that `out` loses as it fills with new
@@ -1415,41 +1494,98 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     // inputs than `SAVED_INPUTS`).
     let saved = SavedInputs::save(&model, out);
     let base = saved.is_none().then(|| out.clone());
-    for &index in order {
-        let index = usize::from(index);
-        let kind = out.field_kind(index);
-        let reference = {
-            let current: &T = out;
-            let base_word = |f: usize| match (&saved, &base) {
-                (Some(saved), _) => saved.get(f, current.word(f, 0)),
-                (None, Some(base)) => base.word(f, 0),
-                (None, None) => current.word(f, 0),
-            };
-            reference_of(
-                &model,
-                base_word,
-                |f| current.word(f, 0),
-                current,
-                index,
-                context,
-            )
-        };
-        if kind.is_array() {
-            read_array_elements(source, out, &model, index, reference, scope)?;
-        } else {
-            let word = get_value(
-                source,
-                &model,
-                index,
-                kind.element(),
-                out.word(index, 0),
-                reference,
-                scope,
-            )?;
-            out.set_word(index, 0, word);
+    let held = HeldInputs {
+        saved: saved.as_ref(),
+        base: base.as_ref(),
+    };
+    let first = clocks.unwrap_or(&[]);
+    let mut advanced = true;
+    for &clock in first {
+        let clock = usize::from(clock);
+        let old = out.word(clock, 0);
+        if field_in(&set, clock) {
+            read_held_value(source, out, &model, clock, held, context, scope)?;
         }
+        advanced &= clock_advanced(context, old, out.word(clock, 0));
+    }
+    let model = match clocks {
+        Some(_) => model.for_clocks(advanced),
+        None => model,
+    };
+    let mut order = [0u16; MAX_FIELDS];
+    let ordered = value_order_after(&set, first, &model, &mut order);
+    for &index in &order[..ordered] {
+        read_held_value(
+            source,
+            out,
+            &model,
+            usize::from(index),
+            held,
+            context,
+            scope,
+        )?;
     }
     Ok(count)
+}
+
+/// Where [`read_fields`] keeps the baseline words its predictions read
+/// while `out` fills with new values.
+struct HeldInputs<'s, T> {
+    saved: Option<&'s SavedInputs>,
+    base: Option<&'s T>,
+}
+
+// By hand: a derive would ask `T: Copy`, and only references are held.
+impl<T> Clone for HeldInputs<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for HeldInputs<'_, T> {}
+
+/// Reads field `index`'s value into `out` (see [`read_fields`]).
+fn read_held_value<T: Fields, S: BitSource + ?Sized>(
+    source: &mut S,
+    out: &mut T,
+    model: &Model<'_>,
+    index: usize,
+    held: HeldInputs<'_, T>,
+    context: &DeltaContext,
+    scope: Scope,
+) -> Result<(), BitError> {
+    let kind = out.field_kind(index);
+    let reference = {
+        let current: &T = out;
+        let base_word = |f: usize| match (held.saved, held.base) {
+            (Some(saved), _) => saved.get(f, current.word(f, 0)),
+            (None, Some(base)) => base.word(f, 0),
+            (None, None) => current.word(f, 0),
+        };
+        reference_of(
+            model,
+            base_word,
+            |f| current.word(f, 0),
+            current,
+            index,
+            context,
+        )
+    };
+    if kind.is_array() {
+        read_array_elements(source, out, model, index, reference, scope)?;
+    } else {
+        let word = get_value(
+            source,
+            model,
+            index,
+            kind.element(),
+            out.word(index, 0),
+            reference,
+            scope,
+        )?;
+        out.set_word(index, 0, word);
+    }
+    Ok(())
 }
 
 /// Reads the changed-element set of array field `index` and each changed
@@ -1491,7 +1627,7 @@ fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
     source: &mut S,
     out: &mut T,
     model: &Model<'_>,
-    order: &[u16],
+    clocks: Option<&[u16]>,
     set: &FieldSet,
     context: &DeltaContext,
     scope: Scope,
@@ -1506,39 +1642,87 @@ fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
         return Ok(false);
     }
     let mut new = base;
-    for &index in order {
-        let index = usize::from(index);
-        let kind = out.field_kind(index);
-        // A model's field numbers are checked against the struct when it
-        // is attached, but a miss reads as zero rather than panicking.
-        let word_of = |words: &[u32; SCALAR_WORDS], f: usize| words.get(f).copied().unwrap_or(0);
-        let reference = reference_of(
-            model,
-            |f| word_of(&base, f),
-            |f| word_of(&new, f),
-            out,
-            index,
-            context,
-        );
-        if kind.is_array() {
-            read_array_elements(source, out, model, index, reference, scope)?;
-        } else {
-            let word = get_value(
+    // A model's field numbers are checked against the struct when it is
+    // attached, but a miss reads as zero rather than panicking.
+    let word_of = |words: &[u32; SCALAR_WORDS], f: usize| words.get(f).copied().unwrap_or(0);
+    let first = clocks.unwrap_or(&[]);
+    for &clock in first {
+        if field_in(set, usize::from(clock)) {
+            read_scalar_value(
                 source,
+                out,
                 model,
-                index,
-                kind.element(),
-                word_of(&base, index),
-                reference,
+                usize::from(clock),
+                (&base, &mut new),
+                context,
                 scope,
             )?;
-            if let Some(slot) = new.get_mut(index) {
-                *slot = word;
-            }
         }
+    }
+    let model = match clocks {
+        Some(clocks) => model.for_clocks(clocks.iter().all(|&clock| {
+            let clock = usize::from(clock);
+            clock_advanced(context, word_of(&base, clock), word_of(&new, clock))
+        })),
+        None => *model,
+    };
+    let mut order = [0u16; MAX_FIELDS];
+    let ordered = value_order_after(set, first, &model, &mut order);
+    for &index in &order[..ordered] {
+        read_scalar_value(
+            source,
+            out,
+            &model,
+            usize::from(index),
+            (&base, &mut new),
+            context,
+            scope,
+        )?;
     }
     out.store_scalar_words(&new, set);
     Ok(true)
+}
+
+/// Reads field `index`'s value for [`read_scalar_words`]: into `words.1`
+/// (the new words; `words.0` holds the baseline's), or an array's elements
+/// into `out`.
+fn read_scalar_value<T: Fields, S: BitSource + ?Sized>(
+    source: &mut S,
+    out: &mut T,
+    model: &Model<'_>,
+    index: usize,
+    words: (&[u32; SCALAR_WORDS], &mut [u32; SCALAR_WORDS]),
+    context: &DeltaContext,
+    scope: Scope,
+) -> Result<(), BitError> {
+    let (base, new) = words;
+    let kind = out.field_kind(index);
+    let word_of = |words: &[u32; SCALAR_WORDS], f: usize| words.get(f).copied().unwrap_or(0);
+    let reference = reference_of(
+        model,
+        |f| word_of(base, f),
+        |f| word_of(new, f),
+        out,
+        index,
+        context,
+    );
+    if kind.is_array() {
+        read_array_elements(source, out, model, index, reference, scope)?;
+    } else {
+        let word = get_value(
+            source,
+            model,
+            index,
+            kind.element(),
+            word_of(base, index),
+            reference,
+            scope,
+        )?;
+        if let Some(slot) = new.get_mut(index) {
+            *slot = word;
+        }
+    }
+    Ok(())
 }
 
 /// Reads a changed set coded as group patterns into `out` (empty on entry)

@@ -1588,6 +1588,17 @@ mod derived {
         loose: &[(usize, Predictor)],
         states: &[(Mover, i32)],
     ) -> Arc<DynamicLayout> {
+        layout_skewed(predictors, loose, states, 0)
+    }
+
+    /// [`layout_on`], trained with each delta's elapsed time `skew` more
+    /// than its time field's change ([`delta_at`]).
+    fn layout_skewed(
+        predictors: &[(usize, Predictor)],
+        loose: &[(usize, Predictor)],
+        states: &[(Mover, i32)],
+        skew: i32,
+    ) -> Arc<DynamicLayout> {
         let schema = Mover::TABLE.schema();
         let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len());
         for &(field, predictor) in predictors {
@@ -1601,7 +1612,7 @@ mod derived {
         }
         trainer.freeze_grids();
         for pair in states.windows(2) {
-            trainer.observe(&pair[0].0, &pair[1].0, &DeltaContext::default());
+            trainer.observe(&pair[0].0, &pair[1].0, &delta_at(pair[1].1, skew));
         }
         DynamicLayout::with_model(schema, Some(trainer.finish())).unwrap()
     }
@@ -1651,19 +1662,39 @@ mod derived {
         coded_bits_on(layout, &path(500, 11))
     }
 
+    /// A held delta whose elapsed time is `skew` more than the time
+    /// field's change `step`: zero for one move a frame, which the loose
+    /// predictors need.
+    fn delta_at(step: i32, skew: i32) -> DeltaContext {
+        DeltaContext {
+            elapsed_ms: step + skew,
+            spawn: false,
+            anchor: None,
+        }
+    }
+
     /// Bits of every delta of `states` under `layout`, each checked to
     /// decode back to its state.
     fn coded_bits_on(layout: &Arc<DynamicLayout>, states: &[(Mover, i32)]) -> usize {
+        coded_bits_skewed(layout, states, 0)
+    }
+
+    /// [`coded_bits_on`] with each delta's elapsed time `skew` more than
+    /// its time field's change.
+    fn coded_bits_skewed(layout: &Arc<DynamicLayout>, states: &[(Mover, i32)], skew: i32) -> usize {
         let mut buf = vec![0u8; 256];
         let mut total = 0;
         for pair in states.windows(2) {
             let (base, new) = (dynamic(layout, &pair[0].0), dynamic(layout, &pair[1].0));
+            let context = delta_at(pair[1].1, skew);
             let mut w = BitWriter::new(&mut buf);
-            Codec::Native.write_delta(&mut w, &base, &new).unwrap();
+            Codec::Native
+                .write_delta_in(&context, &mut w, &base, &new)
+                .unwrap();
             let bits = w.bits_written();
             let mut out = base.clone();
             Codec::Native
-                .read_delta(&mut BitReader::with_bit_len(&buf, bits), &mut out)
+                .read_delta_in(&context, &mut BitReader::with_bit_len(&buf, bits), &mut out)
                 .unwrap();
             assert!(!out.wire_differs(&new));
             total += bits;
@@ -1699,6 +1730,36 @@ mod derived {
     }
 
     #[test]
+    fn a_clock_that_did_not_advance_by_the_elapsed_time_keeps_the_integration() {
+        // The same unsnapped path, but every delta's elapsed time is not
+        // its time field's change (a client that ran two moves, or none,
+        // in a frame): the position's change does not say the new
+        // velocity, and the switching model codes exactly as the
+        // integrating one, trained and measured alike. Measured: 22,188
+        // bits integrated, 16,695 derived.
+        let (training, measured) = (path(2000, 5), path(500, 11));
+        for skew in [-25, 1, 50] {
+            let integrated = coded_bits_skewed(
+                &layout_skewed(&INTEGRATE, &[], &training, skew),
+                &measured,
+                skew,
+            );
+            let derived = coded_bits_skewed(
+                &layout_skewed(&DERIVE, &[], &training, skew),
+                &measured,
+                skew,
+            );
+            let switching = coded_bits_skewed(
+                &layout_skewed(&INTEGRATE, &DERIVE, &training, skew),
+                &measured,
+                skew,
+            );
+            assert_eq!(switching, integrated, "skew {skew}: derived {derived}");
+            assert!(derived * 10 < integrated * 8, "skew {skew}");
+        }
+    }
+
+    #[test]
     fn a_whole_baseline_velocity_keeps_the_integration() {
         // On snapped velocities no baseline holds a fraction: the
         // switching model counts and codes exactly as the integrating
@@ -1725,6 +1786,26 @@ mod derived {
         let schema = Mover::TABLE.schema();
         let trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len())
             .with_predictor(INTEGRATE[0].0, INTEGRATE[0].1)
+            .with_loose_predictor(DERIVE[1].0, DERIVE[1].1);
+        assert!(crate::model::NativeModel::new(trainer.finish()).is_err());
+        // A clock that chooses the loose predictors must be coded alike
+        // in both sets, first: it may not be replaced itself.
+        let trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len())
+            .with_predictor(INTEGRATE[0].0, INTEGRATE[0].1)
+            .with_loose_predictor(DERIVE[0].0, DERIVE[0].1)
+            .with_loose_predictor(DERIVE[1].0, DERIVE[1].1)
+            .with_loose_predictor(0, Predictor::Advance);
+        assert!(crate::model::NativeModel::new(trainer.finish()).is_err());
+        // Nor read anything but the elapsed time.
+        let trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len())
+            .with_predictor(
+                0,
+                Predictor::Integrate {
+                    rate: 2,
+                    clock: Clock::Elapsed,
+                },
+            )
+            .with_loose_predictor(DERIVE[0].0, DERIVE[0].1)
             .with_loose_predictor(DERIVE[1].0, DERIVE[1].1);
         assert!(crate::model::NativeModel::new(trainer.finish()).is_err());
     }
@@ -1787,7 +1868,8 @@ mod derived {
         #[test]
         fn derived_deltas_round_trip(base in (any::<i32>(), float(), float()),
                                      new in (any::<i32>(), float(), float()),
-                                     keep in 0u32..8, elapsed in any::<i32>(), spawn in any::<bool>()) {
+                                     keep in 0u32..8, elapsed in any::<i32>(), spawn in any::<bool>(),
+                                     one_move in any::<bool>()) {
             for layout in [layout(&DERIVE), switching_layout(&path(200, 5))] {
                 let base = dynamic(&layout, &Mover { time: base.0, position: base.1, velocity: base.2 }.normalized());
                 let mut new = dynamic(&layout, &Mover { time: new.0, position: new.1, velocity: new.2 }.normalized());
@@ -1796,6 +1878,9 @@ mod derived {
                         new.set_word(field, 0, base.word(field, 0));
                     }
                 }
+                // Half the deltas' clocks advance by the elapsed time: the
+                // switching model's loose predictors then code them.
+                let elapsed = if one_move { new.word(0, 0).wrapping_sub(base.word(0, 0)) as i32 } else { elapsed };
                 let context = DeltaContext { elapsed_ms: elapsed, spawn, anchor: None };
                 let mut buf = vec![0u8; 256];
                 let mut w = BitWriter::new(&mut buf);

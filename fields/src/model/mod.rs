@@ -358,6 +358,16 @@ pub struct ModelData {
     /// ([`Predictor::Extrapolate`] then [`Predictor::Differentiate`]). The
     /// baseline, which both ends hold, tells which game it is: no counts
     /// from other games can.
+    ///
+    /// The position's change says the new velocity only when the player
+    /// made one move between the two states: a delta whose baseline is
+    /// loose first codes the time fields the replacements read as clocks
+    /// ([`Clock::Field`]), and takes the replacements only when every one
+    /// of them advanced by the delta's elapsed time (one move a server
+    /// frame, as a bot's or a spectated player's); otherwise (a client
+    /// that ran several moves, or none) the field's own predictors code
+    /// the rest. Those clock fields must keep their own predictors, and
+    /// those read nothing but the elapsed time.
     #[serde(default)]
     pub loose_predictors: Vec<Option<Predictor>>,
 }
@@ -594,11 +604,48 @@ fn predictors_fit(predictors: &[Option<Predictor>], fields: usize) -> bool {
 }
 
 /// How a loose delta codes its fields (see [`ModelData::loose_predictors`]):
-/// the [`FieldCoding`]s and decode-tier sets of the loose predictor set.
+/// the [`FieldCoding`]s and decode-tier sets of the loose predictor set,
+/// and the clock fields whose advance chooses it.
 #[derive(Debug, Clone)]
 pub(crate) struct LooseCoding {
     pub(crate) codings: Vec<FieldCoding>,
     pub(crate) tier_sets: [FieldSet; DECODE_TIERS],
+    pub(crate) clocks: Vec<u16>,
+}
+
+/// The time fields the replacements read as clocks, sorted: a loose
+/// delta codes them first, and takes the replacements only if each
+/// advanced by the elapsed time (see [`ModelData::loose_predictors`]).
+fn loose_clocks(replacements: &[Option<Predictor>]) -> Vec<u16> {
+    let mut clocks: Vec<u16> = replacements
+        .iter()
+        .flatten()
+        .filter_map(|predictor| match *predictor {
+            Predictor::Integrate { clock, .. }
+            | Predictor::Extrapolate { clock, .. }
+            | Predictor::Differentiate { clock, .. } => clock_field(clock),
+            Predictor::Advance => None,
+        })
+        .collect();
+    clocks.sort_unstable();
+    clocks.dedup();
+    clocks
+}
+
+/// Whether every clock field of the replacements is coded alike in both
+/// predictor sets and before anything else: not replaced itself, and
+/// predicted from nothing but the elapsed time.
+fn loose_clocks_fit(
+    predictors: &[Option<Predictor>],
+    replacements: &[Option<Predictor>],
+    fields: usize,
+) -> bool {
+    loose_clocks(replacements).iter().all(|&clock| {
+        let clock = usize::from(clock);
+        clock < fields
+            && replacements.get(clock).is_none_or(Option::is_none)
+            && matches!(predictors.get(clock), Some(None | Some(Predictor::Advance)))
+    })
 }
 
 impl LooseCoding {
@@ -618,6 +665,7 @@ impl LooseCoding {
         Some(LooseCoding {
             codings,
             tier_sets: tier_sets(&decode_tiers(&loose)),
+            clocks: loose_clocks(replacements),
         })
     }
 }
@@ -1136,7 +1184,8 @@ impl NativeModel {
             && (data.loose_predictors.is_empty() || data.loose_predictors.len() == fields)
             && data
                 .loose_predictor_set()
-                .is_none_or(|loose| predictors_fit(&loose, fields));
+                .is_none_or(|loose| predictors_fit(&loose, fields))
+            && loose_clocks_fit(&data.predictors, &data.loose_predictors, fields);
         if !shape_ok {
             return Err(BitError::invalid(
                 "native model",
