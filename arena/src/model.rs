@@ -20,7 +20,14 @@
 //! (seed 5), 0.649× and 0.565×. The models now also hold dictionaries of
 //! the integer changes seen most often and split entity change patterns
 //! on whether the baseline moves along x: 0.4995× (seeds 2 to 5: 0.491×,
-//! 0.500×, 0.499×, 0.503×; 64 bots, seed 5: 0.540×). They are committed as
+//! 0.500×, 0.499×, 0.503×; 64 bots, seed 5: 0.540×). Entity change
+//! patterns are now keyed on the baseline's animation (and whether it has
+//! a launch time: a projectile) rather than its kind, new entities' on
+//! the kind of their spawn baseline, the player's also on moving along x,
+//! and two more training matches (8 and 16 bots) count them: 0.4935×
+//! (seeds 2 to 5: 0.485×, 0.493×, 0.493×, 0.496×; 64 bots, seed 5:
+//! 0.520×). Where the bits go, field by field, is what the `field_bits`
+//! example prints ([`trace_match`]). They are committed as
 //! `models.json`; regenerate with
 //! `cargo run --release -p arena --example train_models` (a test checks the
 //! committed file is what training produces).
@@ -33,7 +40,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use fields::merge::{merge_by_number, Merged};
-use fields::model::{Clock, ModelPair, ModelTrainer, NativeModel, PatternKey, Predictor};
+use fields::model::{
+    trace_delta, trace_entity_list, Clock, ModelPair, ModelTrainer, NativeModel, PatternKey,
+    Predictor, TracedSymbol,
+};
 use fields::{Codec, DeltaContext, Fields, NetFields};
 
 use crate::config::MatchConfig;
@@ -101,24 +111,41 @@ pub fn trainers() -> (ModelTrainer, ModelTrainer) {
             },
         );
     }
-    // Change patterns per kind of baseline: an entity's kind (players,
-    // projectiles and items change different fields), whether it moves
-    // vertically and whether it moves along x (a player standing still
-    // changes its facing and events, a running one its position and
-    // velocity too); whether a player stands on the ground (in the air its
-    // height changes every tick) and whether it is reloading (its timer
-    // counts down every tick).
+    // Change patterns per kind of baseline. An entity's animation says
+    // more of what its delta changes than its kind does: a player standing
+    // still changes its facing and events, a running one its position and
+    // velocity too, one in the air its height, a dead one nothing but its
+    // events until it respawns. Projectiles are the only entities with a
+    // launch time, and moving along x splits running from standing again.
+    // Measured with the `field_bits` example on the default match (seed
+    // 1), against keying on the kind with a vertical-velocity flag: the
+    // entity change patterns 37.6 → 34.7 bits a snapshot, the player's
+    // 6.7 → 6.0 (with the player's `vx` flag below and the 8- and 16-bot
+    // training matches; every symbol of a snapshot 467.3 → 461.4 bits).
     entity = entity.with_pattern_key(PatternKey {
-        field: field(&e, "kind") as u16,
+        field: field(&e, "anim") as u16,
         classes: 4,
-        flag: Some(field(&e, "vz") as u16),
+        flag: Some(field(&e, "time") as u16),
         second_flag: Some(field(&e, "vx") as u16),
     });
+    // An entity entering the view from an item's spawn baseline changes
+    // little (whether it is available), one from the zeroed entity (a
+    // player or a projectile) nearly everything.
+    entity = entity.with_spawn_key(PatternKey {
+        field: field(&e, "kind") as u16,
+        classes: 4,
+        flag: None,
+        second_flag: None,
+    });
+    // Whether a player stands on the ground (in the air its height changes
+    // every tick), whether it is reloading (its timer counts down every
+    // tick) and whether it moves along x (a still player changes its view
+    // and little else).
     player = player.with_pattern_key(PatternKey {
         field: field(&p, "on_ground") as u16,
         classes: 2,
         flag: Some(field(&p, "reload_ms") as u16),
-        second_flag: None,
+        second_flag: Some(field(&p, "vx") as u16),
     });
     (entity, player)
 }
@@ -135,11 +162,15 @@ pub struct TrainingMatch {
     pub seed: u64,
 }
 
-/// The networked matches the committed models count: three sizes, none of
-/// them a size or seed any measured match uses (the default match is 8
-/// bots with seed 1; `delta-size` measures 8 and 64 bots with seed
-/// `0xa7e4a`).
-pub const TRAINING_MATCHES: [TrainingMatch; 4] = [
+/// The networked matches the committed models count: six sizes from 5 to
+/// 48 bots, none of them with a seed any measured match uses (the default
+/// match is 8 bots with seed 1, the README also reports seeds 2 to 5 and
+/// 16 and 64 bots; `delta-size` measures 8 and 64 bots with seed
+/// `0xa7e4a`). The 8- and 16-bot matches were added with the animation
+/// pattern key: more of the sizes games are played at, and more data
+/// (on the default match, seed 1, about half of the 6 bits a snapshot
+/// that change saved; seeds 2 and 3 alike).
+pub const TRAINING_MATCHES: [TrainingMatch; 6] = [
     TrainingMatch {
         bots: 5,
         seconds: 30,
@@ -159,6 +190,16 @@ pub const TRAINING_MATCHES: [TrainingMatch; 4] = [
         bots: 48,
         seconds: 6,
         seed: 0x00a4_e4a4,
+    },
+    TrainingMatch {
+        bots: 8,
+        seconds: 30,
+        seed: 0x00a4_e4a5,
+    },
+    TrainingMatch {
+        bots: 16,
+        seconds: 20,
+        seed: 0x00a4_e4a6,
     },
 ];
 
@@ -354,6 +395,56 @@ pub fn train_on_matches(matches: &[TrainingMatch]) -> Result<ArenaModels, Error>
     })
 }
 
+/// What a traced symbol was coded for (see [`trace_match`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Coded {
+    /// The player state's delta; `true` from the zeroed one (a full update).
+    Player(bool),
+    /// An entity's delta: its [`kind`](crate::protocol::kind) and `true`
+    /// from a spawn baseline or the zeroed entity (new to the client).
+    Entity(u8, bool),
+    /// An entity list's numbers and end.
+    List,
+}
+
+/// Plays `training` and calls `visit` with every symbol its server's
+/// snapshots code under `models` (as the training counts them: the player
+/// state's delta, each changed or new entity's, each entity list's
+/// numbers), with what it was coded for: where the native bytes of a
+/// match go, field by field (the `field_bits` example). Returns the
+/// number of snapshots.
+pub fn trace_match(
+    training: TrainingMatch,
+    models: &ArenaModels,
+    mut visit: impl FnMut(Coded, TracedSymbol),
+) -> Result<usize, Error> {
+    let unusable = |e: fields::BitError| Error::Config(format!("unusable model: {e}"));
+    let entity = NativeModel::new(models.entity.clone()).map_err(unusable)?;
+    let player = NativeModel::new(models.player.clone()).map_err(unusable)?;
+    let capture = capture_match(training)?;
+    let mut lists = Vec::new();
+    let (mut players, mut entities) = (Vec::new(), Vec::new());
+    visit_deltas(
+        &capture,
+        |base, new, context| {
+            let of = Coded::Player(context.spawn);
+            trace_delta(&player, base, new, context, &mut |s| players.push((of, s)))
+        },
+        |base, new, context| {
+            let of = Coded::Entity(new.kind, context.spawn);
+            trace_delta(&entity, base, new, context, &mut |s| entities.push((of, s)))
+        },
+        |entries, held| lists.push((entries, held.iter().map(|(n, _)| *n).collect::<Vec<_>>())),
+    );
+    for (of, symbol) in players.into_iter().chain(entities) {
+        visit(of, symbol);
+    }
+    for (entries, held) in lists {
+        trace_entity_list(entries, &&held[..], &mut |s| visit(Coded::List, s));
+    }
+    Ok(capture.deltas.len())
+}
+
 /// The committed models' training run: the [`TRAINING_MATCHES`].
 pub fn train_committed() -> Result<ArenaModels, Error> {
     train_on_matches(&TRAINING_MATCHES)
@@ -362,6 +453,7 @@ pub fn train_committed() -> Result<ArenaModels, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::kind;
 
     #[test]
     fn the_committed_models_load_and_are_what_training_produces() {
@@ -375,5 +467,46 @@ mod tests {
         );
         let x = field(&EntityState::TABLE, "x");
         assert!(entity_model().unwrap().predictor(x).is_some());
+    }
+
+    #[test]
+    fn a_trace_prices_every_kind_of_symbol_with_the_models_codes() {
+        let models: ArenaModels = serde_json::from_str(MODELS_JSON).unwrap();
+        let entity = NativeModel::new(models.entity.clone()).unwrap();
+        let player = NativeModel::new(models.player.clone()).unwrap();
+        let training = TrainingMatch {
+            bots: 4,
+            seconds: 5,
+            seed: 7,
+        };
+        let mut seen = std::collections::BTreeSet::new();
+        let mut bits = 0u64;
+        let snapshots = trace_match(training, &models, |of, symbol| {
+            let model = match of {
+                Coded::Player(_) => &player,
+                Coded::Entity(..) | Coded::List => &entity,
+            };
+            let code = model.code(symbol.context).expect("a context of the model");
+            assert!(
+                code.bits(symbol.symbol) > 0,
+                "{of:?} {symbol:?} has a code word"
+            );
+            bits += u64::from(code.bits(symbol.symbol) + symbol.raw_bits);
+            seen.insert(match of {
+                Coded::Player(_) => "player",
+                Coded::Entity(kind::PLAYER, _) => "player entity",
+                Coded::Entity(kind::PROJECTILE, _) => "projectile",
+                Coded::Entity(..) => "item",
+                Coded::List => "list",
+            });
+        })
+        .unwrap();
+        assert!(snapshots > 100, "{snapshots} snapshots");
+        for part in ["player", "player entity", "projectile", "list"] {
+            assert!(seen.contains(part), "no {part} symbols: {seen:?}");
+        }
+        // Four bots' snapshots: tens of bits each, not thousands.
+        let mean = bits / snapshots as u64;
+        assert!((20..400).contains(&mean), "{mean} bits a snapshot");
     }
 }
