@@ -47,7 +47,7 @@ use std::path::Path;
 
 use fields::model::{AdaptPolicy, Context};
 use fields::range::RangeWriter;
-use fields::{BitReader, BitSink, BitSource};
+use fields::{BitReader, BitSink, BitSource, NetFields};
 use q3::{EntityState, PlayerState};
 use serde::Serialize;
 use snapshot::{SymbolOf, UpdateKind};
@@ -118,6 +118,23 @@ pub struct Part {
     pub raw_adaptive: f64,
 }
 
+/// One field's share of a demo's value symbols (bits).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FieldCost {
+    /// `player` or `entity`.
+    pub table: String,
+    /// The field's name in its `net_struct!` table.
+    pub name: String,
+    /// Values coded (symbols).
+    pub values: u64,
+    /// What their Huffman code words spent.
+    pub symbol_bits: u64,
+    /// Their cross-entropy under the coding model.
+    pub cross_entropy: f64,
+    /// The raw bits below their leading ones.
+    pub raw_bits: u64,
+}
+
 /// One demo's bound (sums over its messages; bits unless named).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct DemoBound {
@@ -167,6 +184,9 @@ pub struct DemoBound {
     pub range_bytes: u64,
     /// The same sums per kind of symbol ([`PARTS`]).
     pub parts: Vec<Part>,
+    /// The value symbols per field, most bits first: where a better
+    /// predictor or context would pay.
+    pub fields: Vec<FieldCost>,
     /// Bits per changed entity, today (entity header included).
     pub entity_update_bits: u64,
     /// The same range-coded (bits the writer's
@@ -279,6 +299,7 @@ pub fn demo_bound_with(demo: &Q3Demo, models: &TrainedModels) -> Result<DemoBoun
     let mut raw: HashMap<RawKey, [u64; 2]> = HashMap::new();
     let mut adaptive: HashMap<RawKey, [u64; 2]> = HashMap::new();
     let mut range = RangeWriter::new();
+    let mut field_costs: HashMap<(Table, usize), FieldCost> = HashMap::new();
     let end = demo.decode(|owned| {
         let step = owned.step();
         let bits = encoder.encode(&step, &zeros, &mut breakdown)?;
@@ -342,6 +363,13 @@ pub fn demo_bound_with(demo: &Q3Demo, models: &TrainedModels) -> Result<DemoBoun
             range.put_coded_symbol_and_raw(code, s.symbol, s.raw, s.raw_bits)?;
             let ideal = code.ideal_bits(s.symbol);
             bound.cross_entropy += ideal;
+            if let Context::Value(field, _) = s.context {
+                let cost = field_costs.entry((table, field)).or_default();
+                cost.values += 1;
+                cost.symbol_bits += word;
+                cost.cross_entropy += ideal;
+                cost.raw_bits += u64::from(s.raw_bits);
+            }
             let part = &mut bound.parts[part_of(table, s.context)];
             part.symbol_bits += word;
             part.cross_entropy += ideal;
@@ -425,6 +453,25 @@ pub fn demo_bound_with(demo: &Q3Demo, models: &TrainedModels) -> Result<DemoBoun
         RunEnd::Complete => "complete".into(),
         RunEnd::Stopped(why) => format!("stopped: {why}"),
     };
+    bound.fields = field_costs
+        .into_iter()
+        .map(|((table, field), cost)| {
+            let (table_name, fields) = match table {
+                Table::Player => ("player", PlayerState::TABLE.fields),
+                Table::Entity => ("entity", EntityState::TABLE.fields),
+            };
+            FieldCost {
+                table: table_name.into(),
+                name: fields
+                    .get(field)
+                    .map_or_else(|| format!("#{field}"), |f| f.name.to_string()),
+                ..cost
+            }
+        })
+        .collect();
+    bound
+        .fields
+        .sort_by_key(|cost| std::cmp::Reverse(cost.symbol_bits + cost.raw_bits));
     for (&(table, context), symbols) in &counts {
         let h = entropy(symbols.values());
         bound.insample_entropy += h;
@@ -519,6 +566,8 @@ pub fn render_markdown(report: &BoundReport) -> String {
         if d.name.contains("duel") {
             out.push('\n');
             out.push_str(&parts_table(d));
+            out.push('\n');
+            out.push_str(&fields_table(d, 16));
         }
     }
     out
@@ -542,6 +591,27 @@ pub fn parts_table(d: &DemoBound) -> String {
             per(p.raw_bits as f64),
             per(p.raw_adaptive),
             per(p.raw_entropy),
+        ));
+    }
+    out
+}
+
+/// The `top` fields whose values cost the most: bits per message.
+pub fn fields_table(d: &DemoBound, top: usize) -> String {
+    let per = |bits: f64| bits / d.messages.max(1) as f64;
+    let mut out = format!(
+        "{} (bits per message) | values | Huffman today | cross-entropy | raw bits |\n| --- | ---: | ---: | ---: | ---: |\n",
+        d.name
+    );
+    for cost in d.fields.iter().take(top) {
+        out.push_str(&format!(
+            "| {} {} | {:.2} | {:.1} | {:.1} | {:.1} |\n",
+            cost.table,
+            cost.name,
+            per(cost.values as f64),
+            per(cost.symbol_bits as f64),
+            per(cost.cross_entropy),
+            per(cost.raw_bits as f64),
         ));
     }
     out

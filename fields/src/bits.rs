@@ -60,6 +60,53 @@ pub fn sign_extend(value: u32, count: u32) -> i32 {
     ((value << shift) as i32) >> shift
 }
 
+/// How likely a yes/no answer is to be yes, in 65,536ths (1 to 65,535: no
+/// answer is ever impossible): what a range-coding sink prices a
+/// [`BitSink::put_decision`] by. A bit stream ignores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chance(u16);
+
+impl Chance {
+    /// As likely yes as no: one bit either way.
+    pub const EVEN: Chance = Chance(1 << 15);
+
+    /// Yes with `yes` in 65,536 (0 is taken as 1).
+    pub const fn in_65536(yes: u16) -> Self {
+        Chance(if yes == 0 { 1 } else { yes })
+    }
+
+    /// Yes `yes` times in `total` (`total` > 0), rounded to 65,536ths and
+    /// kept off both ends.
+    pub const fn of(yes: u32, total: u32) -> Self {
+        let scaled = (yes as u64 * 65_536 / total as u64) as u32;
+        let clamped = if scaled < 1 {
+            1
+        } else if scaled > 65_535 {
+            65_535
+        } else {
+            scaled
+        };
+        Chance(clamped as u16)
+    }
+
+    /// The answer's span of the coder's 65,536 frequencies: yes is
+    /// `0..chance`, no the rest. (start, frequency).
+    #[inline]
+    pub fn span(self, yes: bool) -> (u32, u32) {
+        let p = u32::from(self.0);
+        if yes {
+            (0, p)
+        } else {
+            (p, 65_536 - p)
+        }
+    }
+
+    /// The chance of yes, in 65,536ths.
+    pub fn yes(self) -> u32 {
+        u32::from(self.0)
+    }
+}
+
 /// Something bits can be written to: a raw [`BitWriter`] or a Huffman coder.
 ///
 /// Only [`BitSink::put_bits`] and [`BitSink::bits_written`] are required; the
@@ -82,6 +129,18 @@ pub trait BitSink {
     /// Writes one bit.
     fn put_bit(&mut self, bit: bool) -> Result<(), BitError> {
         self.put_bits(bit as u32, 1)
+    }
+
+    /// Writes a yes/no answer the writer expects to be yes with `chance`:
+    /// one bit (1 for yes), as [`put_bit`](Self::put_bit), in a bit stream;
+    /// a sink that range-codes ([`crate::range::SplitWriter`],
+    /// [`crate::range::RangeWriter`]) codes it by its chance, so the
+    /// expected answer costs a fraction of a bit. A message's header flags
+    /// that are nearly always the same go through here.
+    #[inline]
+    fn put_decision(&mut self, yes: bool, chance: Chance) -> Result<(), BitError> {
+        let _ = chance;
+        self.put_bit(yes)
     }
 
     /// Writes a modelled symbol: `code`'s code word for it (what every
@@ -218,6 +277,15 @@ pub trait BitSource {
     /// Reads one bit.
     fn get_bit(&mut self) -> Result<bool, BitError> {
         Ok(self.get_bits(1)? != 0)
+    }
+
+    /// Reads an answer written by [`BitSink::put_decision`] with the same
+    /// `chance`: one bit in a bit stream, a range-decoded decision from a
+    /// source that range-codes.
+    #[inline]
+    fn get_decision(&mut self, chance: Chance) -> Result<bool, BitError> {
+        let _ = chance;
+        self.get_bit()
     }
 
     /// Reads a symbol written by [`BitSink::put_coded_symbol`] with `code`.

@@ -76,7 +76,7 @@ pub mod schema;
 pub mod table;
 pub mod varcode;
 
-pub use bits::{BitReader, BitSink, BitSource, BitWriter};
+pub use bits::{BitReader, BitSink, BitSource, BitWriter, Chance};
 pub use codec::{Codec, DeltaContext, EntityBody, EntityHeader, EntityUpdate, ModelCodec};
 pub use error::BitError;
 pub use huffman::{HuffmanCode, HuffmanReader, HuffmanWriter};

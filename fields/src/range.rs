@@ -20,7 +20,7 @@
 //! Frequencies total [`PROB_TOTAL`]; the range stays at least 2^24, so each
 //! step's loss from the integer division is below 2^-9 of a bit.
 
-use crate::bits::{BitSink, BitSource};
+use crate::bits::{BitSink, BitSource, Chance};
 use crate::error::BitError;
 use crate::model::SymbolCode;
 
@@ -295,6 +295,16 @@ impl<'a> RangeDecoder<'a> {
         Ok(symbol)
     }
 
+    /// Takes an answer coded by its `chance` (a span of
+    /// [`Chance::span`]).
+    #[inline]
+    pub fn decode_decision(&mut self, chance: Chance) -> Result<bool, BitError> {
+        let yes = self.target() < chance.yes();
+        let (start, frequency) = chance.span(yes);
+        self.consume(start, frequency)?;
+        Ok(yes)
+    }
+
     /// Reads `count` raw bits (up to 32) coded by
     /// [`RangeEncoder::encode_bits`], low bit first.
     #[inline]
@@ -411,6 +421,13 @@ impl BitSink for RangeWriter {
         self.encoder.encode_bits(raw, raw_bits);
         Ok(())
     }
+
+    #[inline]
+    fn put_decision(&mut self, yes: bool, chance: Chance) -> Result<(), BitError> {
+        let (start, frequency) = chance.span(yes);
+        self.encoder.encode(start, frequency);
+        Ok(())
+    }
 }
 
 /// Reads what a [`RangeWriter`] wrote, as a [`BitSource`].
@@ -472,6 +489,12 @@ impl BitSource for RangeReader<'_> {
         let symbol = self.decoder.decode_symbol(code, self.bits_read())?;
         self.check_end(1)?;
         Ok(symbol)
+    }
+    #[inline]
+    fn get_decision(&mut self, chance: Chance) -> Result<bool, BitError> {
+        let yes = self.decoder.decode_decision(chance)?;
+        self.check_end(1)?;
+        Ok(yes)
     }
 }
 
@@ -597,6 +620,18 @@ impl BitSink for SplitWriter<'_> {
         }
         Ok(())
     }
+
+    /// Range-codes the answer (logged like a symbol, so a copy of the
+    /// spans codes it again).
+    #[inline]
+    fn put_decision(&mut self, yes: bool, chance: Chance) -> Result<(), BitError> {
+        let (start, frequency) = chance.span(yes);
+        self.encoder.encode(start, frequency);
+        if let Some(log) = self.log.as_deref_mut() {
+            log.push(pack_span(start, frequency));
+        }
+        Ok(())
+    }
 }
 
 /// Writes a range-coded stream (bytes from [`RangeEncoder::finish_open`],
@@ -661,6 +696,19 @@ impl<'a> SplitReader<'a> {
         &mut self.raw
     }
 
+    /// The stream never reads more than a message's bytes and its window
+    /// past them: a longer read is a message that lies.
+    fn check_overrun(&self) -> Result<(), BitError> {
+        if self.decoder.position > self.decoder.input.len() + 8 {
+            return Err(BitError::EndOfInput {
+                position: 8 * self.decoder.input.len(),
+                requested: 1,
+                available: 8 * self.decoder.input.len(),
+            });
+        }
+        Ok(())
+    }
+
     /// Whether the bits read add up: the raw bits read and the symbol
     /// stream's bytes consumed (less the decoder's four-byte window) fit
     /// in the message together. A message claiming more than it holds
@@ -685,16 +733,15 @@ impl BitSource for SplitReader<'_> {
     #[inline]
     fn get_coded_symbol(&mut self, code: &SymbolCode) -> Result<u8, BitError> {
         let symbol = self.decoder.decode_symbol(code, self.bits_read())?;
-        // The stream never reads more than a message's bytes and its
-        // window past them: a longer read is a message that lies.
-        if self.decoder.position > self.decoder.input.len() + 8 {
-            return Err(BitError::EndOfInput {
-                position: 8 * self.decoder.input.len(),
-                requested: 1,
-                available: 8 * self.decoder.input.len(),
-            });
-        }
+        self.check_overrun()?;
         Ok(symbol)
+    }
+
+    #[inline]
+    fn get_decision(&mut self, chance: Chance) -> Result<bool, BitError> {
+        let yes = self.decoder.decode_decision(chance)?;
+        self.check_overrun()?;
+        Ok(yes)
     }
 }
 
@@ -872,6 +919,94 @@ mod tests {
         let items = [Item::Bits(0b1_0110_1101, 9)];
         let bits = round_trip(&table, &items);
         assert!((9..=11).contains(&bits), "{bits}");
+    }
+
+    /// Writes `answers` (answer, chance in 65,536ths) interleaved with raw
+    /// bits through a [`SplitWriter`], reads them back through a
+    /// [`SplitReader`]; returns the message's bits.
+    fn split_decisions(answers: &[(bool, u16)], raw_every: usize) -> usize {
+        let mut buf = [0u8; 4096];
+        let mut encoder = RangeEncoder::new();
+        let mut log = Vec::new();
+        let mut writer = SplitWriter::new(&mut buf, &mut encoder).with_log(&mut log);
+        for (i, &(yes, chance)) in answers.iter().enumerate() {
+            writer.put_decision(yes, Chance::in_65536(chance)).unwrap();
+            if raw_every > 0 && i % raw_every == 0 {
+                writer.put_bits(i as u32 & 7, 3).unwrap();
+            }
+        }
+        assert_eq!(writer.spans().len(), answers.len(), "every answer logged");
+        let (len, bits) = writer.finish().unwrap();
+        let mut reader = SplitReader::new(&buf[..len]);
+        for (i, &(yes, chance)) in answers.iter().enumerate() {
+            assert_eq!(
+                reader.get_decision(Chance::in_65536(chance)).unwrap(),
+                yes,
+                "answer {i}"
+            );
+            if raw_every > 0 && i % raw_every == 0 {
+                assert_eq!(reader.get_bits(3).unwrap(), i as u32 & 7);
+            }
+        }
+        assert!(reader.fits());
+        bits
+    }
+
+    #[test]
+    fn expected_answers_cost_a_fraction_of_a_bit_and_a_bit_stream_one_bit() {
+        // 64 answers expected at 31 in 32: 64 × 0.046 bits and the end.
+        let answers = vec![(true, 63_488); 64];
+        let bits = split_decisions(&answers, 0);
+        assert!(bits <= 5, "{bits}");
+        // The unexpected answer costs its information: 5 bits each.
+        let answers = vec![(false, 63_488); 8];
+        let bits = split_decisions(&answers, 0);
+        assert!((40..=42).contains(&bits), "{bits}");
+        // A bit stream writes each answer as its bit, whatever the chance.
+        let mut buf = [0u8; 8];
+        let mut writer = crate::BitWriter::new(&mut buf);
+        for yes in [true, false, true, true] {
+            writer.put_decision(yes, Chance::of(1, 1000)).unwrap();
+        }
+        assert_eq!(writer.bits_written(), 4);
+        assert_eq!(buf[0], 0b1101);
+        let mut reader = crate::BitReader::new(&buf);
+        assert!(reader.get_decision(Chance::EVEN).unwrap());
+        assert!(!reader.get_decision(Chance::of(999, 1000)).unwrap());
+    }
+
+    #[test]
+    fn chances_stay_off_both_ends() {
+        assert_eq!(Chance::of(0, 10).yes(), 1);
+        assert_eq!(Chance::of(10, 10).yes(), 65_535);
+        assert_eq!(Chance::in_65536(0).yes(), 1);
+        assert_eq!(Chance::of(1, 4).span(true), (0, 16_384));
+        assert_eq!(Chance::of(1, 4).span(false), (16_384, 49_152));
+    }
+
+    proptest! {
+        #[test]
+        fn answers_round_trip_through_a_split_message(
+            answers in proptest::collection::vec((any::<bool>(), any::<u16>()), 0..300),
+            raw_every in 0usize..5,
+        ) {
+            split_decisions(&answers, raw_every);
+        }
+
+        #[test]
+        fn answers_round_trip_through_a_range_writer(
+            answers in proptest::collection::vec((any::<bool>(), any::<u16>()), 0..300),
+        ) {
+            let mut writer = RangeWriter::new();
+            for &(yes, chance) in &answers {
+                writer.put_decision(yes, Chance::in_65536(chance)).unwrap();
+            }
+            let (bytes, _) = writer.finish();
+            let mut reader = RangeReader::new(bytes);
+            for &(yes, chance) in &answers {
+                prop_assert_eq!(reader.get_decision(Chance::in_65536(chance)).unwrap(), yes);
+            }
+        }
     }
 
     #[test]

@@ -49,7 +49,7 @@
 use std::fmt;
 
 use fields::varcode::{get_exp_golomb, put_exp_golomb, unzigzag, zigzag};
-use fields::{BitError, BitSink, BitSource, Codec, HuffmanCode};
+use fields::{BitError, BitSink, BitSource, Chance, Codec, HuffmanCode};
 
 use crate::config::MAX_DELTA_DISTANCE;
 use crate::error::ClientError;
@@ -406,6 +406,156 @@ const AREA_MASK_LEN_BITS: u32 = 6;
 const _: () = assert!(MAX_DELTA_DISTANCE < 1 << DISTANCE_BITS);
 const _: () = assert!(MAX_AREA_MASK < 1 << AREA_MASK_LEN_BITS);
 
+// The chances of the header's answers: in a bit stream every answer is one
+// bit, as the table above says, whatever its chance; a range-coded message
+// ([`CompactRange`]) codes each by its chance, so a header that says what
+// the receiver expects costs a fraction of a bit instead of six. They are
+// fixed, not learned: the header is read before the base that adapting
+// models would key on is known, and they must suit every stream.
+
+/// A snapshot's kind is two bits, low first: Delta 00, Full 11. A full
+/// update comes at a connection's start and after a loss the ring cannot
+/// bridge, so the low bit is nearly always 0.
+const FULL_LOW_BIT: Chance = Chance::of(1, 128);
+/// The high bit after a low 0: 1 would be a configstring, never a snapshot.
+const HIGH_BIT_AFTER_ZERO: Chance = Chance::of(1, 256);
+/// The high bit after a low 1: 1 is a full update; 0 a gamestate.
+const HIGH_BIT_AFTER_ONE: Chance = Chance::of(255, 256);
+/// The distance's exp-Golomb prefix ends at once (distance 1 or 2): a
+/// client on a LAN or a fast link acknowledges every snapshot before the
+/// next, one across the internet several frames late, so neither is
+/// favoured.
+const SHORT_DISTANCE: Chance = Chance::EVEN;
+/// Distance 2 among 1 and 2: a client that acknowledges at once mostly
+/// names the snapshot just before.
+const DISTANCE_TWO: Chance = Chance::of(1, 5);
+/// The distance's prefix ends at each further zero (3 to 6, 7 to 14, …):
+/// late acknowledgements come three to six frames late far more often
+/// than seven or more.
+const DISTANCE_PREFIX_ENDS: Chance = Chance::of(4, 5);
+/// No frames skipped beyond the usual: a server sends every frame its rate
+/// allows, so a change in the frames between snapshots is rare.
+const NO_FRAMES_SKIPPED: Chance = Chance::of(31, 32);
+/// The "as usual" bit: a steady stream's deltas are as usual; a server
+/// short of its client's rate toggles a flag in a quarter of them (the
+/// OSP duel).
+const AS_USUAL: Chance = Chance::of(7, 8);
+
+/// Writes a snapshot's kind (Delta or Full) as two answers: in a bit
+/// stream the kind's two bits, low first ([`MessageKind::write`]).
+fn put_snapshot_kind(sink: &mut dyn BitSink, kind: MessageKind) -> Result<(), BitError> {
+    let (low, high) = (kind as u32 & 1 != 0, kind as u32 & 2 != 0);
+    sink.put_decision(low, FULL_LOW_BIT)?;
+    sink.put_decision(
+        high,
+        if low {
+            HIGH_BIT_AFTER_ONE
+        } else {
+            HIGH_BIT_AFTER_ZERO
+        },
+    )
+}
+
+/// Reads what [`put_snapshot_kind`] wrote (any kind: the caller refuses
+/// one that is not a snapshot).
+fn get_snapshot_kind(source: &mut dyn BitSource) -> Result<MessageKind, ClientError> {
+    let low = source.get_decision(FULL_LOW_BIT)?;
+    let high = source.get_decision(if low {
+        HIGH_BIT_AFTER_ONE
+    } else {
+        HIGH_BIT_AFTER_ZERO
+    })?;
+    Ok(match (low, high) {
+        (false, false) => MessageKind::Delta,
+        (true, false) => MessageKind::Gamestate,
+        (false, true) => MessageKind::Configstring,
+        (true, true) => MessageKind::Full,
+    })
+}
+
+/// Writes a delta's distance less one as an exp-Golomb code of order
+/// [`DISTANCE_ORDER`] whose prefix and shortest suffix are answers (in a
+/// bit stream, exactly [`put_exp_golomb`]'s bits).
+fn put_distance(sink: &mut dyn BitSink, less_one: u32) -> Result<(), BitError> {
+    if less_one < 2 {
+        sink.put_decision(true, SHORT_DISTANCE)?;
+        return sink.put_decision(less_one == 1, DISTANCE_TWO);
+    }
+    sink.put_decision(false, SHORT_DISTANCE)?;
+    let shifted = less_one + (1 << DISTANCE_ORDER);
+    let width = 31 - shifted.leading_zeros();
+    for _ in 1..width - DISTANCE_ORDER {
+        sink.put_decision(false, DISTANCE_PREFIX_ENDS)?;
+    }
+    sink.put_decision(true, DISTANCE_PREFIX_ENDS)?;
+    sink.put_bits(shifted & ((1 << width) - 1), width)
+}
+
+/// Reads what [`put_distance`] wrote: the distance less one.
+fn get_distance(source: &mut dyn BitSource) -> Result<u32, ClientError> {
+    let position = source.bits_read();
+    if source.get_decision(SHORT_DISTANCE)? {
+        return Ok(u32::from(source.get_decision(DISTANCE_TWO)?));
+    }
+    let mut width = DISTANCE_ORDER + 1;
+    while !source.get_decision(DISTANCE_PREFIX_ENDS)? {
+        width += 1;
+        // No distance needs more: MAX_DELTA_DISTANCE < 2^DISTANCE_BITS.
+        if width > DISTANCE_BITS {
+            return Err(ClientError::invalid(
+                "delta distance",
+                position,
+                "its code is longer than any distance's",
+            ));
+        }
+    }
+    let low = source.get_bits(width)?;
+    Ok(((1 << width) | low) - (1 << DISTANCE_ORDER))
+}
+
+/// Writes the frames skipped beyond the usual, zigzagged, as an order-0
+/// exp-Golomb code whose first bit (none skipped) is an answer.
+fn put_skipped(sink: &mut dyn BitSink, skipped: i32) -> Result<(), BitError> {
+    let value = zigzag(skipped);
+    sink.put_decision(value == 0, NO_FRAMES_SKIPPED)?;
+    if value == 0 {
+        return Ok(());
+    }
+    // The rest of the code after its first zero.
+    let shifted = u64::from(value) + 1;
+    let width = 63 - shifted.leading_zeros();
+    for _ in 1..width {
+        sink.put_bit(false)?;
+    }
+    sink.put_bit(true)?;
+    sink.put_wide_bits(shifted & ((1 << width) - 1), width)
+}
+
+/// Reads what [`put_skipped`] wrote.
+fn get_skipped(source: &mut dyn BitSource) -> Result<i32, ClientError> {
+    let position = source.bits_read();
+    if source.get_decision(NO_FRAMES_SKIPPED)? {
+        return Ok(0);
+    }
+    let mut width = 1u32;
+    while !source.get_bit()? {
+        width += 1;
+        if width > 32 {
+            return Err(ClientError::invalid(
+                "skipped frames",
+                position,
+                "its code is longer than any 32-bit value's",
+            ));
+        }
+    }
+    let low = u64::from(source.get_bits(width)?);
+    let value = ((1u64 << width) | low) - 1;
+    let value = u32::try_from(value).map_err(|_| {
+        ClientError::invalid("skipped frames", position, "more than a 32-bit value")
+    })?;
+    Ok(unzigzag(value))
+}
+
 fn put_area_mask(sink: &mut dyn BitSink, mask: &AreaMask) -> Result<(), BitError> {
     sink.put_bits(mask.len() as u32, AREA_MASK_LEN_BITS)?;
     sink.put_bytes(mask.as_bytes())
@@ -482,7 +632,7 @@ impl Compact {
                 "a full update has no intermediate frame",
             ));
         }
-        MessageKind::Full.write(sink)?;
+        put_snapshot_kind(sink, MessageKind::Full)?;
         sink.put_bits(header.frame, 32)?;
         sink.put_bits(header.server_time, 32)?;
         sink.put_u8(header.flags)?;
@@ -592,13 +742,13 @@ impl Framing for Compact {
                 format!("the base named, {named}, was not given"),
             ));
         };
-        MessageKind::Delta.write(sink)?;
-        put_exp_golomb(sink, distance - 1, DISTANCE_ORDER)?;
+        put_snapshot_kind(sink, MessageKind::Delta)?;
+        put_distance(sink, distance - 1)?;
         let frames = header.frame.wrapping_sub(base.frame);
         let skipped = frames
             .wrapping_sub(distance)
             .wrapping_sub(base.delivery.skipped_frames());
-        put_exp_golomb(sink, zigzag(skipped as i32), 0)?;
+        put_skipped(sink, skipped as i32)?;
 
         let time_usual = usual_time(&base, frames) == Some(header.server_time);
         let flags_usual = header.flags == base.flags;
@@ -610,7 +760,7 @@ impl Framing for Compact {
             && delivery_usual
             && header.via_time.is_none()
             && !header.has_checksum;
-        sink.put_bit(usual)?;
+        sink.put_decision(usual, AS_USUAL)?;
         if usual {
             return Ok(());
         }
@@ -660,13 +810,13 @@ impl Framing for Compact {
         sequence: u32,
         held: &dyn Bases,
     ) -> Result<SnapshotHeader, ClientError> {
-        match MessageKind::read(source)? {
+        match get_snapshot_kind(source)? {
             MessageKind::Full => return self.read_full(source, sequence),
             MessageKind::Delta => {}
             other => return Err(ClientError::NotASnapshot(other)),
         }
         let position = source.bits_read();
-        let distance = get_exp_golomb(source, DISTANCE_ORDER)?.saturating_add(1);
+        let distance = get_distance(source)?.saturating_add(1);
         if distance > MAX_DELTA_DISTANCE {
             return Err(ClientError::invalid(
                 "delta distance",
@@ -682,7 +832,7 @@ impl Framing for Compact {
             base: named,
         })?;
         let distance = sequence - base.sequence;
-        let skipped = unzigzag(get_exp_golomb(source, 0)?) as u32;
+        let skipped = get_skipped(source)? as u32;
         let frames = skipped
             .wrapping_add(distance)
             .wrapping_add(base.delivery.skipped_frames());
@@ -698,7 +848,7 @@ impl Framing for Compact {
             via_time: None,
             delivery: Delivery::FULL,
         };
-        let usual = source.get_bit()?;
+        let usual = source.get_decision(AS_USUAL)?;
         let usual_time = usual_time(&base, frames).ok_or_else(|| {
             ClientError::invalid(
                 "snapshot header",
@@ -802,6 +952,90 @@ mod tests {
         assert_eq!(&read, header);
         assert_eq!(r.bits_read(), bits);
         bits
+    }
+
+    /// [`round_trip`] through a range-coded message (raw bits in front, the
+    /// header's answers range-coded): returns the message's bits.
+    fn split_round_trip(header: &SnapshotHeader, held: &[BaseInfo]) -> usize {
+        use fields::range::{RangeEncoder, SplitReader, SplitWriter};
+        let mut buf = [0u8; 64];
+        let mut encoder = RangeEncoder::new();
+        let mut w = SplitWriter::new(&mut buf, &mut encoder);
+        CompactRange
+            .write_header(
+                &mut w,
+                header,
+                BaseList(held)
+                    .base(header.base.unwrap_or(u32::MAX))
+                    .as_ref(),
+            )
+            .unwrap();
+        let (len, bits) = w.finish().unwrap();
+        let mut r = SplitReader::new(&buf[..len]);
+        let read = CompactRange
+            .read_header(&mut r, header.sequence, &BaseList(held))
+            .unwrap();
+        assert_eq!(&read, header);
+        assert!(r.fits());
+        bits
+    }
+
+    #[test]
+    fn range_coded_headers_read_back_and_a_steady_one_costs_two_bits() {
+        let held: Vec<BaseInfo> = (0..40).map(base).collect();
+        // A steady delta: six bits raw, under two range-coded (its answers
+        // at their chances, 1.6 bits, and the coder's end).
+        let steady = next(&held[39], 1);
+        assert_eq!(round_trip(&steady, &held[39..]), 6);
+        assert!(split_round_trip(&steady, &held[39..]) <= 3);
+        // Every distance the ring allows, as usual and not.
+        for distance in 1..=MAX_DELTA_DISTANCE {
+            let from = &held[(39 - distance) as usize];
+            let header = next(from, distance);
+            let raw = round_trip(&header, &held);
+            let coded = split_round_trip(&header, &held);
+            assert!(coded <= raw + 2, "distance {distance}: {coded} > {raw} + 2");
+            let toggled = SnapshotHeader {
+                flags: RATE_DELAYED,
+                ..header
+            };
+            split_round_trip(&toggled, &held);
+        }
+        // Skipped frames either way, checksums, other flags, full updates.
+        let plain = next(&held[39], 1);
+        for skipped in [1i32, -1, 2, 7, -40, 1000] {
+            let header = SnapshotHeader {
+                frame: plain.frame.wrapping_add_signed(skipped),
+                server_time: plain.server_time.wrapping_add_signed(50 * skipped),
+                ..plain
+            };
+            let header = SnapshotHeader {
+                delivery: header.natural_delivery(Some(&held[39])),
+                ..header
+            };
+            // The unexpected answer and the exp-Golomb code's other bits.
+            let coded = split_round_trip(&header, &held);
+            assert!(
+                coded > split_round_trip(&plain, &held) + 4,
+                "{skipped}: {coded}"
+            );
+            round_trip(&header, &held);
+        }
+        split_round_trip(
+            &SnapshotHeader {
+                has_checksum: true,
+                flags: 6,
+                ..plain
+            },
+            &held,
+        );
+        let full = SnapshotHeader {
+            base: None,
+            delivery: Delivery::FULL,
+            ..plain
+        };
+        split_round_trip(&full, &held);
+        round_trip(&full, &held);
     }
 
     #[test]

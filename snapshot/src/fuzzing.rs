@@ -2,12 +2,16 @@
 //! regression test `tests/fuzz_seeds.rs` replays the committed seeds and past
 //! crashes through exactly the code the fuzzer runs. Not part of the API.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use fields::{array, boolean, net_struct, q3_float, quantized, signed, unsigned, BitReader, Codec};
 
 use crate::message::MessageKind;
-use crate::{AllInScope, Client, ClientId, ClientSettings, Server, ServerConfig};
+use crate::MessageCoding;
+use crate::{
+    AllInScope, Client, ClientId, ClientSettings, Compact, CompactRange, Framing, Server,
+    ServerConfig,
+};
 
 net_struct! {
     /// The entity type of the fuzzed clients.
@@ -45,12 +49,23 @@ net_struct! {
 /// configstrings) and snapshots 0 (full) and 1 (delta), so deltas against a
 /// real base are reachable. The server can make more messages (seeds).
 pub fn fixture(codec: Codec) -> (Server<Ent, Player>, ClientId, Client<Ent, Player>) {
+    fixture_framed(codec, Arc::new(Compact))
+}
+
+/// [`fixture`] with snapshots in `framing` on both ends.
+pub fn fixture_framed(
+    codec: Codec,
+    framing: Arc<dyn Framing>,
+) -> (Server<Ent, Player>, ClientId, Client<Ent, Player>) {
     let config = ServerConfig {
         max_entities: 64,
         checksum_interval: 1,
         codec,
     };
     let mut server: Server<Ent, Player> = Server::new(config).expect("valid config");
+    server
+        .set_framing(Arc::clone(&framing))
+        .expect("a framing for the codec");
     server.set_configstring(0, "fuzz").expect("short");
     server
         .set_baseline(
@@ -73,6 +88,7 @@ pub fn fixture(codec: Codec) -> (Server<Ent, Player>, ClientId, Client<Ent, Play
         .add_client(ClientSettings::unlimited())
         .expect("client");
     let mut client = Client::new();
+    client.set_framing(framing);
     let mut bytes = Vec::new();
     server.write_gamestate(&mut bytes).expect("encodes");
     client.read_message(&bytes).expect("decodes");
@@ -88,11 +104,22 @@ pub fn fixture(codec: Codec) -> (Server<Ent, Player>, ClientId, Client<Ent, Play
     (server, id, client)
 }
 
-/// The fixture clients, Quake 3 codec first.
-fn fixtures() -> &'static [Client<Ent, Player>; 2] {
-    static FIXTURES: OnceLock<[Client<Ent, Player>; 2]> = OnceLock::new();
-    FIXTURES.get_or_init(|| [fixture(Codec::Q3).2, fixture(Codec::Native).2])
+/// The fixture clients: Quake 3 codec, native, native range-coded
+/// ([`CompactRange`]).
+fn fixtures() -> &'static [Client<Ent, Player>; 3] {
+    static FIXTURES: OnceLock<[Client<Ent, Player>; 3]> = OnceLock::new();
+    FIXTURES.get_or_init(|| {
+        [
+            fixture(Codec::Q3).2,
+            fixture(Codec::Native).2,
+            fixture_framed(Codec::Native, Arc::new(CompactRange)).2,
+        ]
+    })
 }
+
+/// The sequence byte that marks a reliable message for a range-coded
+/// client, whose snapshots do not start with their kind's bits.
+pub const RELIABLE: u8 = 255;
 
 fn check(client: &Client<Ent, Player>) {
     let limit = client.entity_limit().unwrap_or(u32::MAX);
@@ -107,11 +134,17 @@ fn check(client: &Client<Ent, Player>) {
     assert_eq!(client.ack(), client.newest().map(|s| s.sequence()));
 }
 
-/// Hands one message to `client`: a snapshot (by its kind tag) as snapshot
-/// `sequence`, anything else as a reliable message. Returns whether it was
+/// Hands one message to `client`: a snapshot (by its kind tag; for a
+/// range-coded client, any message whose sequence is not [`RELIABLE`]) as
+/// snapshot `sequence`, anything else as a reliable message. Returns whether it was
 /// accepted.
 fn read(client: &mut Client<Ent, Player>, sequence: u8, message: &[u8]) -> bool {
-    let snapshot = MessageKind::read(&mut BitReader::new(message)).is_ok_and(|k| k.is_snapshot());
+    let snapshot = match client.framing().coding() {
+        // A range-coded snapshot's kind is range-coded with the rest of
+        // its header: the transport says what a message is.
+        MessageCoding::Split => sequence != RELIABLE,
+        _ => MessageKind::read(&mut BitReader::new(message)).is_ok_and(|k| k.is_snapshot()),
+    };
     if snapshot {
         client.read_snapshot(u32::from(sequence), message).is_ok()
     } else {
@@ -123,7 +156,8 @@ fn read(client: &mut Client<Ent, Player>, sequence: u8, message: &[u8]) -> bool 
 /// panics, and whatever it accepts leaves it consistent (entities sorted,
 /// numbers within the announced limit, ack = newest).
 ///
-/// Input: byte 0 picks the codec (bit 0: native) and whether the rest is one
+/// Input: byte 0 picks the codec (bit 0: native; bit 2 with it: native
+/// range-coded, [`CompactRange`]) and whether the rest is one
 /// message (bit 1: a sequence byte, then the message) or a sequence of
 /// messages, each after a length byte and a sequence byte (a snapshot's
 /// sequence number, which the transport carries; ignored for other
@@ -132,7 +166,12 @@ pub fn client_parse(data: &[u8]) -> usize {
     let Some((&mode, rest)) = data.split_first() else {
         return 0;
     };
-    let mut client = fixtures()[usize::from(mode & 1)].clone();
+    let fixture = match (mode & 1, mode & 4) {
+        (0, _) => 0,
+        (_, 0) => 1,
+        _ => 2,
+    };
+    let mut client = fixtures()[fixture].clone();
     if mode & 2 != 0 {
         let Some((&sequence, message)) = rest.split_first() else {
             return 0;

@@ -5,7 +5,7 @@
 
 use fields::model::SymbolCode;
 use fields::range::{RangeEncoder, SplitWriter};
-use fields::{BitError, BitSink, BitWriter, HuffmanCode, HuffmanWriter};
+use fields::{BitError, BitSink, BitWriter, Chance, HuffmanCode, HuffmanWriter};
 
 use crate::framing::MessageCoding;
 
@@ -186,6 +186,13 @@ impl BitSink for MessageWriter<'_> {
             Inner::Bits { .. } => {
                 fields::bits::put_code_word_and_raw(self, code, symbol, raw, raw_bits)
             }
+        }
+    }
+    #[inline]
+    fn put_decision(&mut self, yes: bool, chance: Chance) -> Result<(), BitError> {
+        match &mut self.inner {
+            Inner::Split(split) => split.put_decision(yes, chance),
+            Inner::Bits { .. } => self.put_bit(yes),
         }
     }
 }

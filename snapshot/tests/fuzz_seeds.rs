@@ -4,8 +4,10 @@
 
 use fields::fuzzing::{corpus_files, write_seeds};
 use fields::Codec;
-use netq3_snapshot::fuzzing::{client_parse, fixture};
-use netq3_snapshot::{AllInScope, BuildOutcome, ClientSettings};
+use std::sync::Arc;
+
+use netq3_snapshot::fuzzing::{client_parse, fixture_framed, RELIABLE};
+use netq3_snapshot::{AllInScope, BuildOutcome, ClientSettings, Compact, CompactRange, Framing};
 
 const CRATE: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -14,17 +16,23 @@ const CRATE: &str = env!("CARGO_MANIFEST_DIR");
 /// one length-prefixed sequence, and the first snapshot alone. The fixture
 /// client acknowledges none of them while a second client, built first,
 /// acknowledges all, so the second snapshot is chained (two entity lists;
-/// the third is not: no list leads to the chained one).
+/// the third is not: no list leads to the chained one). The same for the
+/// native codec range-coded, its configstring marked [`RELIABLE`].
 fn seeds() -> Vec<Vec<u8>> {
     let mut seeds = Vec::new();
-    for (bit, codec) in [(0u8, Codec::Q3), (1, Codec::Native)] {
-        let (mut server, id, _) = fixture(codec);
+    let framings: [(u8, Codec, Arc<dyn Framing>); 3] = [
+        (0, Codec::Q3, Arc::new(Compact)),
+        (1, Codec::Native, Arc::new(Compact)),
+        (5, Codec::Native, Arc::new(CompactRange)),
+    ];
+    for (bit, codec, framing) in framings {
+        let (mut server, id, _) = fixture_framed(codec, framing);
         let other = server.add_client(ClientSettings::unlimited()).unwrap();
         let mut messages = Vec::new();
         let mut bytes = Vec::new();
         server.set_configstring(1, "round=2").unwrap();
         server.write_configstring(1, &mut bytes).unwrap();
-        messages.push((0, bytes.clone()));
+        messages.push((if bit & 4 != 0 { RELIABLE } else { 0 }, bytes.clone()));
         for frame in 2..5u32 {
             server.entity_mut(5).unwrap().y += 2.0;
             if frame == 3 {
@@ -67,6 +75,7 @@ fn client_parse_replays() {
     write_seeds(CRATE, "client_parse", &seeds).unwrap();
     assert_eq!(client_parse(&seeds[0]), 4, "Quake 3: all four messages");
     assert_eq!(client_parse(&seeds[2]), 4, "native: all four messages");
+    assert_eq!(client_parse(&seeds[4]), 4, "range-coded: all four messages");
     let committed = corpus_files(CRATE, "seeds", "client_parse").unwrap();
     assert_eq!(committed.len(), seeds.len());
     for (path, data) in committed {
