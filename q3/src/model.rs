@@ -173,6 +173,29 @@ fn trainers() -> (ModelTrainer, ModelTrainer) {
     // and the trajectory time of a player entity (`pos.trTime` is the
     // command time under `g_smoothClients`).
     player = player.with_predictor(usize::from(command_time), Predictor::Advance);
+    // Timers every movement command lowers by its milliseconds, down to
+    // zero (Quake 3's pmove): between two snapshots by the command time's
+    // change. On the duel, half the weapon timer's changes are exactly that
+    // (the rest: a weapon fired again).
+    for timer in ["weapon_time", "pm_time", "legs_timer", "torso_timer"] {
+        player = player.with_predictor(
+            usize::from(field(&player_table, timer)),
+            Predictor::Countdown {
+                clock: Clock::Field(command_time),
+            },
+        );
+    }
+    // The bob cycle steps by ⌊0.4 × msec⌋ a command while the player moves
+    // on the ground: 3 per 8 ms command at 125 frames a second (the
+    // competitive setting), and as much per millisecond at 60; 384/1024 a
+    // millisecond of command time.
+    player = player.with_predictor(
+        usize::from(field(&player_table, "bob_cycle")),
+        Predictor::Run {
+            per_1024: 384,
+            clock: Clock::Field(command_time),
+        },
+    );
     // A player whose vertical velocity is zero stands on the ground and
     // keeps its height; one in the air changes its height and vertical
     // velocity every frame; a weapon cooling down (`weaponTime`) changes

@@ -522,7 +522,7 @@ fn predictor_of<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> Option
             Predictor::Integrate { .. }
             | Predictor::Extrapolate { .. }
             | Predictor::Differentiate { .. } => kind.element().is_float_bits(),
-            Predictor::Advance => matches!(
+            Predictor::Advance | Predictor::Countdown { .. } | Predictor::Run { .. } => matches!(
                 kind.element(),
                 ScalarKind::Signed { .. } | ScalarKind::Unsigned { .. }
             ),
@@ -561,15 +561,38 @@ fn reference_of<'a, T: Fields>(
     field: usize,
     context: &DeltaContext,
 ) -> Reference<'a> {
-    // Only Quake 3 floats and advancing integers are coded against a
+    let elapsed_ms = |clock: Clock| match clock {
+        Clock::Elapsed => context.elapsed_ms as f64,
+        Clock::Field(time) => {
+            let time = usize::from(time);
+            let kind = *new.field_kind(time).element();
+            numeric(&kind, new_word(time)) - numeric(&kind, base_word(time))
+        }
+    };
+    // Only Quake 3 floats and predicted integers are coded against a
     // reference; skip the work (and the word reads) for everything else.
-    if !matches!(new.field_kind(field).element(), ScalarKind::Q3Float) {
-        // Only a tier-1 field can hold an `Advance` prediction: skip the
+    let kind = *new.field_kind(field).element();
+    if !matches!(kind, ScalarKind::Q3Float) {
+        // Only a tier-1 or tier-2 integer can hold a prediction: skip the
         // look-up for the rest.
         let advanced = match model.coding(field).tier {
-            1 => match predictor_of(model, new, field) {
+            1 | 2 => match predictor_of(model, new, field) {
                 Some(Predictor::Advance) => {
                     Some(base_word(field).wrapping_add(context.elapsed_ms as u32))
+                }
+                Some(Predictor::Countdown { clock }) => {
+                    let left = numeric(&kind, base_word(field)) - elapsed_ms(clock);
+                    // Whole milliseconds; a timer already at or below zero
+                    // stays where it is.
+                    let base = numeric(&kind, base_word(field));
+                    let predicted = if base <= 0.0 { base } else { left.max(0.0) };
+                    Some(predicted as i64 as u32)
+                }
+                Some(Predictor::Run { per_1024, clock }) => {
+                    let steps = (f64::from(per_1024) * elapsed_ms(clock) / 1024.0).round();
+                    // Any clock (even a corrupt one) gives some word: the
+                    // cast saturates and the sum wraps in the field's width.
+                    Some(base_word(field).wrapping_add(steps as i64 as u32))
                 }
                 _ => None,
             },
@@ -608,14 +631,6 @@ fn reference_of<'a, T: Fields>(
         };
     }
     let base_value = f32::from_bits(field_base);
-    let elapsed_ms = |clock: Clock| match clock {
-        Clock::Elapsed => context.elapsed_ms as f64,
-        Clock::Field(time) => {
-            let time = usize::from(time);
-            let kind = *new.field_kind(time).element();
-            numeric(&kind, new_word(time)) - numeric(&kind, base_word(time))
-        }
-    };
     let predicted = predictor_of(model, new, field).and_then(|predictor| {
         let value = match predictor {
             Predictor::Integrate { rate, clock } => {
@@ -654,7 +669,9 @@ fn reference_of<'a, T: Fields>(
                     rate
                 }
             }
-            Predictor::Advance => return None,
+            Predictor::Advance | Predictor::Countdown { .. } | Predictor::Run { .. } => {
+                return None
+            }
         };
         let value = value as f32;
         value.is_finite().then_some(value)

@@ -148,8 +148,9 @@ impl PatternKey {
 
 /// When a field's value is decoded within a delta: 0 unpredicted, 1
 /// predicted from the elapsed time alone ([`Predictor::Advance`]), 2
-/// predicted from other fields ([`Predictor::Integrate`], whose inputs a
-/// model may only take from tiers 0 and 1, and [`Predictor::Extrapolate`],
+/// predicted from other fields ([`Predictor::Integrate`],
+/// [`Predictor::Countdown`] and [`Predictor::Run`], whose inputs a model
+/// may only take from tiers 0 and 1, and [`Predictor::Extrapolate`],
 /// which reads its rate's baseline only), 3 predicted from a tier-2 field's
 /// new value ([`Predictor::Differentiate`]). Encoder and decoder order the
 /// values by it, so a prediction's inputs are always decoded first.
@@ -157,7 +158,12 @@ pub fn decode_tier(predictor: Option<Predictor>) -> u8 {
     match predictor {
         None => 0,
         Some(Predictor::Advance) => 1,
-        Some(Predictor::Integrate { .. } | Predictor::Extrapolate { .. }) => 2,
+        Some(
+            Predictor::Integrate { .. }
+            | Predictor::Extrapolate { .. }
+            | Predictor::Countdown { .. }
+            | Predictor::Run { .. },
+        ) => 2,
         Some(Predictor::Differentiate { .. }) => 3,
     }
 }
@@ -484,6 +490,25 @@ pub enum Predictor {
         /// Whether the position moved at the mean of the two rates.
         mean: bool,
     },
+    /// The field is an integer timer that counts down with the clock and
+    /// stops at zero (Quake 3's `weaponTime`, `pm_time`, `legsTimer`,
+    /// `torsoTimer`, which every movement command lowers by its
+    /// milliseconds): `new ≈ max(0, base − elapsed)`. A timer set again
+    /// (a weapon fired, an animation started) is coded from there.
+    Countdown {
+        /// Where the elapsed time comes from.
+        clock: Clock,
+    },
+    /// The field is an integer counter that runs at `per_1024` / 1024 steps
+    /// per millisecond of the clock, wrapping in its width (Quake 3's
+    /// `bobCycle`, which a player moving on the ground steps by
+    /// ⌊0.4 × msec⌋ a command): `new ≈ base + rate × elapsed`.
+    Run {
+        /// Steps per 1024 milliseconds.
+        per_1024: u16,
+        /// Where the elapsed time comes from.
+        clock: Clock,
+    },
 }
 
 /// Every field the predictors read (their rates and clock fields), sorted.
@@ -500,6 +525,9 @@ pub(crate) fn predictor_inputs(predictors: &[Option<Predictor>]) -> Vec<u16> {
                 [Some(rate), time]
             }
             Predictor::Extrapolate { rate, clock } => [Some(rate), clock_field(clock)],
+            Predictor::Countdown { clock } | Predictor::Run { clock, .. } => {
+                [clock_field(clock), None]
+            }
             Predictor::Differentiate {
                 position, clock, ..
             } => [Some(position), clock_field(clock)],
@@ -539,6 +567,8 @@ fn predictor_words(predictor: Predictor) -> [u64; 4] {
             mean,
         } => [2, u64::from(position), clock_word(clock), u64::from(mean)],
         Predictor::Advance => [3, 0, 0, 0],
+        Predictor::Countdown { clock } => [4, clock_word(clock), 0, 0],
+        Predictor::Run { per_1024, clock } => [5, u64::from(per_1024), clock_word(clock), 0],
     }
 }
 
@@ -599,6 +629,14 @@ fn predictors_fit(predictors: &[Option<Predictor>], fields: usize) -> bool {
                     Clock::Field(f) => early(f, 1),
                 }
         }
+        // The clock's new value is read: it may only be predicted from the
+        // elapsed time.
+        Predictor::Countdown { clock } | Predictor::Run { clock, .. } => match clock {
+            Clock::Elapsed => true,
+            Clock::Field(f) => predictors
+                .get(f as usize)
+                .is_some_and(|p| matches!(p, None | Some(Predictor::Advance))),
+        },
         Predictor::Advance => true,
     })
 }
@@ -623,7 +661,9 @@ fn loose_clocks(replacements: &[Option<Predictor>]) -> Vec<u16> {
         .filter_map(|predictor| match *predictor {
             Predictor::Integrate { clock, .. }
             | Predictor::Extrapolate { clock, .. }
-            | Predictor::Differentiate { clock, .. } => clock_field(clock),
+            | Predictor::Differentiate { clock, .. }
+            | Predictor::Countdown { clock }
+            | Predictor::Run { clock, .. } => clock_field(clock),
             Predictor::Advance => None,
         })
         .collect();
@@ -678,7 +718,10 @@ fn rate_inputs(predictors: &[Option<Predictor>]) -> Vec<u16> {
         .flatten()
         .filter_map(|predictor| match *predictor {
             Predictor::Integrate { rate, .. } | Predictor::Extrapolate { rate, .. } => Some(rate),
-            Predictor::Differentiate { .. } | Predictor::Advance => None,
+            Predictor::Differentiate { .. }
+            | Predictor::Advance
+            | Predictor::Countdown { .. }
+            | Predictor::Run { .. } => None,
         })
         .collect();
     rates.sort_unstable();
@@ -772,19 +815,13 @@ impl ModelData {
         // decode order changes, and two ends must not take the models for
         // one another even were the counts alike.
         for (field, predictor) in self.predictors.iter().enumerate() {
-            let clock_word = |clock: Clock| match clock {
-                Clock::Elapsed => u64::MAX,
-                Clock::Field(time) => u64::from(time),
-            };
             let words = match *predictor {
-                Some(Predictor::Extrapolate { rate, clock }) => {
-                    [1, u64::from(rate), clock_word(clock), 0]
-                }
-                Some(Predictor::Differentiate {
-                    position,
-                    clock,
-                    mean,
-                }) => [2, u64::from(position), clock_word(clock), u64::from(mean)],
+                Some(
+                    predictor @ (Predictor::Extrapolate { .. }
+                    | Predictor::Differentiate { .. }
+                    | Predictor::Countdown { .. }
+                    | Predictor::Run { .. }),
+                ) => predictor_words(predictor),
                 _ => continue,
             };
             eat(field as u64);
