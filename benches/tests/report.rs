@@ -495,6 +495,8 @@ fn the_entropy_bounds_today_is_the_reports_native_loo() {
     );
     // The plasma demo's symbols under models trained on the small demo
     // alone: pinned, so a bound that traced fewer or other symbols fails.
+    // (The timers on the command clock, `Predictor::Countdown`, took the
+    // raw bits from 55,982 to 54,730.)
     assert_eq!(
         (
             bound.symbols,
@@ -502,8 +504,8 @@ fn the_entropy_bounds_today_is_the_reports_native_loo() {
             bound.raw_bits,
             bound.header_bits
         ),
-        (14_640, 64_062, 55_982, 3_919)
+        (14_640, 64_078, 54_730, 3_919)
     );
     // Range-coded, the same symbols take fewer whole bytes.
-    assert_eq!((bound.native_bytes, bound.range_bytes), (16_142, 15_770));
+    assert_eq!((bound.native_bytes, bound.range_bytes), (15_989, 15_608));
 }
