@@ -171,30 +171,6 @@ struct Scope {
 }
 
 impl Scope {
-    /// The scope of a delta from `base` (`base_word` reads its element-0
-    /// words) under `model`. With the delta's `changed` set, the rates are
-    /// read only if one of them changed: only a changed rate's context
-    /// asks (a 64-client server frame: 54.68 M → 54.32 M instructions
-    /// over 60 frames).
-    #[inline]
-    fn of<T: Fields>(
-        origin: Origin,
-        model: &Model<'_>,
-        base: &T,
-        base_word: impl Fn(usize) -> u32,
-        changed: Option<&FieldSet>,
-    ) -> Self {
-        let loose_rates = model
-            .float_rates
-            .iter()
-            .any(|&r| changed.is_none_or(|set| field_in(set, usize::from(r))))
-            && rates_loose(model, base, base_word);
-        Scope {
-            origin,
-            loose_rates,
-        }
-    }
-
     /// Whether a whole baseline of `field` counts as a fraction: the field
     /// is a rate and the baseline's rates are not all whole. A game that
     /// snaps its velocities (the OSP duel) has every one whole; one that
@@ -207,6 +183,41 @@ impl Scope {
     fn demotes(&self, model: &Model<'_>, field: usize) -> bool {
         self.loose_rates && model.float_rates.binary_search(&(field as u16)).is_ok()
     }
+}
+
+/// Whether some float rate of `model` is in `changed` (`None`: any delta
+/// might change one): only then does a value context ask whether the rates
+/// are loose ([`Scope::demotes`]).
+#[inline]
+fn rate_changed(model: &Model<'_>, changed: Option<&FieldSet>) -> bool {
+    model
+        .float_rates
+        .iter()
+        .any(|&r| changed.is_none_or(|set| field_in(set, usize::from(r))))
+}
+
+/// The clocks a delta of `origin` from `base` codes first
+/// ([`Model::loose_clocks`]) and its [`Scope`], with the baseline's rates
+/// read once for both, and only when one of them asks (a held baseline of
+/// a model with replacement predictors, or a changed rate). Decoding the
+/// duel, reading them twice a delta was about 2% of the work.
+#[inline]
+fn delta_rates<'a, T: Fields>(
+    model: &Model<'a>,
+    origin: Origin,
+    base: &T,
+    base_word: impl Fn(usize) -> u32,
+    changed: Option<&FieldSet>,
+) -> (Option<&'a [u16]>, Scope) {
+    let candidate = model.loose.filter(|_| origin == Origin::Held);
+    let rate_changed = rate_changed(model, changed);
+    let loose = (candidate.is_some() || rate_changed) && rates_loose(model, base, base_word);
+    let clocks = candidate.filter(|_| loose).map(|loose| loose.clocks);
+    let scope = Scope {
+        origin,
+        loose_rates: rate_changed && loose,
+    };
+    (clocks, scope)
 }
 
 /// Whether some float rate the predictors read (a velocity) holds a
@@ -828,27 +839,6 @@ impl<'a> Model<'a> {
         }
     }
 
-    /// The clock fields a delta of `origin` from `base` (whose element-0
-    /// words `base_word` reads) codes before its other values, which
-    /// choose its predictors ([`Model::for_clocks`]): a held baseline whose
-    /// float rates are loose, of a model with replacements, has some; any
-    /// other delta none, and keeps the model as it is. Both ends hold the
-    /// baseline before the delta, so they agree.
-    #[inline]
-    fn loose_clocks<T: Fields>(
-        &self,
-        origin: Origin,
-        base: &T,
-        base_word: impl Fn(usize) -> u32,
-    ) -> Option<&'a [u16]> {
-        match self.loose {
-            Some(loose) if origin == Origin::Held && rates_loose(self, base, base_word) => {
-                Some(loose.clocks)
-            }
-            _ => None,
-        }
-    }
-
     /// The model that codes a loose-candidate delta's values after its
     /// clocks: the replacement predictors, in their decode order, when
     /// every clock advanced by the elapsed time (`advanced`; one move a
@@ -866,17 +856,19 @@ impl<'a> Model<'a> {
         }
     }
 
-    /// As [`Model::loose_clocks`] then [`Model::for_clocks`], for a coder
-    /// that knows the new state (`new_word` reads its element-0 words).
+    /// [`Model::for_clocks`] for a coder that knows the new state
+    /// (`new_word` reads its element-0 words, `base_word` the baseline's):
+    /// `clocks` are the delta's loose clocks ([`delta_rates`]; `None`: no
+    /// loose candidate, and the model stays as it is).
     #[inline]
-    fn for_delta<T: Fields>(
+    fn for_delta(
         self,
+        clocks: Option<&[u16]>,
         context: &DeltaContext,
-        base: &T,
         base_word: impl Fn(usize) -> u32,
         new_word: impl Fn(usize) -> u32,
     ) -> Self {
-        match self.loose_clocks(context.origin(), base, &base_word) {
+        match clocks {
             Some(clocks) => self.for_clocks(clocks.iter().all(|&clock| {
                 let clock = usize::from(clock);
                 clock_advanced(context, base_word(clock), new_word(clock))
@@ -1133,6 +1125,9 @@ fn value_order_after(
     model: &Model<'_>,
     out: &mut [u16; MAX_FIELDS],
 ) -> usize {
+    if first.is_empty() {
+        return value_order(set, model, out);
+    }
     let mut rest = *set;
     for &field in first {
         let field = usize::from(field);
@@ -1291,8 +1286,8 @@ fn visit_model_symbols<T: Fields>(
     let mut patterns = [0u8; MAX_FIELDS.div_ceil(GROUP_FIELDS)];
     let last_group = group_patterns(&changed[..count], &mut patterns);
     let origin = context.origin();
-    let model = &model.for_delta(context, base, |f| base.word(f, 0), |f| new.word(f, 0));
-    let scope = Scope::of(origin, model, base, |f| base.word(f, 0), None);
+    let (clocks, scope) = delta_rates(model, origin, base, |f| base.word(f, 0), None);
+    let model = &model.for_delta(clocks, context, |f| base.word(f, 0), |f| new.word(f, 0));
     let set = model.pattern_set(origin, base);
     visit(TracedSymbol::bare(
         Context::LastGroup(set),
@@ -1430,9 +1425,9 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
     };
     // A loose delta's clocks go first: the reader chooses its predictors
     // by them (see `Model::for_clocks`).
-    let first = model.loose_clocks(origin, base, base_word).unwrap_or(&[]);
-    let model = model.for_delta(context, base, base_word, new_word);
-    let scope = Scope::of(origin, &model, base, base_word, Some(set));
+    let (clocks, scope) = delta_rates(&model, origin, base, base_word, Some(set));
+    let first = clocks.unwrap_or(&[]);
+    let model = model.for_delta(clocks, context, base_word, new_word);
     let mut write_value = |index: usize| -> Result<(), BitError> {
         let kind = new.field_kind(index);
         let reference = reference_of(&model, base_word, new_word, new, index, context);
@@ -1493,19 +1488,16 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     };
     // `out` still holds the baseline, which says whether the delta is a
     // loose candidate: its clocks then come first, and choose the
-    // predictors of the rest (`Model::for_clocks`).
-    let clocks = model.loose_clocks(context.origin(), &*out, |f| out.word(f, 0));
-    // `out` still holds the baseline.
-    let scope = Scope::of(
-        context.origin(),
-        &model,
-        &*out,
-        |f| out.word(f, 0),
-        Some(&set),
-    );
-    if read_scalar_words(source, out, &model, clocks, &set, context, scope)? {
+    // predictors of the rest (`Model::for_clocks`). Read from the scalar
+    // words when the struct gives them (plain array reads).
+    let origin = context.origin();
+    let mut base = [0u32; SCALAR_WORDS];
+    if scalar_words_qualify(out, &model, &mut base) {
+        let (clocks, scope) = delta_rates(&model, origin, &*out, |f| word_of(&base, f), Some(&set));
+        read_scalar_words(source, out, &model, &base, clocks, &set, context, scope)?;
         return Ok(count);
     }
+    let (clocks, scope) = delta_rates(&model, origin, &*out, |f| out.word(f, 0), Some(&set));
     // Predictions read baseline words that `out` loses as it fills with new
     // values: save them first (a whole copy only in the rare case of more
     // inputs than `SAVED_INPUTS`).
@@ -1637,31 +1629,21 @@ const SCALAR_WORDS: usize = 64;
 /// read, and the new one), and the changed scalars are stored back in one
 /// more pass. Reaching a field's accessor through the generated table
 /// instead costs an indirect call per read and write whose target depends
-/// on the data, mispredicted most of the time. `false` when the struct does
-/// not qualify (nothing is read then); array elements are read and stored
-/// directly.
+/// on the data, mispredicted most of the time. Only for a struct that
+/// qualifies ([`scalar_words_qualify`], which takes `base`); array elements
+/// are read and stored directly.
+#[allow(clippy::too_many_arguments)]
 fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
     source: &mut S,
     out: &mut T,
     model: &Model<'_>,
+    base: &[u32; SCALAR_WORDS],
     clocks: Option<&[u16]>,
     set: &FieldSet,
     context: &DeltaContext,
     scope: Scope,
-) -> Result<bool, BitError> {
-    let mut base = [0u32; SCALAR_WORDS];
-    if model
-        .inputs
-        .iter()
-        .any(|&input| out.field_kind(usize::from(input)).is_array())
-        || !out.scalar_words(&mut base)
-    {
-        return Ok(false);
-    }
-    let mut new = base;
-    // A model's field numbers are checked against the struct when it is
-    // attached, but a miss reads as zero rather than panicking.
-    let word_of = |words: &[u32; SCALAR_WORDS], f: usize| words.get(f).copied().unwrap_or(0);
+) -> Result<(), BitError> {
+    let mut new = *base;
     let first = clocks.unwrap_or(&[]);
     for &clock in first {
         if field_in(set, usize::from(clock)) {
@@ -1670,7 +1652,7 @@ fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
                 out,
                 model,
                 usize::from(clock),
-                (&base, &mut new),
+                (base, &mut new),
                 context,
                 scope,
             )?;
@@ -1679,7 +1661,7 @@ fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
     let model = match clocks {
         Some(clocks) => model.for_clocks(clocks.iter().all(|&clock| {
             let clock = usize::from(clock);
-            clock_advanced(context, word_of(&base, clock), word_of(&new, clock))
+            clock_advanced(context, word_of(base, clock), word_of(&new, clock))
         })),
         None => *model,
     };
@@ -1691,13 +1673,37 @@ fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
             out,
             &model,
             usize::from(index),
-            (&base, &mut new),
+            (base, &mut new),
             context,
             scope,
         )?;
     }
     out.store_scalar_words(&new, set);
-    Ok(true)
+    Ok(())
+}
+
+/// Whether `out` qualifies for [`read_scalar_words`] (at most
+/// [`SCALAR_WORDS`] fields, no array among the model's predictor inputs);
+/// if so its scalar words are in `base`.
+#[inline]
+fn scalar_words_qualify<T: Fields>(
+    out: &T,
+    model: &Model<'_>,
+    base: &mut [u32; SCALAR_WORDS],
+) -> bool {
+    !model
+        .inputs
+        .iter()
+        .any(|&input| out.field_kind(usize::from(input)).is_array())
+        && out.scalar_words(base)
+}
+
+/// Word `f` of a struct's scalar words; a model's field numbers are
+/// checked against the struct when it is attached, but a miss reads as
+/// zero rather than panicking.
+#[inline]
+fn word_of(words: &[u32; SCALAR_WORDS], f: usize) -> u32 {
+    words.get(f).copied().unwrap_or(0)
 }
 
 /// Reads field `index`'s value for [`read_scalar_words`]: into `words.1`
@@ -1714,7 +1720,6 @@ fn read_scalar_value<T: Fields, S: BitSource + ?Sized>(
 ) -> Result<(), BitError> {
     let (base, new) = words;
     let kind = out.field_kind(index);
-    let word_of = |words: &[u32; SCALAR_WORDS], f: usize| words.get(f).copied().unwrap_or(0);
     let reference = reference_of(
         model,
         |f| word_of(base, f),
