@@ -19,6 +19,12 @@
 //! of the real duel instead, like the `codecs` benchmark's
 //! `snapshot_decode` (collect with `--toggle-collect='*measured_decodes*'`).
 //!
+//! `encode-q3` / `encode-native` (then a pass count) have the engine's
+//! server write every snapshot of the real duel to one client instead,
+//! like the `codecs` benchmark's `snapshot_encode` (world set, frame
+//! committed, message built; collect with
+//! `--toggle-collect='*measured_encodes*'`).
+//!
 //! `ab-decode ROUNDS` and `ab-frame ROUNDS FRAMES` time the two codecs (and,
 //! for frames, the memcmp floor) in alternating rounds and print each one's
 //! fastest and median round: on a machine shared with other work, a slow
@@ -27,9 +33,11 @@
 
 use std::hint::black_box;
 
-use benches::corpus::{duel_steps, engine_stream, engine_stream_with, q3_zeros};
+use benches::corpus::{duel_steps, engine_encoder, engine_stream, engine_stream_with, q3_zeros};
+use benches::encode::{Breakdown, Encoder};
 use benches::engine::{EngineEncoder, EngineRecording};
 use benches::frame::{memcmp_floor, FrameBench};
+use benches::workload::q3demo::OwnedStep;
 use fields::Codec;
 use snapshot::Client;
 
@@ -47,6 +55,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             return ab_frame(rounds, args.get(3).map_or(Ok(200), |s| s.parse())?);
         }
         _ => {}
+    }
+    if let Some(codec) = what.strip_prefix("encode-") {
+        let passes: usize = args.get(2).map_or(Ok(1), |s| s.parse())?;
+        let codec = Codec::from_name(codec).ok_or_else(|| format!("no codec {codec:?}"))?;
+        let steps = duel_steps()?;
+        let encoded = measured_encodes(codec, &steps, passes)?;
+        println!("{what}: {encoded} snapshots encoded");
+        return Ok(());
     }
     if let Some(codec) = what.strip_prefix("decode-") {
         let passes: usize = args.get(2).map_or(Ok(1), |s| s.parse())?;
@@ -127,6 +143,28 @@ fn measured_decodes(
         }
     }
     Ok(decoded)
+}
+
+/// The measured encodes: a fresh engine server (not verifying by reading
+/// back) writing every step of `steps` to one client, `passes` times;
+/// returns how many snapshots were encoded.
+#[inline(never)]
+fn measured_encodes(
+    codec: Codec,
+    steps: &[OwnedStep],
+    passes: usize,
+) -> Result<usize, benches::Error> {
+    let zeros = q3_zeros();
+    let mut breakdown = Breakdown::default();
+    let mut encoded = 0;
+    for _ in 0..passes {
+        let mut encoder = engine_encoder(codec).unverified();
+        for step in steps {
+            black_box(encoder.encode(black_box(&step.step()), &zeros, &mut breakdown)?);
+            encoded += 1;
+        }
+    }
+    Ok(encoded)
 }
 
 /// Per-unit times of each side's rounds, in nanoseconds.

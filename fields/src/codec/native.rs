@@ -1024,6 +1024,7 @@ fn put_value<S: BitSink + ?Sized>(
     put_symbol_and_extra(sink, model.codes, Context::Value(field, context), code)
 }
 
+#[inline(always)]
 fn get_value<S: BitSource + ?Sized>(
     source: &mut S,
     model: &Model<'_>,
@@ -1709,6 +1710,7 @@ fn word_of(words: &[u32; SCALAR_WORDS], f: usize) -> u32 {
 /// Reads field `index`'s value for [`read_scalar_words`]: into `words.1`
 /// (the new words; `words.0` holds the baseline's), or an array's elements
 /// into `out`.
+#[inline(always)]
 fn read_scalar_value<T: Fields, S: BitSource + ?Sized>(
     source: &mut S,
     out: &mut T,
