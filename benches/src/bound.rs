@@ -94,7 +94,7 @@ fn part_of(table: Table, context: Context) -> usize {
         (Table::Player, Context::LastGroup(_) | Context::Group(..)) => 0,
         (Table::Player, _) => 1,
         (Table::Entity, Context::LastGroup(_) | Context::Group(..)) => 2,
-        (Table::Entity, Context::Value(..)) => 3,
+        (Table::Entity, Context::Value(..) | Context::TopBits(..)) => 3,
         (Table::Entity, Context::EntityNumber(_)) => 4,
     }
 }

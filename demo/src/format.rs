@@ -98,7 +98,11 @@ pub const FORMAT_NAME: &str = "native";
 /// (`fields::model::ModelData::loose_predictors`), another field in the
 /// models a header carries, and such deltas decode their fields in
 /// another order.
-pub const VERSION: u16 = 13;
+/// 14: models carry counts of the first bits below their values' leading
+/// ones (`fields::model::ModelData::top_bits`), another field in the
+/// models a header carries; a range-coded message codes those bits by
+/// them.
+pub const VERSION: u16 = 14;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

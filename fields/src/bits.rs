@@ -12,6 +12,7 @@
 
 use crate::error::BitError;
 use crate::model::SymbolCode;
+use crate::top_bits::TopBitChances;
 
 /// Largest width, in bits, of a single integer read or write.
 pub const MAX_WIDTH: u32 = 32;
@@ -166,6 +167,23 @@ pub trait BitSink {
         put_code_word_and_raw(self, code, symbol, raw, raw_bits)
     }
 
+    /// [`BitSink::put_coded_symbol_and_raw`], with chances for the raw
+    /// bits' first ones ([`crate::top_bits`]): a sink that range-codes
+    /// codes them by the symbol's tree; a bit stream, this default, writes
+    /// them as they are (the chances change nothing).
+    #[inline(always)]
+    fn put_coded_symbol_and_top_bits(
+        &mut self,
+        code: &SymbolCode,
+        symbol: u8,
+        raw: u32,
+        raw_bits: u32,
+        chances: &TopBitChances,
+    ) -> Result<(), BitError> {
+        let _ = chances;
+        self.put_coded_symbol_and_raw(code, symbol, raw, raw_bits)
+    }
+
     /// Writes a signed value in `count` bits (two's complement, truncated).
     fn put_signed(&mut self, value: i32, count: u32) -> Result<(), BitError> {
         self.put_bits(value as u32, count)
@@ -306,6 +324,20 @@ pub trait BitSource {
         extra_bits: &[u8; 256],
     ) -> Result<(u8, u32), BitError> {
         coded_symbol_then_raw(self, code, extra_bits)
+    }
+
+    /// Reads what [`BitSink::put_coded_symbol_and_top_bits`] wrote with the
+    /// same chances: [`BitSource::get_coded_symbol_and_raw`] for a bit
+    /// stream, this default.
+    #[inline(always)]
+    fn get_coded_symbol_and_top_bits(
+        &mut self,
+        code: &SymbolCode,
+        extra_bits: &[u8; 256],
+        chances: &TopBitChances,
+    ) -> Result<(u8, u32), BitError> {
+        let _ = chances;
+        self.get_coded_symbol_and_raw(code, extra_bits)
     }
 
     /// Reads a `count`-bit two's-complement value and sign-extends it.

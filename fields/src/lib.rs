@@ -74,6 +74,7 @@ pub mod range;
 mod rounding;
 pub mod schema;
 pub mod table;
+pub mod top_bits;
 pub mod varcode;
 
 pub use bits::{BitReader, BitSink, BitSource, BitWriter, Chance};

@@ -23,6 +23,7 @@
 use crate::bits::{BitSink, BitSource, Chance};
 use crate::error::BitError;
 use crate::model::SymbolCode;
+use crate::top_bits::{get_symbol_then_top_bits, put_symbol_then_top_bits, TopBitChances};
 
 /// Bits of a frequency table's total.
 pub const PROB_BITS: u32 = 16;
@@ -428,6 +429,18 @@ impl BitSink for RangeWriter {
         self.encoder.encode(start, frequency);
         Ok(())
     }
+
+    #[inline]
+    fn put_coded_symbol_and_top_bits(
+        &mut self,
+        code: &SymbolCode,
+        symbol: u8,
+        raw: u32,
+        raw_bits: u32,
+        chances: &TopBitChances,
+    ) -> Result<(), BitError> {
+        put_symbol_then_top_bits(self, code, symbol, raw, raw_bits, chances)
+    }
 }
 
 /// Reads what a [`RangeWriter`] wrote, as a [`BitSource`].
@@ -495,6 +508,16 @@ impl BitSource for RangeReader<'_> {
         let yes = self.decoder.decode_decision(chance)?;
         self.check_end(1)?;
         Ok(yes)
+    }
+
+    #[inline]
+    fn get_coded_symbol_and_top_bits(
+        &mut self,
+        code: &SymbolCode,
+        extra_bits: &[u8; 256],
+        chances: &TopBitChances,
+    ) -> Result<(u8, u32), BitError> {
+        get_symbol_then_top_bits(self, code, extra_bits, chances)
     }
 }
 
@@ -632,6 +655,18 @@ impl BitSink for SplitWriter<'_> {
         }
         Ok(())
     }
+
+    #[inline]
+    fn put_coded_symbol_and_top_bits(
+        &mut self,
+        code: &SymbolCode,
+        symbol: u8,
+        raw: u32,
+        raw_bits: u32,
+        chances: &TopBitChances,
+    ) -> Result<(), BitError> {
+        put_symbol_then_top_bits(self, code, symbol, raw, raw_bits, chances)
+    }
 }
 
 /// Writes a range-coded stream (bytes from [`RangeEncoder::finish_open`],
@@ -742,6 +777,16 @@ impl BitSource for SplitReader<'_> {
         let yes = self.decoder.decode_decision(chance)?;
         self.check_overrun()?;
         Ok(yes)
+    }
+
+    #[inline]
+    fn get_coded_symbol_and_top_bits(
+        &mut self,
+        code: &SymbolCode,
+        extra_bits: &[u8; 256],
+        chances: &TopBitChances,
+    ) -> Result<(u8, u32), BitError> {
+        get_symbol_then_top_bits(self, code, extra_bits, chances)
     }
 }
 

@@ -5,6 +5,7 @@
 
 use fields::model::SymbolCode;
 use fields::range::{RangeEncoder, SplitWriter};
+use fields::top_bits::TopBitChances;
 use fields::{BitError, BitSink, BitWriter, Chance, HuffmanCode, HuffmanWriter};
 
 use crate::framing::MessageCoding;
@@ -195,6 +196,25 @@ impl BitSink for MessageWriter<'_> {
             Inner::Bits { .. } => self.put_bit(yes),
         }
     }
+
+    #[inline(always)]
+    fn put_coded_symbol_and_top_bits(
+        &mut self,
+        code: &SymbolCode,
+        symbol: u8,
+        raw: u32,
+        raw_bits: u32,
+        chances: &TopBitChances,
+    ) -> Result<(), BitError> {
+        match &mut self.inner {
+            Inner::Split(split) => {
+                split_put_symbol_top_bits(split, code, symbol, raw, raw_bits, chances)
+            }
+            Inner::Bits { .. } => {
+                fields::bits::put_code_word_and_raw(self, code, symbol, raw, raw_bits)
+            }
+        }
+    }
 }
 
 // The split coding's writes, out of line: the dispatch above stays small
@@ -224,6 +244,18 @@ fn split_put_symbol(
     raw_bits: u32,
 ) -> Result<(), BitError> {
     split.put_coded_symbol_and_raw(code, symbol, raw, raw_bits)
+}
+
+#[inline(never)]
+fn split_put_symbol_top_bits(
+    split: &mut SplitWriter<'_>,
+    code: &SymbolCode,
+    symbol: u8,
+    raw: u32,
+    raw_bits: u32,
+    chances: &TopBitChances,
+) -> Result<(), BitError> {
+    split.put_coded_symbol_and_top_bits(code, symbol, raw, raw_bits, chances)
 }
 
 /// A kept run of a message (see [`PieceArena`]).

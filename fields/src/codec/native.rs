@@ -46,6 +46,7 @@ use crate::model::{
 };
 use crate::rounding;
 use crate::table::{field_in, FieldSet, Fields, MAX_FIELDS};
+use crate::top_bits::TopBitChances;
 use crate::varcode::{exp_golomb_bits, get_exp_golomb, put_exp_golomb, unzigzag, zigzag};
 
 /// Integral floats beyond this magnitude take the bit-pattern path: above
@@ -877,6 +878,13 @@ impl<'a> Model<'a> {
         }
     }
 
+    /// `field`'s chances for the bits below its values' leading ones
+    /// ([`crate::top_bits`]), if its model has any.
+    #[inline(always)]
+    fn top_bits(&self, field: usize) -> Option<&'a TopBitChances> {
+        self.codes.and_then(|model| model.top_bits(field))
+    }
+
     /// `field`'s dictionary of common changes (empty without one).
     #[inline]
     fn dictionary(&self, field: usize) -> &'a [u32] {
@@ -1021,7 +1029,19 @@ fn put_value<S: BitSink + ?Sized>(
         scope.demotes(model, field),
         model.coding(field).replaced,
     );
-    put_symbol_and_extra(sink, model.codes, Context::Value(field, context), code)
+    let context = Context::Value(field, context);
+    if let Some(chances) = model.top_bits(field) {
+        if let Some(symbol_code) = model.codes.and_then(|m| m.code(context)) {
+            return sink.put_coded_symbol_and_top_bits(
+                symbol_code,
+                code.symbol,
+                code.extra,
+                code.extra_bits,
+                chances,
+            );
+        }
+    }
+    put_symbol_and_extra(sink, model.codes, context, code)
 }
 
 #[inline(always)]
@@ -1050,12 +1070,16 @@ fn get_value<S: BitSource + ?Sized>(
         (ScalarKind::Q3Float, None) => &FLOAT_EXTRA_BITS,
         _ => &INTEGER_EXTRA_BITS,
     };
-    let (symbol, extra) = get_symbol_and_extra(
-        source,
-        model.codes,
-        Context::Value(field, context),
-        extra_bits,
-    )?;
+    let context = Context::Value(field, context);
+    let (symbol, extra) = match (
+        model.top_bits(field),
+        model.codes.and_then(|m| m.code(context)),
+    ) {
+        (Some(chances), Some(code)) => {
+            source.get_coded_symbol_and_top_bits(code, extra_bits, chances)?
+        }
+        _ => get_symbol_and_extra(source, model.codes, context, extra_bits)?,
+    };
     if usize::from(symbol) >= VALUE_SYMBOLS {
         return Err(BitError::invalid(
             "value class",
@@ -1216,9 +1240,8 @@ pub(crate) fn visit_symbols<T: Fields>(
     new: &T,
     learned: &Learned<'_>,
     context: &DeltaContext,
-    visit: &mut dyn FnMut(Context, u8),
+    visit: &mut dyn FnMut(TracedSymbol),
 ) {
-    let visit = &mut |symbol: TracedSymbol| visit(symbol.context, symbol.symbol);
     let Learned {
         grids,
         predictors,
@@ -1259,7 +1282,17 @@ pub(crate) fn visit_native_symbols<T: Fields>(
     context: &DeltaContext,
     visit: &mut dyn FnMut(Context, u8),
 ) {
-    let visit = &mut |symbol: TracedSymbol| visit(symbol.context, symbol.symbol);
+    // An adapting model counts the top bits it codes values' raw bits by
+    // (see `crate::top_bits`); a model without them, none.
+    let counts_top_bits = !model.data().top_bits.is_empty();
+    let visit = &mut |symbol: TracedSymbol| {
+        visit(symbol.context, symbol.symbol);
+        if counts_top_bits {
+            if let Some((context, seen)) = crate::model::top_bits_seen(&symbol) {
+                visit(context, seen);
+            }
+        }
+    };
     visit_model_symbols(base, new, &Model::of(Some(model)), context, visit);
 }
 

@@ -382,6 +382,9 @@ fn rebuild(
     for (kind, index) in halve_full_tables(&mut data) {
         touched.mark_table(&data, kind, index);
     }
+    for field in halve_full_top_bits(&mut data) {
+        touched.top_bits[field] = true;
+    }
     model.with_counts(data, &touched)
 }
 
@@ -401,6 +404,24 @@ fn halve_full_tables(data: &mut ModelData) -> Vec<(TableKind, usize)> {
                 table.iter_mut().for_each(|c| *c = c.div_ceil(2));
                 if halved.last() != Some(&(kind, index)) {
                     halved.push((kind, index));
+                }
+            }
+        }
+    }
+    halved
+}
+
+/// Halves every top-bit node of `data` ([`ModelData::top_bits`]) seen
+/// more than [`TABLE_TOTAL_LIMIT`] times, keeping its chance, and returns
+/// the fields it halved.
+fn halve_full_top_bits(data: &mut ModelData) -> Vec<usize> {
+    let mut halved = Vec::new();
+    for (field, counts) in data.top_bits.iter_mut().enumerate() {
+        for node in counts.chunks_exact_mut(2) {
+            while u64::from(node[0]) + u64::from(node[1]) > TABLE_TOTAL_LIMIT {
+                node.iter_mut().for_each(|c| *c = c.div_ceil(2));
+                if halved.last() != Some(&field) {
+                    halved.push(field);
                 }
             }
         }
@@ -552,6 +573,48 @@ mod tests {
         }
         assert_eq!(checked, 2 + 2 + 8 + 12, "every table of a two-field model");
         assert_eq!(rebuilt.id(), fresh.id());
+    }
+
+    #[test]
+    fn top_bit_counts_adapt_along_the_chain() {
+        // Trained where `b` steps by 6: its change codes as class symbol 4
+        // with raw bits 011 (zigzag 12, less one: 0b1011).
+        let mut trainer = ModelTrainer::new(Pair::TABLE.schema().fingerprint(), 2);
+        for i in 0..100u8 {
+            let base = Pair { a: 0, b: i };
+            let new = Pair {
+                a: 0,
+                b: i.wrapping_add(6),
+            };
+            trainer.observe(&base, &new, &DeltaContext::default());
+        }
+        let trained = Arc::new(NativeModel::new(trainer.finish()).unwrap());
+        // The first bit's (zeros, ones) in class 4's tree of field `b`.
+        let root = |model: &NativeModel| {
+            let tree = &model.data().top_bits[1][2 * crate::top_bits::TREE_NODES * 2..];
+            (tree[0], tree[1])
+        };
+        assert_eq!(root(&trained), (100, 0));
+        // The stream steps by 7: the same class, raw bits 101.
+        let mut state = Adaptation::new(trained.clone());
+        for _ in 0..4 {
+            let coding = state.for_next(&POLICY).unwrap();
+            let mut tally = SymbolTally::new();
+            let (base, new) = (Pair { a: 0, b: 9 }, Pair { a: 0, b: 16 });
+            tally.delta(coding.model(), &base, &new, &DeltaContext::default());
+            // The class symbol, and the top bits seen.
+            assert_eq!(tally.len(), 4);
+            state = coding.after(&tally);
+        }
+        let rebuilt = state.for_next(&POLICY).unwrap();
+        let rebuilt = rebuilt.model();
+        assert_eq!(root(rebuilt), (100, 4 * POLICY.weight));
+        let fresh = NativeModel::new(rebuilt.data().clone()).unwrap();
+        assert_eq!(rebuilt.top_bits(1), fresh.top_bits(1));
+        assert_ne!(rebuilt.top_bits(1), trained.top_bits(1));
+        assert!(rebuilt.top_bits(0).is_none());
+        assert_eq!(rebuilt.id(), fresh.id());
+        assert_ne!(rebuilt.id(), trained.id());
     }
 
     #[test]

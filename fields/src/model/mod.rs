@@ -21,12 +21,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::bits::{BitSink, BitSource};
+use crate::bits::{low_mask, BitSink, BitSource};
 use crate::codec::HeldNumbers;
 use crate::error::BitError;
 use crate::huffman::{CodeWord, DecodeTable, HuffmanCode};
 use crate::kind::ScalarKind;
 use crate::table::{FieldSet, FieldTable, Fields, NetFields, MAX_FIELDS};
+use crate::top_bits::{TopBitChances, TOP_BITS, TREE_NODES};
 use std::sync::Arc;
 
 pub mod adapt;
@@ -295,6 +296,12 @@ pub enum Context {
     /// whether it is removed, or the end of the list, in a
     /// [`number_context`].
     EntityNumber(u8),
+    /// The first bits below the leading one of a value of field `f` whose
+    /// class is the given symbol ([`crate::top_bits`]): not a coded symbol,
+    /// but what an adapting model counts of them. Its "symbol" is the bits
+    /// seen, from the top, after a marker one (`1b₁b₂b₃`, or shorter when
+    /// the value has fewer bits).
+    TopBits(usize, u8),
 }
 
 /// Symbol counts for one struct: what a model is built from.
@@ -376,6 +383,64 @@ pub struct ModelData {
     /// those read nothing but the elapsed time.
     #[serde(default)]
     pub loose_predictors: Vec<Option<Predictor>>,
+    /// Per field (or empty: none; a field's entry empty until training
+    /// sees one), counts of the first bits below its values' leading ones
+    /// ([`crate::top_bits`]): for each integer class symbol from
+    /// [`TOP_BITS_FIRST_SYMBOL`] on ([`TOP_BITS_SYMBOLS`] of them),
+    /// [`TREE_NODES`] pairs of (zeros, ones), one per node of its tree.
+    /// A range-coding sink codes those bits by the chances they make; a
+    /// bit stream ignores them.
+    #[serde(default)]
+    pub top_bits: Vec<Vec<u32>>,
+}
+
+/// The first value symbol whose raw bits a model's top-bit trees cover:
+/// the integer class of two-bit values, the first with a bit below its
+/// leading one.
+pub const TOP_BITS_FIRST_SYMBOL: u8 = 2;
+
+/// How many value symbols the top-bit trees cover: the integer classes
+/// of 2 to 32 bits (dictionary, float-bits and grid symbols have their
+/// own raw bits, left as they are).
+pub const TOP_BITS_SYMBOLS: usize = 31;
+
+/// Counts in one field's [`ModelData::top_bits`].
+pub const TOP_BITS_COUNTS: usize = TOP_BITS_SYMBOLS * 2 * TREE_NODES;
+
+/// Imaginary observations of each answer a top-bit chance starts from
+/// (see [`TopBitChances::from_counts`]).
+const TOP_BITS_PRIOR: u32 = 2;
+
+/// Per field, the chances of `data`'s top-bit counts.
+fn top_bit_chances(data: &ModelData) -> Vec<Option<TopBitChances>> {
+    data.top_bits
+        .iter()
+        .map(|counts| top_bit_chances_of(counts))
+        .collect()
+}
+
+/// The chances of one field's top-bit counts (`None` if it has none).
+fn top_bit_chances_of(counts: &[u32]) -> Option<TopBitChances> {
+    TopBitChances::from_counts(TOP_BITS_FIRST_SYMBOL, counts, TOP_BITS_PRIOR)
+}
+
+/// What a model counts of the raw bits after `traced`'s symbol, if they
+/// are a value's bits below its leading one that a top-bit tree covers:
+/// their [`Context::TopBits`] and the bits seen.
+pub(crate) fn top_bits_seen(traced: &TracedSymbol) -> Option<(Context, u8)> {
+    let Context::Value(field, _) = traced.context else {
+        return None;
+    };
+    let index = traced.symbol.checked_sub(TOP_BITS_FIRST_SYMBOL)?;
+    if traced.raw_bits == 0 || usize::from(index) >= TOP_BITS_SYMBOLS {
+        return None;
+    }
+    let bits = traced.raw_bits.min(TOP_BITS);
+    let top = (traced.raw >> (traced.raw_bits - bits)) & low_mask(bits);
+    Some((
+        Context::TopBits(field, traced.symbol),
+        (1 << bits | top) as u8,
+    ))
 }
 
 /// Most changes a field's dictionary holds ([`ModelData::dictionaries`]).
@@ -551,6 +616,9 @@ fn clock_field(clock: Clock) -> Option<u16> {
 /// What a [`ModelData::fingerprint`] eats before a model's loose
 /// replacements: no field number is this large.
 const LOOSE_MARK: u64 = u64::MAX - 1;
+
+/// What a [`ModelData::fingerprint`] eats before a model's top-bit counts.
+const TOP_BITS_MARK: u64 = u64::MAX - 2;
 
 /// A predictor as four words, for fingerprints: its kind, then its fields.
 fn predictor_words(predictor: Predictor) -> [u64; 4] {
@@ -775,6 +843,7 @@ impl ModelData {
             axes: Vec::new(),
             dictionaries: Vec::new(),
             loose_predictors: Vec::new(),
+            top_bits: Vec::new(),
         }
     }
 
@@ -838,6 +907,16 @@ impl ModelData {
                 }
             }
         }
+        // Models without top-bit counts keep their fingerprints.
+        if self.top_bits.iter().any(|counts| !counts.is_empty()) {
+            eat(TOP_BITS_MARK);
+            for (field, counts) in self.top_bits.iter().enumerate() {
+                if !counts.is_empty() {
+                    eat(field as u64);
+                    counts.iter().for_each(|&count| eat(u64::from(count)));
+                }
+            }
+        }
         hash
     }
 
@@ -878,9 +957,50 @@ impl ModelData {
         self.add(context, symbol, 1);
     }
 
+    /// Counts the first raw bits after a value's class symbol in its
+    /// field's tree ([`ModelData::top_bits`]); other symbols are ignored.
+    fn count_top_bits(&mut self, traced: TracedSymbol) {
+        if let Some((context, seen)) = top_bits_seen(&traced) {
+            self.add(context, seen, 1);
+        }
+    }
+
+    /// Adds `weight` along the path `seen` (see [`Context::TopBits`]) of
+    /// field `field`'s tree for class symbol `class` (saturating; anything
+    /// outside the model's shape is ignored).
+    fn add_top_bits(&mut self, field: usize, class: u8, seen: u8, weight: u32) {
+        let Some(index) = class.checked_sub(TOP_BITS_FIRST_SYMBOL) else {
+            return;
+        };
+        let fields = self.fields();
+        let bits = (7 - seen.leading_zeros()).min(TOP_BITS);
+        if usize::from(index) >= TOP_BITS_SYMBOLS || field >= fields || bits == 0 {
+            return;
+        }
+        if self.top_bits.len() != fields {
+            self.top_bits = vec![Vec::new(); fields];
+        }
+        let counts = &mut self.top_bits[field];
+        if counts.is_empty() {
+            *counts = vec![0; TOP_BITS_COUNTS];
+        }
+        let tree = &mut counts[usize::from(index) * 2 * TREE_NODES..][..2 * TREE_NODES];
+        let mut node = 0;
+        for below in 1..=bits {
+            let bit = usize::from((seen >> (bits - below)) & 1);
+            let slot = &mut tree[2 * node + bit];
+            *slot = slot.saturating_add(weight);
+            node = 2 * node + 1 + bit;
+        }
+    }
+
     /// Adds `weight` to the count of `symbol` in `context` (saturating;
     /// a context or symbol outside the model's shape is ignored).
     pub(crate) fn add(&mut self, context: Context, symbol: u8, weight: u32) {
+        if let Context::TopBits(field, class) = context {
+            self.add_top_bits(field, class, symbol, weight);
+            return;
+        }
         let Some((kind, index)) = self.table_of(context) else {
             return;
         };
@@ -920,6 +1040,7 @@ impl ModelData {
                 self.values.len(),
             ),
             Context::EntityNumber(c) => (TableKind::Numbers, usize::from(c), self.numbers.len()),
+            Context::TopBits(..) => return None,
         };
         (index < len).then_some((kind, index))
     }
@@ -1172,6 +1293,9 @@ pub struct NativeModel {
     longest_number_end: u32,
     /// [`NativeModel::anchor_fields`], found once.
     anchor_fields: Option<[u16; AXES]>,
+    /// Per field (or empty: none), the chances its top-bit counts make
+    /// ([`ModelData::top_bits`]).
+    top_bits: Vec<Option<TopBitChances>>,
 }
 
 impl NativeModel {
@@ -1222,7 +1346,12 @@ impl NativeModel {
             && data
                 .loose_predictor_set()
                 .is_none_or(|loose| predictors_fit(&loose, fields))
-            && loose_clocks_fit(&data.predictors, &data.loose_predictors, fields);
+            && loose_clocks_fit(&data.predictors, &data.loose_predictors, fields)
+            && (data.top_bits.is_empty() || data.top_bits.len() == fields)
+            && data
+                .top_bits
+                .iter()
+                .all(|counts| counts.is_empty() || counts.len() == TOP_BITS_COUNTS);
         if !shape_ok {
             return Err(BitError::invalid(
                 "native model",
@@ -1278,6 +1407,7 @@ impl NativeModel {
             numbers,
             longest_number_code: 0,
             longest_number_end: 0,
+            top_bits: top_bit_chances(&data),
             data,
         };
         model.measure_numbers();
@@ -1347,6 +1477,13 @@ impl NativeModel {
         rebuild(&mut next.groups, &touched.groups, &next.data, group_code)?;
         rebuild(&mut next.values, &touched.values, &next.data, value_code)?;
         rebuild(&mut next.numbers, &touched.numbers, &next.data, number_code)?;
+        next.top_bits
+            .resize(next.data.top_bits.len().max(next.top_bits.len()), None);
+        for (field, counts) in next.data.top_bits.iter().enumerate() {
+            if touched.top_bits.get(field).copied().unwrap_or(false) {
+                next.top_bits[field] = top_bit_chances_of(counts);
+            }
+        }
         next.measure_numbers();
         Ok(next)
     }
@@ -1379,6 +1516,13 @@ impl NativeModel {
             trainer.observe(&base, &new, &crate::codec::DeltaContext::default());
         }
         Self::for_table(trainer.finish(), &T::TABLE)
+    }
+
+    /// The chances for the bits below `field`'s values' leading ones
+    /// ([`ModelData::top_bits`]), if the model has any for it.
+    #[inline]
+    pub fn top_bits(&self, field: usize) -> Option<&TopBitChances> {
+        self.top_bits.get(field)?.as_ref()
     }
 
     /// The grid of field `field`, if any.
@@ -1454,6 +1598,7 @@ impl NativeModel {
             }
             Context::Value(f, c) => self.values.get(f * VALUE_CONTEXTS + c as usize),
             Context::EntityNumber(c) => self.numbers.get(usize::from(c)),
+            Context::TopBits(..) => None,
         }
     }
 
@@ -1479,6 +1624,8 @@ pub(crate) struct Touched {
     pub(crate) groups: Vec<bool>,
     pub(crate) values: Vec<bool>,
     pub(crate) numbers: Vec<bool>,
+    /// Per field, whether its top-bit counts changed.
+    pub(crate) top_bits: Vec<bool>,
 }
 
 impl Touched {
@@ -1489,6 +1636,7 @@ impl Touched {
             groups: vec![false; data.groups.len()],
             values: vec![false; data.values.len()],
             numbers: vec![false; data.numbers.len()],
+            top_bits: vec![false; data.fields()],
         }
     }
 
@@ -1496,6 +1644,12 @@ impl Touched {
     /// every table whose smoothing pools it: a table's code reads its
     /// pool's counts too.
     pub(crate) fn mark(&mut self, data: &ModelData, context: Context) {
+        if let Context::TopBits(field, _) = context {
+            if let Some(t) = self.top_bits.get_mut(field) {
+                *t = true;
+            }
+            return;
+        }
         if let Some((kind, index)) = data.table_of(context) {
             self.mark_table(data, kind, index);
         }
@@ -1912,8 +2066,9 @@ impl ModelTrainer {
             axes: &axes,
             dictionaries: &dictionaries,
         };
-        crate::codec::native::visit_symbols(base, new, &learned, context, &mut |c, symbol| {
-            data.count(c, symbol)
+        crate::codec::native::visit_symbols(base, new, &learned, context, &mut |traced| {
+            data.count(traced.context, traced.symbol);
+            data.count_top_bits(traced);
         });
     }
 
