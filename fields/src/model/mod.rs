@@ -973,7 +973,11 @@ impl ModelData {
             return;
         };
         let fields = self.fields();
-        let bits = (7 - seen.leading_zeros()).min(TOP_BITS);
+        // The marker one's place says how many bits follow it (none for a
+        // zero, which no tally writes).
+        let bits = (u8::BITS - 1)
+            .saturating_sub(seen.leading_zeros())
+            .min(TOP_BITS);
         if usize::from(index) >= TOP_BITS_SYMBOLS || field >= fields || bits == 0 {
             return;
         }
