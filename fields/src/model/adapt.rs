@@ -628,7 +628,10 @@ mod tests {
         for _ in 0..3 {
             state = state.for_next(&POLICY).unwrap().after(&SymbolTally::new());
         }
-        assert_eq!(state.for_next(&POLICY).unwrap().model().data(), trained.data());
+        assert_eq!(
+            state.for_next(&POLICY).unwrap().model().data(),
+            trained.data()
+        );
     }
 
     #[test]
