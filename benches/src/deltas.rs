@@ -23,6 +23,7 @@ pub fn delta_context<E, P: Fields>(
         elapsed_ms: base.map_or(0, |b| snapshot.server_time.wrapping_sub(b.server_time)),
         spawn: false,
         anchor: anchor_of(&snapshot.player),
+        server_time: Some(snapshot.server_time as u32),
     }
 }
 

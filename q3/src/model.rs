@@ -21,7 +21,9 @@
 //! an entity's `pos.trBase` moves at `pos.trDelta` over the
 //! snapshot's elapsed server time, which callers pass in a
 //! [`DeltaContext`]; `commandTime` and an entity's `pos.trTime` advance by
-//! that elapsed time. Grids are learned: view angles, for instance, are
+//! that elapsed time, and a `pos.trTime` entering the view (a missile's
+//! launch time) is coded against the snapshot's server time
+//! ([`Predictor::Stamp`]). Grids are learned: view angles, for instance, are
 //! 16-bit angles (multiples of 360/65536), coded as such. Change patterns
 //! are coded per kind of baseline: an entity's by its `pos.trType` and
 //! whether it moves vertically, a player's by whether its vertical velocity
@@ -148,6 +150,7 @@ pub fn delta_context(snapshot: &Snapshot, base: Option<&Snapshot>) -> DeltaConte
             [Some(x), Some(y), Some(z)] => Some([x, y, z]),
             _ => None,
         },
+        server_time: Some(snapshot.server_time as u32),
     }
 }
 
@@ -232,9 +235,14 @@ fn trainers() -> (ModelTrainer, ModelTrainer) {
         flag: None,
         second_flag: None,
     });
+    // A trajectory's start time: a player entity's command time moves
+    // with the server clock; a missile's launch time (or a dropped item's
+    // drop time) entering the view lies a little before the snapshot's
+    // server time, where coded from the zero baseline it costs the whole
+    // clock (23 bits a missile on the duel).
     entity = entity.with_predictor(
         usize::from(field(&entity_table, "pos_tr_time")),
-        Predictor::Advance,
+        Predictor::Stamp,
     );
     for axis in 0..3u8 {
         // Where the viewer is, and where an entity is: a temporary event

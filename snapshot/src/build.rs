@@ -669,6 +669,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             elapsed_ms: base.map_or(0, |sent| now.wrapping_sub(sent.time) as i32),
             spawn: false,
             anchor: fields::codec::anchor_with(models.player().map(|m| &**m), &player),
+            server_time: Some(now),
         };
         // A full snapshot's player state deltas from the zeroed dummy, and
         // without an anchor (the receiver learns it from this very state).

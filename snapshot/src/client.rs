@@ -424,6 +424,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
             elapsed_ms: base.map_or(0, |b| header.server_time.wrapping_sub(b.server_time) as i32),
             spawn: false,
             anchor: None,
+            server_time: Some(header.server_time),
         };
         let out = &mut self.scratch;
         let base_player = base.map_or(&self.zero_player, |b| &b.player);
@@ -458,6 +459,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
             (Some(via_time), Some(base)) => {
                 let first = DeltaContext {
                     elapsed_ms: via_time.wrapping_sub(base.server_time) as i32,
+                    server_time: Some(via_time),
                     ..context
                 };
                 let second = DeltaContext {

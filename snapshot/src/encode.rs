@@ -196,6 +196,7 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
             setup.models.and_then(|m| m.player()).map(|m| &**m),
             snapshot.player,
         ),
+        server_time: Some(snapshot.server_time),
     };
     let zero_player = zeroed(snapshot.player);
     let base_player = base.map_or(&zero_player, |b| b.player);

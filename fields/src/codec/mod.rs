@@ -62,6 +62,14 @@ pub struct DeltaContext {
     /// position of the state being coded (a player state's own anchor is
     /// for the entities that follow it).
     pub anchor: Option<[i32; AXES]>,
+    /// The snapshot's server time in milliseconds, on the clock the
+    /// game's time stamps are taken from (`None` when unknown). A time
+    /// stamp entering the view (a missile's launch time) lies a few
+    /// hundred milliseconds before it, where coded from its zero baseline
+    /// it would cost the whole clock's bits
+    /// ([`crate::model::Predictor::Stamp`]). Both ends know it: the
+    /// message header carries it.
+    pub server_time: Option<u32>,
 }
 
 impl DeltaContext {
@@ -74,6 +82,14 @@ impl DeltaContext {
     /// The same context with the viewer at `anchor`.
     pub fn with_anchor(self, anchor: Option<[i32; AXES]>) -> Self {
         DeltaContext { anchor, ..self }
+    }
+
+    /// The same context at server time `server_time`.
+    pub fn with_server_time(self, server_time: Option<u32>) -> Self {
+        DeltaContext {
+            server_time,
+            ..self
+        }
     }
 
     /// The model origin of deltas in this context.

@@ -534,7 +534,10 @@ fn predictor_of<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> Option
             Predictor::Integrate { .. }
             | Predictor::Extrapolate { .. }
             | Predictor::Differentiate { .. } => kind.element().is_float_bits(),
-            Predictor::Advance | Predictor::Countdown { .. } | Predictor::Run { .. } => matches!(
+            Predictor::Advance
+            | Predictor::Stamp
+            | Predictor::Countdown { .. }
+            | Predictor::Run { .. } => matches!(
                 kind.element(),
                 ScalarKind::Signed { .. } | ScalarKind::Unsigned { .. }
             ),
@@ -591,6 +594,15 @@ fn reference_of<'a, T: Fields>(
             1 | 2 => match predictor_of(model, new, field) {
                 Some(Predictor::Advance) => {
                     Some(base_word(field).wrapping_add(context.elapsed_ms as u32))
+                }
+                Some(Predictor::Stamp) => {
+                    let base = base_word(field);
+                    Some(match context.server_time {
+                        // Entering the view, or a slot a new entity took:
+                        // a moment shortly before the snapshot.
+                        Some(now) if context.spawn || base == 0 => now,
+                        _ => base.wrapping_add(context.elapsed_ms as u32),
+                    })
                 }
                 Some(Predictor::Countdown { clock }) => {
                     let left = numeric(&kind, base_word(field)) - elapsed_ms(clock);
@@ -681,9 +693,10 @@ fn reference_of<'a, T: Fields>(
                     rate
                 }
             }
-            Predictor::Advance | Predictor::Countdown { .. } | Predictor::Run { .. } => {
-                return None
-            }
+            Predictor::Advance
+            | Predictor::Stamp
+            | Predictor::Countdown { .. }
+            | Predictor::Run { .. } => return None,
         };
         let value = value as f32;
         value.is_finite().then_some(value)

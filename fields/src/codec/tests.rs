@@ -1135,7 +1135,7 @@ mod predicted {
                     new.set_word(field, 0, base.word(field, 0));
                 }
             }
-            let context = DeltaContext { elapsed_ms: elapsed, spawn, anchor: None };
+            let context = DeltaContext { elapsed_ms: elapsed, spawn, anchor: None, server_time: None };
             let mut buf = vec![0u8; 256];
             let mut w = BitWriter::new(&mut buf);
             Codec::Native.write_delta_in(&context, &mut w, &base, &new).unwrap();
@@ -1157,7 +1157,7 @@ mod predicted {
         #[test]
         fn predicted_garbage_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..64), elapsed in any::<i32>(), spawn in any::<bool>()) {
             let mut out = Body { time: 1, position: 2.5, velocity: -3.0, heading: 0.25 };
-            let _ = Codec::Native.read_delta_in(&DeltaContext { elapsed_ms: elapsed, spawn, anchor: None }, &mut BitReader::new(&bytes), &mut out);
+            let _ = Codec::Native.read_delta_in(&DeltaContext { elapsed_ms: elapsed, spawn, anchor: None, server_time: None }, &mut BitReader::new(&bytes), &mut out);
         }
     }
 
@@ -1670,6 +1670,7 @@ mod derived {
             elapsed_ms: step + skew,
             spawn: false,
             anchor: None,
+            server_time: None,
         }
     }
 
@@ -1881,7 +1882,7 @@ mod derived {
                 // Half the deltas' clocks advance by the elapsed time: the
                 // switching model's loose predictors then code them.
                 let elapsed = if one_move { new.word(0, 0).wrapping_sub(base.word(0, 0)) as i32 } else { elapsed };
-                let context = DeltaContext { elapsed_ms: elapsed, spawn, anchor: None };
+                let context = DeltaContext { elapsed_ms: elapsed, spawn, anchor: None, server_time: None };
                 let mut buf = vec![0u8; 256];
                 let mut w = BitWriter::new(&mut buf);
                 Codec::Native.write_delta_in(&context, &mut w, &base, &new).unwrap();
@@ -1896,7 +1897,7 @@ mod derived {
         fn derived_garbage_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..64), elapsed in any::<i32>()) {
             for layout in [layout(&DERIVE), switching_layout(&path(200, 5))] {
                 let mut out = dynamic(&layout, &Mover { time: 1, position: 2.5, velocity: -3.0 });
-                let _ = Codec::Native.read_delta_in(&DeltaContext { elapsed_ms: elapsed, spawn: false, anchor: None }, &mut BitReader::new(&bytes), &mut out);
+                let _ = Codec::Native.read_delta_in(&DeltaContext { elapsed_ms: elapsed, spawn: false, anchor: None, server_time: None }, &mut BitReader::new(&bytes), &mut out);
             }
         }
     }
@@ -2151,5 +2152,199 @@ mod top_bits {
         // once its class is: +9 and −10 are both class 5 (zigzag 18 and
         // 19, less one), +13 class 5 too, and +9 is six times the others.
         assert_eq!((with, without, plain_with), (976, 1729, 2801));
+    }
+}
+
+mod stamps {
+    //! A time stamp on the server clock ([`Predictor::Stamp`]): a missile's
+    //! launch time entering the view is coded against the snapshot's
+    //! server time, a held one advances with the elapsed time.
+
+    use super::*;
+    use crate::dynamic::{DynamicLayout, DynamicState};
+    use crate::model::{ModelTrainer, Predictor};
+    use std::sync::Arc;
+
+    net_struct! {
+        /// A missile: its launch time and its kind.
+        pub struct Shot {
+            pub launched: u32 = unsigned(32),
+            pub kind: u8 = unsigned(4),
+        }
+    }
+
+    /// (snapshot server time, missile) pairs: a missile launched 50 to
+    /// 400 ms before a snapshot of a game 10 to 20 minutes old.
+    fn shots(count: usize, seed: u64) -> Vec<(u32, Shot)> {
+        let mut seed = seed | 1;
+        let mut random = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        (0..count)
+            .map(|_| {
+                let now = 600_000 + (random() % 600_000) as u32;
+                let shot = Shot {
+                    launched: now - 50 - (random() % 350) as u32,
+                    kind: 1 + (random() % 3) as u8,
+                };
+                (now, shot)
+            })
+            .collect()
+    }
+
+    fn spawn_context(now: u32) -> DeltaContext {
+        DeltaContext::default()
+            .with_spawn(true)
+            .with_server_time(Some(now))
+    }
+
+    fn layout(predictor: Predictor) -> Arc<DynamicLayout> {
+        let schema = Shot::TABLE.schema();
+        let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len())
+            .with_predictor(0, predictor);
+        for (now, shot) in shots(2000, 7) {
+            trainer.observe(&Shot::default(), &shot, &spawn_context(now));
+        }
+        DynamicLayout::with_model(Shot::TABLE.schema(), Some(trainer.finish())).unwrap()
+    }
+
+    fn state_in(layout: &Arc<DynamicLayout>, shot: &Shot) -> DynamicState {
+        let mut d = layout.zeroed();
+        d.set_word(0, 0, shot.word(0, 0));
+        d.set_word(1, 0, shot.word(1, 0));
+        d
+    }
+
+    /// Bits of one delta under `layout` in `context`, read back equal.
+    fn delta_bits(
+        layout: &Arc<DynamicLayout>,
+        context: &DeltaContext,
+        base: &Shot,
+        new: &Shot,
+    ) -> usize {
+        let (base, new) = (state_in(layout, base), state_in(layout, new));
+        let mut buf = vec![0u8; 64];
+        let mut w = BitWriter::new(&mut buf);
+        Codec::Native
+            .write_delta_in(context, &mut w, &base, &new)
+            .unwrap();
+        let written = w.bits_written();
+        let mut out = base.clone();
+        Codec::Native
+            .read_delta_in(
+                context,
+                &mut BitReader::with_bit_len(&buf, written),
+                &mut out,
+            )
+            .unwrap();
+        assert!(!out.wire_differs(&new));
+        written
+    }
+
+    #[test]
+    fn launch_times_entering_the_view_cost_their_age_not_the_clock() {
+        let measured = shots(500, 11);
+        let total = |layout: &Arc<DynamicLayout>| -> usize {
+            measured
+                .iter()
+                .map(|(now, shot)| delta_bits(layout, &spawn_context(*now), &Shot::default(), shot))
+                .sum()
+        };
+        let (stamp, advance) = (
+            total(&layout(Predictor::Stamp)),
+            total(&layout(Predictor::Advance)),
+        );
+        // From the zero baseline the launch time costs its 20-bit clock
+        // reading; against the server time, its age of 50 to 400 ms.
+        assert_eq!((stamp, advance), (7_505, 13_277));
+    }
+
+    #[test]
+    fn a_held_stamp_advances_and_an_unknown_time_falls_back() {
+        let stamp = layout(Predictor::Stamp);
+        let base = Shot {
+            launched: 700_000,
+            kind: 2,
+        };
+        let new = Shot {
+            launched: 700_066,
+            kind: 2,
+        };
+        // A held stamp moves with the elapsed time, whatever the clock.
+        let held = DeltaContext {
+            elapsed_ms: 66,
+            ..DeltaContext::default()
+        };
+        let at = |time| delta_bits(&stamp, &held.with_server_time(time), &base, &new);
+        assert_eq!((at(Some(800_000)), at(None)), (34, 34));
+        // Without a server time, one entering the view is coded from its
+        // baseline (plus the elapsed time), as `Advance` codes it; a held
+        // zero (a slot a new missile took) is coded against the server
+        // time too.
+        let (now, shot) = shots(1, 3)[0];
+        let spawn = |time| {
+            delta_bits(
+                &stamp,
+                &spawn_context(now).with_server_time(time),
+                &Shot::default(),
+                &shot,
+            )
+        };
+        let taken = |time| {
+            delta_bits(
+                &stamp,
+                &DeltaContext::default().with_server_time(time),
+                &Shot::default(),
+                &shot,
+            )
+        };
+        assert_eq!(
+            (spawn(Some(now)), spawn(None), taken(Some(now)), taken(None)),
+            (14, 37, 28, 56)
+        );
+    }
+
+    #[test]
+    fn the_stamp_is_part_of_the_model_fingerprint() {
+        let schema = Shot::TABLE.schema();
+        let with = |predictor| {
+            ModelTrainer::new(schema.fingerprint(), schema.fields.len())
+                .with_predictor(0, predictor)
+                .finish()
+                .fingerprint()
+        };
+        assert_ne!(with(Predictor::Stamp), with(Predictor::Advance));
+    }
+
+    proptest! {
+        #[test]
+        fn stamps_round_trip(base in (any::<u32>(), 0u8..16), new in (any::<u32>(), 0u8..16),
+                             elapsed in any::<i32>(), now in any::<Option<u32>>(), spawn in any::<bool>()) {
+            static LAYOUT: std::sync::OnceLock<Arc<DynamicLayout>> = std::sync::OnceLock::new();
+            let layout = LAYOUT.get_or_init(|| layout(Predictor::Stamp));
+            let base = state_in(layout, &Shot { launched: base.0, kind: base.1 });
+            let new = state_in(layout, &Shot { launched: new.0, kind: new.1 });
+            let context = DeltaContext { elapsed_ms: elapsed, spawn, server_time: now, ..DeltaContext::default() };
+            let mut buf = vec![0u8; 64];
+            let mut w = BitWriter::new(&mut buf);
+            Codec::Native.write_delta_in(&context, &mut w, &base, &new).unwrap();
+            let written = w.bits_written();
+            let mut out = base.clone();
+            Codec::Native.read_delta_in(&context, &mut BitReader::with_bit_len(&buf, written), &mut out).unwrap();
+            prop_assert!(!out.wire_differs(&new));
+        }
+
+        #[test]
+        fn garbage_under_a_stamp_is_an_error_or_a_value(bytes in proptest::collection::vec(any::<u8>(), 0..24),
+                                                       now in any::<u32>(), spawn in any::<bool>()) {
+            static LAYOUT: std::sync::OnceLock<Arc<DynamicLayout>> = std::sync::OnceLock::new();
+            let layout = LAYOUT.get_or_init(|| layout(Predictor::Stamp));
+            let context = DeltaContext::default().with_spawn(spawn).with_server_time(Some(now));
+            let mut out = layout.zeroed();
+            let _ = Codec::Native.read_delta_in(&context, &mut BitReader::new(&bytes), &mut out);
+        }
     }
 }

@@ -148,7 +148,8 @@ impl PatternKey {
 }
 
 /// When a field's value is decoded within a delta: 0 unpredicted, 1
-/// predicted from the elapsed time alone ([`Predictor::Advance`]), 2
+/// predicted from the delta's context alone ([`Predictor::Advance`],
+/// [`Predictor::Stamp`]), 2
 /// predicted from other fields ([`Predictor::Integrate`],
 /// [`Predictor::Countdown`] and [`Predictor::Run`], whose inputs a model
 /// may only take from tiers 0 and 1, and [`Predictor::Extrapolate`],
@@ -158,7 +159,7 @@ impl PatternKey {
 pub fn decode_tier(predictor: Option<Predictor>) -> u8 {
     match predictor {
         None => 0,
-        Some(Predictor::Advance) => 1,
+        Some(Predictor::Advance | Predictor::Stamp) => 1,
         Some(
             Predictor::Integrate { .. }
             | Predictor::Extrapolate { .. }
@@ -574,6 +575,19 @@ pub enum Predictor {
         /// Where the elapsed time comes from.
         clock: Clock,
     },
+    /// The field is an integer time stamp on the server's clock in
+    /// milliseconds (Quake 3's `pos.trTime`: a player entity's command
+    /// time, a missile's launch time, a dropped item's drop time). From a
+    /// held state that holds one it moves with the snapshot clock, as
+    /// [`Predictor::Advance`] does (`new ≈ base + elapsed`); entering the
+    /// view (a delta from a spawn baseline or the zeroed dummy) or from a
+    /// held zero (an entity slot taken by a new entity), it is a moment
+    /// shortly before the snapshot: `new ≈` the
+    /// [`DeltaContext`](crate::codec::DeltaContext)'s `server_time`. Coded
+    /// from the zero baseline instead, a launch time costs the whole
+    /// clock's bits (about 21 for a 20-minute game), and a missile in
+    /// view is sent that way until a snapshot holding it is acknowledged.
+    Stamp,
 }
 
 /// Every field the predictors read (their rates and clock fields), sorted.
@@ -596,7 +610,7 @@ pub(crate) fn predictor_inputs(predictors: &[Option<Predictor>]) -> Vec<u16> {
             Predictor::Differentiate {
                 position, clock, ..
             } => [Some(position), clock_field(clock)],
-            Predictor::Advance => [None, None],
+            Predictor::Advance | Predictor::Stamp => [None, None],
         })
         .flatten()
         .collect();
@@ -637,6 +651,7 @@ fn predictor_words(predictor: Predictor) -> [u64; 4] {
         Predictor::Advance => [3, 0, 0, 0],
         Predictor::Countdown { clock } => [4, clock_word(clock), 0, 0],
         Predictor::Run { per_1024, clock } => [5, u64::from(per_1024), clock_word(clock), 0],
+        Predictor::Stamp => [6, 0, 0, 0],
     }
 }
 
@@ -666,7 +681,7 @@ fn predictors_fit(predictors: &[Option<Predictor>], fields: usize) -> bool {
             let input_ok = |f: u16| {
                 predictors
                     .get(f as usize)
-                    .is_some_and(|p| matches!(p, None | Some(Predictor::Advance)))
+                    .is_some_and(|&p| decode_tier(p) <= 1)
             };
             input_ok(rate)
                 && (clock == Clock::Elapsed || matches!(clock, Clock::Field(f) if input_ok(f)))
@@ -678,7 +693,7 @@ fn predictors_fit(predictors: &[Option<Predictor>], fields: usize) -> bool {
                     Clock::Elapsed => true,
                     Clock::Field(f) => predictors
                         .get(f as usize)
-                        .is_some_and(|p| matches!(p, None | Some(Predictor::Advance))),
+                        .is_some_and(|&p| decode_tier(p) <= 1),
                 }
         }
         // The position's new value is read: it must be decoded in
@@ -703,9 +718,9 @@ fn predictors_fit(predictors: &[Option<Predictor>], fields: usize) -> bool {
             Clock::Elapsed => true,
             Clock::Field(f) => predictors
                 .get(f as usize)
-                .is_some_and(|p| matches!(p, None | Some(Predictor::Advance))),
+                .is_some_and(|&p| decode_tier(p) <= 1),
         },
-        Predictor::Advance => true,
+        Predictor::Advance | Predictor::Stamp => true,
     })
 }
 
@@ -732,7 +747,7 @@ fn loose_clocks(replacements: &[Option<Predictor>]) -> Vec<u16> {
             | Predictor::Differentiate { clock, .. }
             | Predictor::Countdown { clock }
             | Predictor::Run { clock, .. } => clock_field(clock),
-            Predictor::Advance => None,
+            Predictor::Advance | Predictor::Stamp => None,
         })
         .collect();
     clocks.sort_unstable();
@@ -752,7 +767,7 @@ fn loose_clocks_fit(
         let clock = usize::from(clock);
         clock < fields
             && replacements.get(clock).is_none_or(Option::is_none)
-            && matches!(predictors.get(clock), Some(None | Some(Predictor::Advance)))
+            && predictors.get(clock).is_some_and(|&p| decode_tier(p) <= 1)
     })
 }
 
@@ -788,6 +803,7 @@ fn rate_inputs(predictors: &[Option<Predictor>]) -> Vec<u16> {
             Predictor::Integrate { rate, .. } | Predictor::Extrapolate { rate, .. } => Some(rate),
             Predictor::Differentiate { .. }
             | Predictor::Advance
+            | Predictor::Stamp
             | Predictor::Countdown { .. }
             | Predictor::Run { .. } => None,
         })
@@ -889,7 +905,8 @@ impl ModelData {
                     predictor @ (Predictor::Extrapolate { .. }
                     | Predictor::Differentiate { .. }
                     | Predictor::Countdown { .. }
-                    | Predictor::Run { .. }),
+                    | Predictor::Run { .. }
+                    | Predictor::Stamp),
                 ) => predictor_words(predictor),
                 _ => continue,
             };
