@@ -568,7 +568,46 @@ pub(super) fn spawn_reads_anchor<T: Fields>(given: Option<&NativeModel>, base: &
 /// What the value of `field` is coded against. `new` must already
 /// hold the new values of every field the prediction reads; `base_word`
 /// gives a field's baseline word (element 0).
+///
+/// Most values have neither a predictor nor an anchor axis: they are coded
+/// against their baseline, settled here in a few instructions; the rest
+/// take [`predicted_reference`], out of line, so the common case does
+/// not pay for the registers the predictions need.
+#[inline]
 fn reference_of<'a, T: Fields>(
+    model: &Model<'a>,
+    base_word: impl Fn(usize) -> u32,
+    new_word: impl Fn(usize) -> u32,
+    new: &T,
+    field: usize,
+    context: &DeltaContext,
+) -> Reference<'a> {
+    let coding = model.coding(field);
+    if coding.predictor.is_some() || coding.axis.is_some() {
+        return predicted_reference(model, base_word, new_word, new, field, context);
+    }
+    if matches!(new.field_kind(field).element(), ScalarKind::Q3Float) {
+        Reference {
+            value: f32::from_bits(base_word(field)),
+            is_base: true,
+            grid_step: coding.grid_step,
+            advanced: None,
+            dictionary: &[],
+        }
+    } else {
+        Reference {
+            value: 0.0,
+            is_base: true,
+            grid_step: None,
+            advanced: None,
+            dictionary: model.dictionary(field),
+        }
+    }
+}
+
+/// [`reference_of`] for a field with a predictor or an anchor axis.
+#[inline(never)]
+fn predicted_reference<'a, T: Fields>(
     model: &Model<'a>,
     base_word: impl Fn(usize) -> u32,
     new_word: impl Fn(usize) -> u32,
