@@ -439,6 +439,7 @@ pub fn bot_config(
         codec: config.codec,
         game_version: PROTOCOL_VERSION,
         connection: connection_config(config),
+        framing: crate::protocol::framing(config.codec),
         ..ClientConfig::default()
     };
     (options, session)

@@ -10,6 +10,7 @@
 //! [`ProtocolError`].
 
 use std::fmt;
+use std::sync::Arc;
 
 use fields::{boolean, net_struct, q3_float, signed, unsigned, Codec};
 
@@ -155,16 +156,38 @@ net_struct! {
     native_model = crate::model::player_model();
 }
 
-/// The handshake's schema fingerprint: the three tables, the codec and
-/// (for the native codec) the trained models, so a client that would
-/// encode or decode differently is rejected at connect.
+/// How the arena frames snapshot messages under `codec`: the native
+/// codec's range-coded ([`session::CompactRange`], the smallest the engine
+/// sends), Quake 3's as a bit stream ([`session::Compact`], Quake 3's own
+/// coding is what the q3 codec stands for).
+pub fn framing(codec: Codec) -> Arc<dyn session::Framing> {
+    match codec {
+        Codec::Native => Arc::new(session::CompactRange),
+        _ => Arc::new(session::Compact),
+    }
+}
+
+/// The handshake's schema fingerprint: the three tables, the codec, the
+/// snapshot framing ([`framing`]) and (for the native codec) the trained
+/// models, so a client that would encode or decode differently is
+/// rejected at connect.
+///
+/// The models do not adapt to the stream (`session::Models::with_adaptation`):
+/// on the arena's matches adapting saves nothing measurable (delta-size's
+/// `native_adapting` column equals `native`; the models were trained on
+/// such matches), and a recording's stream would need it too.
 pub fn schema_fingerprint(codec: Codec) -> u64 {
-    session::schema_fingerprint::<EntityState, PlayerState, Command>(codec)
+    session::schema_fingerprint_with::<EntityState, PlayerState, Command>(
+        codec,
+        &session::Models::of_types(),
+        &*framing(codec),
+    )
 }
 
 /// Version of the arena's game protocol, checked in the handshake.
 /// 3: the command has a third button, the rail.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// 4: native snapshots are range-coded ([`framing`]).
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Longest chat line or name, in bytes.
 pub const MAX_TEXT: usize = 120;

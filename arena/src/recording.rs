@@ -6,7 +6,7 @@
 
 use std::io::Write;
 
-use demo::{DemoHeader, Recorder};
+use demo::{DemoHeader, MessageFraming, Recorder};
 
 use crate::config::MatchConfig;
 use crate::error::Error;
@@ -20,7 +20,10 @@ use crate::server::DemoRecorder;
 pub fn header(config: &MatchConfig) -> DemoHeader {
     let players: Vec<String> = (0..config.clients).map(|i| format!("bot{i}")).collect();
     // The recorder stream gets a snapshot every tick.
+    let framing = crate::protocol::framing(config.codec);
     DemoHeader::for_types::<EntityState, PlayerState>(config.codec, config.tick_hz, config.tick_hz)
+        // `protocol::framing` is one a demo can hold.
+        .with_framing(MessageFraming::of(&*framing).unwrap_or_default())
         .with_metadata("game", "arena")
         .with_metadata("map", Map::arena().name)
         .with_metadata("players", players.join(","))

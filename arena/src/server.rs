@@ -94,6 +94,7 @@ impl ServerOptions {
             connection: self.connection.clone(),
             max_rewind_ms: self.max_rewind_ms,
             models: session::Models::of_types(),
+            framing: crate::protocol::framing(self.codec),
         }
     }
 

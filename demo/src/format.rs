@@ -34,11 +34,13 @@
 //! without the end record is truncated: every complete record is still good.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use fields::model::ModelData;
 use fields::schema::Schema;
 use fields::{Codec, NetFields};
 use serde::{Deserialize, Serialize};
+use snapshot::Framing;
 
 use crate::error::DemoError;
 
@@ -102,7 +104,10 @@ pub const FORMAT_NAME: &str = "native";
 /// ones (`fields::model::ModelData::top_bits`), another field in the
 /// models a header carries; a range-coded message codes those bits by
 /// them.
-pub const VERSION: u16 = 14;
+/// 15: the header says how the snapshot messages are framed
+/// ([`DemoHeader::framing`]): a bit stream as before, or range-coded
+/// (`snapshot::CompactRange`).
+pub const VERSION: u16 = 15;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).
@@ -201,6 +206,9 @@ pub struct DemoHeader {
     pub tick_hz: u32,
     /// Snapshots per second of the recorded stream (0: unknown).
     pub snapshot_hz: u32,
+    /// How the snapshot messages are framed: the recording server's (or
+    /// client's) framing, which the player reads them with.
+    pub framing: MessageFraming,
     /// Free-form facts: map, players, recorder, source file.
     pub metadata: BTreeMap<String, String>,
 }
@@ -226,6 +234,7 @@ impl DemoHeader {
             codec,
             tick_hz,
             snapshot_hz,
+            framing: MessageFraming::Compact,
             metadata: BTreeMap::new(),
         }
     }
@@ -246,6 +255,12 @@ impl DemoHeader {
             tick_hz,
             snapshot_hz,
         )
+    }
+
+    /// The same header for messages framed as `framing` says.
+    pub fn with_framing(mut self, framing: MessageFraming) -> Self {
+        self.framing = framing;
+        self
     }
 
     /// Adds (or replaces) a metadata entry.
@@ -271,6 +286,43 @@ impl DemoHeader {
             }
         }
         Ok(())
+    }
+}
+
+/// The framings a native demo's snapshot messages may have: the engine's
+/// one message format as a bit stream or range-coded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum MessageFraming {
+    /// A bit stream ([`snapshot::Compact`], the session's default).
+    #[default]
+    Compact,
+    /// Range-coded ([`snapshot::CompactRange`]).
+    CompactRange,
+}
+
+impl MessageFraming {
+    /// The framing that reads and writes such messages.
+    pub fn framing(self) -> Arc<dyn Framing> {
+        match self {
+            MessageFraming::Compact => Arc::new(snapshot::Compact),
+            MessageFraming::CompactRange => Arc::new(snapshot::CompactRange),
+        }
+    }
+
+    /// The demo's name for `framing`, if a native demo can hold its
+    /// messages (they are told apart by [`Framing::name`]).
+    pub fn of(framing: &dyn Framing) -> Option<Self> {
+        [MessageFraming::Compact, MessageFraming::CompactRange]
+            .into_iter()
+            .find(|known| known.name() == framing.name())
+    }
+
+    /// The framing's name ([`Framing::name`]).
+    pub fn name(self) -> &'static str {
+        match self {
+            MessageFraming::Compact => "compact",
+            MessageFraming::CompactRange => "compact-range",
+        }
     }
 }
 
@@ -445,6 +497,19 @@ pub(crate) fn decode_preamble<H: serde::de::DeserializeOwned>(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn message_framings_are_named_as_their_framings() {
+        for framing in [MessageFraming::Compact, MessageFraming::CompactRange] {
+            assert_eq!(framing.name(), framing.framing().name());
+            assert_eq!(MessageFraming::of(&*framing.framing()), Some(framing));
+        }
+        assert_eq!(
+            MessageFraming::of(&snapshot::Compact),
+            Some(MessageFraming::Compact)
+        );
+        assert_eq!(MessageFraming::default(), MessageFraming::Compact);
+    }
+
     use super::*;
 
     #[test]

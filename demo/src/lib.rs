@@ -79,7 +79,7 @@ pub mod stats;
 pub mod writer;
 
 pub use error::DemoError;
-pub use format::{DemoHeader, KeyframeEntry, RecordKind};
+pub use format::{DemoHeader, KeyframeEntry, MessageFraming, RecordKind};
 pub use play::{Played, Player};
 pub use reader::{DemoReader, Record, Records};
 pub use rebase::{ClientRecorder, Rebaser};

@@ -223,5 +223,7 @@ fn to_usize(value: u64) -> usize {
 /// A client for the demo's schemas.
 pub fn fresh_client(reader: &DemoReader<'_>) -> Result<DemoClient, DemoError> {
     let (entity, player) = reader.prototypes()?;
-    Ok(Client::with_prototypes(entity, player))
+    let mut client = Client::with_prototypes(entity, player);
+    client.set_framing(reader.header().framing.framing());
+    Ok(client)
 }

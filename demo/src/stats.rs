@@ -285,6 +285,9 @@ pub struct Info {
     pub version: u32,
     /// The codec of the messages.
     pub codec: &'static str,
+    /// How a native demo's snapshot messages are framed
+    /// ([`crate::MessageFraming::name`]); `None` for a Quake 3 demo.
+    pub framing: Option<&'static str>,
     /// Server frames per second (0: unknown).
     pub tick_hz: u32,
     /// Snapshots per second (0: unknown).
@@ -324,7 +327,7 @@ pub struct Info {
 impl Info {
     /// Info of a native demo from its header and statistics.
     pub fn native(header: &DemoHeader, stats: &DemoStats) -> Self {
-        Info::new(
+        let info = Info::new(
             header.codec.name(),
             header.tick_hz,
             header.snapshot_hz,
@@ -332,7 +335,11 @@ impl Info {
             SchemaInfo::new(&header.player_schema, header.player_model.is_some()),
             header.metadata.clone(),
             stats,
-        )
+        );
+        Info {
+            framing: Some(header.framing.name()),
+            ..info
+        }
     }
 
     /// Info of any demo from its parts.
@@ -349,6 +356,7 @@ impl Info {
             format: stats.format,
             version: stats.version,
             codec,
+            framing: None,
             tick_hz,
             snapshot_hz,
             entity_schema,

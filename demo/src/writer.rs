@@ -1,14 +1,16 @@
 //! [`Recorder`]: writes a native demo from the messages a client received.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use fields::BitReader;
 use snapshot::message::MessageKind;
+use snapshot::Framing;
 
 use crate::error::DemoError;
 use crate::format::{
-    crc32, crc32_update, encode_header, DemoHeader, Frame, KeyframeEntry, RecordKind,
-    MAX_RECORD_LEN,
+    crc32, crc32_update, encode_header, DemoHeader, Frame, KeyframeEntry, MessageFraming,
+    RecordKind, MAX_RECORD_LEN,
 };
 
 /// Writes a demo: the header, then each message as a record, then (on
@@ -34,6 +36,10 @@ pub struct Recorder<W: Write> {
     /// A full snapshot has been recorded since the last gamestate.
     started: bool,
     last_sequence: Option<u32>,
+    /// The header's framing: what the recorded messages must be.
+    framing: MessageFraming,
+    /// That framing, which reads a snapshot message's kind.
+    reads: Arc<dyn Framing>,
 }
 
 impl<W: Write> Recorder<W> {
@@ -49,7 +55,15 @@ impl<W: Write> Recorder<W> {
             gamestate_offset: None,
             started: false,
             last_sequence: None,
+            framing: header.framing,
+            reads: header.framing.framing(),
         })
+    }
+
+    /// How the header says the recorded messages are framed: a server or
+    /// client recording must frame the ones it records this way.
+    pub fn framing(&self) -> MessageFraming {
+        self.framing
     }
 
     /// Records a gamestate message (as `snapshot::Server::write_gamestate`
@@ -94,7 +108,7 @@ impl<W: Write> Recorder<W> {
                 "a snapshot before any gamestate: record the gamestate first".into(),
             ));
         };
-        let full = snapshot_is_full(bytes)?;
+        let full = snapshot_is_full(&*self.reads, bytes)?;
         if full != is_full {
             return Err(DemoError::Refused(format!(
                 "snapshot {sequence} is {} but was recorded as {}",
@@ -208,16 +222,12 @@ fn expect_kind(bytes: &[u8], want: MessageKind) -> Result<(), DemoError> {
     Ok(())
 }
 
-/// Whether a snapshot message is a full update (else a delta), from its
-/// kind tag: the rest of its header reads only against its base.
-pub(crate) fn snapshot_is_full(bytes: &[u8]) -> Result<bool, DemoError> {
-    let kind = MessageKind::read(&mut BitReader::new(bytes))
-        .map_err(|e| DemoError::Refused(format!("not a message: {e}")))?;
-    match kind {
-        MessageKind::Full => Ok(true),
-        MessageKind::Delta => Ok(false),
-        other => Err(DemoError::Refused(format!(
-            "expected a snapshot message, got a {other:?} message"
-        ))),
-    }
+/// Whether a snapshot message framed by `framing` is a full update (else
+/// a delta), from its kind: the rest of its header reads only against its
+/// base.
+pub(crate) fn snapshot_is_full(framing: &dyn Framing, bytes: &[u8]) -> Result<bool, DemoError> {
+    let kind = framing
+        .snapshot_kind(bytes)
+        .map_err(|e| DemoError::Refused(format!("not a snapshot message: {e}")))?;
+    Ok(kind == MessageKind::Full)
 }

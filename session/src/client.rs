@@ -10,7 +10,7 @@ use fields::NetFields;
 use netchan::{
     ConnectError, ConnectOptions, ConnectionId, Endpoint, EndpointConfig, Event, StateId,
 };
-use snapshot::{Interpolate, Models, Received, Rendered, SnapshotReport, SyncCheck, ViewStamp};
+use snapshot::{Interpolate, Received, Rendered, SnapshotReport, SyncCheck, ViewStamp};
 
 use crate::config::ClientConfig;
 use crate::error::SessionError;
@@ -151,13 +151,15 @@ impl<E, P, C> std::fmt::Debug for Client<E, P, C> {
 
 type Result<T> = std::result::Result<T, SessionError>;
 
-/// A fresh snapshot client decoding with `models`, or with the types' own
-/// if they do not fit (then [`Client::connect`] refuses to connect).
-fn snapshot_client<E: NetFields, P: NetFields>(models: &Models) -> snapshot::Client<E, P> {
+/// A fresh snapshot client reading `config`'s framing and decoding with
+/// its models, or with the types' own if they do not fit (then
+/// [`Client::connect`] refuses to connect).
+fn snapshot_client<E: NetFields, P: NetFields>(config: &ClientConfig) -> snapshot::Client<E, P> {
     let mut client = snapshot::Client::new();
-    if client.set_models(models.clone()).is_err() {
+    if client.set_models(config.models.clone()).is_err() {
         client = snapshot::Client::new();
     }
+    client.set_framing(config.framing.clone());
     client
 }
 
@@ -170,7 +172,7 @@ where
     /// A client that has not connected yet.
     pub fn new(config: ClientConfig) -> Self {
         Client {
-            snap: snapshot_client(&config.models),
+            snap: snapshot_client(&config),
             config,
             state: ClientState::Idle,
             server: None,
@@ -321,7 +323,7 @@ where
     }
 
     fn reset_session(&mut self) {
-        self.snap = snapshot_client(&self.config.models);
+        self.snap = snapshot_client(&self.config);
         // Events still queued about the old session's gamestate and
         // snapshots would send the game to a snapshot store that is now
         // empty: the session they describe is gone, and the game learns so

@@ -1,12 +1,13 @@
 //! Settings of both ends, the schema fingerprint checked at connect, and
 //! the netchan endpoint configurations that go with them.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use fields::schema::combined_fingerprint;
 use fields::{Codec, NetFields};
 use netchan::{ConnectionConfig, EndpointConfig, RateAnnounce, StatusLimits};
-use snapshot::{ClientSettings, Models};
+use snapshot::{ClientSettings, Compact, Framing, Models};
 
 /// The session protocol's own version, mixed into the handshake's version.
 /// 2: snapshot sync checksums are XXH3 (`snapshot::checksum`), not FNV-1a:
@@ -33,22 +34,28 @@ use snapshot::{ClientSettings, Models};
 /// 10: the gamestate's fingerprint folds in the native models' ids
 /// (`snapshot::Models::fingerprint`): a peer of version 9 would refuse
 /// every gamestate.
-pub const SESSION_VERSION: u32 = 10;
+/// 11: the handshake's schema fingerprint folds in the snapshot framing's
+/// name ([`ServerConfig::framing`]), so ends that frame snapshots
+/// differently (bit stream or range-coded) refuse each other at connect.
+pub const SESSION_VERSION: u32 = 11;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
-/// `P` and command `C`: their tables, the codec and (native codec) the
-/// trained models, so a client that would code anything differently is
-/// rejected at connect with [`crate::DisconnectReason::SchemaMismatch`].
+/// `P` and command `C`: their tables, the codec, the snapshot framing
+/// ([`Compact`] here) and (native codec) the trained models, so a client
+/// that would code anything differently is rejected at connect with
+/// [`crate::DisconnectReason::SchemaMismatch`].
 pub fn schema_fingerprint<E: NetFields, P: NetFields, C: NetFields>(codec: Codec) -> u64 {
-    schema_fingerprint_with::<E, P, C>(codec, &Models::of_types())
+    schema_fingerprint_with::<E, P, C>(codec, &Models::of_types(), &Compact)
 }
 
 /// [`schema_fingerprint`] of ends that code snapshots with `models` (see
-/// [`snapshot::models`]): a client given other models than the server's
-/// is rejected at connect.
+/// [`snapshot::models`]) and frame them with `framing`: a client given
+/// other models or another framing than the server's is rejected at
+/// connect.
 pub fn schema_fingerprint_with<E: NetFields, P: NetFields, C: NetFields>(
     codec: Codec,
     models: &Models,
+    framing: &dyn Framing,
 ) -> u64 {
     let tables =
         combined_fingerprint(&[&E::TABLE.schema(), &P::TABLE.schema(), &C::TABLE.schema()]);
@@ -60,6 +67,7 @@ pub fn schema_fingerprint_with<E: NetFields, P: NetFields, C: NetFields>(
         }
     };
     eat(codec.name().as_bytes());
+    eat(framing.name().as_bytes());
     if codec == Codec::Native {
         let [entity, player] = models.ids(&E::default(), &P::default());
         let command = C::static_native_model().map_or(0, |m| m.id());
@@ -101,6 +109,11 @@ pub struct ServerConfig {
     /// own). Clients must be given the same ones: the handshake refuses
     /// a client whose models differ.
     pub models: Models,
+    /// How snapshot messages are framed and coded (default [`Compact`], a
+    /// bit stream; [`snapshot::CompactRange`] range-codes the same
+    /// message, smaller for the native codec). Clients must frame theirs
+    /// the same way: the handshake refuses one that does not.
+    pub framing: Arc<dyn Framing>,
 }
 
 /// [`ServerConfig::max_rewind_ms`]'s default: 200 ms.
@@ -119,6 +132,7 @@ impl Default for ServerConfig {
             connection: ConnectionConfig::default(),
             max_rewind_ms: DEFAULT_MAX_REWIND_MS,
             models: Models::of_types(),
+            framing: Arc::new(Compact),
         }
     }
 }
@@ -128,7 +142,8 @@ impl ServerConfig {
     pub fn endpoint<E: NetFields, P: NetFields, C: NetFields>(&self) -> EndpointConfig {
         let mut endpoint = EndpointConfig::server();
         endpoint.protocol_version = protocol_version(self.game_version);
-        endpoint.schema_fingerprint = schema_fingerprint_with::<E, P, C>(self.codec, &self.models);
+        endpoint.schema_fingerprint =
+            schema_fingerprint_with::<E, P, C>(self.codec, &self.models, &*self.framing);
         endpoint.connection = self.connection.clone();
         if let Some(server) = endpoint.server.as_mut() {
             // Headroom over the player slots: a client whose accept was lost
@@ -191,6 +206,9 @@ pub struct ClientConfig {
     /// The native models snapshots are decoded with (must be the
     /// server's: see [`ServerConfig::models`]).
     pub models: Models,
+    /// How snapshot messages are framed (must be the server's: see
+    /// [`ServerConfig::framing`]).
+    pub framing: Arc<dyn Framing>,
 }
 
 impl Default for ClientConfig {
@@ -208,6 +226,7 @@ impl Default for ClientConfig {
             game_version: 1,
             connection: ConnectionConfig::default(),
             models: Models::of_types(),
+            framing: Arc::new(Compact),
         }
     }
 }
@@ -232,7 +251,8 @@ impl ClientConfig {
     pub fn endpoint<E: NetFields, P: NetFields, C: NetFields>(&self) -> EndpointConfig {
         let mut endpoint = EndpointConfig::client();
         endpoint.protocol_version = protocol_version(self.game_version);
-        endpoint.schema_fingerprint = schema_fingerprint_with::<E, P, C>(self.codec, &self.models);
+        endpoint.schema_fingerprint =
+            schema_fingerprint_with::<E, P, C>(self.codec, &self.models, &*self.framing);
         endpoint.handshake_retry = Duration::from_millis(250);
         endpoint.handshake_retry_max = Duration::from_millis(250);
         endpoint.connection = self.connection.clone();

@@ -151,7 +151,8 @@ pub use server::{ClientInfo, ClientKey, Server, ServerEvent};
 pub use server::{RecordView, RecordingStats};
 pub use snapshot::Models;
 pub use snapshot::{
-    AllInScope, Clamp, Interpolate, RenderPoint, Rendered, Rewind, Scope, ViewStamp,
+    AllInScope, Clamp, Compact, CompactRange, Framing, Interpolate, RenderPoint, Rendered, Rewind,
+    Scope, ViewStamp,
 };
 pub use stats::{ClientStats, ServerClientStats, ServerStats};
 

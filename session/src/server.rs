@@ -174,6 +174,7 @@ where
             checksum_interval: config.checksum_interval,
         })?;
         snap.set_models(config.models.clone())?;
+        snap.set_framing(config.framing.clone())?;
         Ok(Server {
             slots: (0..config.max_clients).map(|_| None).collect(),
             generations: vec![0; config.max_clients],

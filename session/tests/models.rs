@@ -1,7 +1,7 @@
 //! Sessions coding snapshots with given native models: clients given the
 //! server's models play exactly, and a client given other models is
 //! refused at connect with a reason, never fed snapshots it would decode
-//! wrong.
+//! wrong; the same for the snapshot framing.
 
 mod support;
 
@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use fields::model::NativeModel;
 use fields::NetFields;
-use netq3_session::{ClientConfig, DisconnectReason, Models};
+use netq3_session::{ClientConfig, CompactRange, DisconnectReason, Models};
 use support::{link, Mark, Me, Sim};
 
 /// A model of `T` trained on the deltas `pairs` gives.
@@ -56,5 +56,30 @@ fn clients_with_the_servers_models_play_and_others_are_told_why() {
     let reason = sim
         .reason(1)
         .expect("the client with the types' models is refused");
+    assert_eq!(reason, DisconnectReason::SchemaMismatch);
+}
+
+#[test]
+fn clients_framing_snapshots_as_the_server_play_and_others_are_told_why() {
+    let mut sim = Sim::new(12, link(0.0, 10, 0, 0.0, 0.0));
+    sim.stop_server(false);
+    sim.server_config.framing = Arc::new(CompactRange);
+    sim.start_server();
+    let mut ranged = ClientConfig::named("ranged");
+    ranged.framing = Arc::new(CompactRange);
+    sim.add_bot_with(ranged, link(0.05, 10, 0, 0.0, 0.0), 0);
+    sim.add_bot_with(ClientConfig::named("plain"), link(0.0, 10, 0, 0.0, 0.0), 1);
+    sim.run_ms(4_000);
+
+    let bot = &sim.bots[0];
+    assert_eq!(sim.reason(0), None, "the client framing as the server does");
+    assert_eq!(bot.divergent, 0);
+    assert!(bot.compared > 20, "compared {}", bot.compared);
+    assert_eq!(bot.client.stats().checksum_mismatches, 0);
+    assert!(bot.client.stats().checksums_matched > 0);
+
+    let reason = sim
+        .reason(1)
+        .expect("the client reading bit streams is refused");
     assert_eq!(reason, DisconnectReason::SchemaMismatch);
 }

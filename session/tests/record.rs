@@ -6,9 +6,9 @@ mod support;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use demo::{DemoHeader, DemoReader, Player, Recorder};
+use demo::{DemoHeader, DemoReader, MessageFraming, Player, Recorder};
 use fields::Codec;
-use netq3_session::{ClientKey, RecordView};
+use netq3_session::{ClientConfig, ClientKey, RecordView};
 use support::{link, Mark, Me, Sim};
 
 /// A writer whose bytes the test can read after the session dropped it.
@@ -26,17 +26,31 @@ impl Write for Shared {
 }
 
 fn record(view: impl Fn(&Sim) -> RecordView<Me>) -> (Vec<u8>, u64, u64) {
+    record_framed(view, MessageFraming::Compact)
+}
+
+/// A recording of `view` by a session whose server and clients frame
+/// snapshots as `framing` says, the header saying so too.
+fn record_framed(
+    view: impl Fn(&Sim) -> RecordView<Me>,
+    framing: MessageFraming,
+) -> (Vec<u8>, u64, u64) {
     let lossy = link(0.1, 30, 5, 0.0, 0.0);
     let mut sim = Sim::new(21, lossy.clone());
     sim.server_config.keyframe_ms = 1000;
+    sim.server_config.framing = framing.framing();
     sim.stop_server(false);
     sim.start_server();
-    sim.add_bot("a", lossy.clone());
-    sim.add_bot("b", lossy);
+    for (index, name) in ["a", "b"].into_iter().enumerate() {
+        let mut config = ClientConfig::named(name);
+        config.connection.idle_timeout = std::time::Duration::from_secs(3);
+        config.framing = framing.framing();
+        sim.add_bot_with(config, lossy.clone(), index);
+    }
     sim.run_ms(1_500);
     assert!(sim.all_active());
     let shared = Shared::default();
-    let header = DemoHeader::for_types::<Mark, Me>(Codec::Native, 20, 20);
+    let header = DemoHeader::for_types::<Mark, Me>(Codec::Native, 20, 20).with_framing(framing);
     let recorder = Recorder::create(Box::new(shared.clone()) as Box<dyn Write + Send>, header)
         .expect("header written");
     let view = view(&sim);
@@ -102,4 +116,46 @@ fn a_clients_view_is_recorded_too() {
     assert_eq!(recorded, 100);
     assert_eq!(gamestates, 2);
     assert_eq!(map, Some(2));
+}
+
+#[test]
+fn a_range_coded_session_records_a_demo_that_plays_and_verifies() {
+    let (bytes, recorded, keyframes) = record_framed(
+        |_| RecordView::Spectator(Me::default()),
+        MessageFraming::CompactRange,
+    );
+    let reader = DemoReader::new(&bytes).expect("valid demo");
+    assert_eq!(reader.header().framing, MessageFraming::CompactRange);
+    let (snapshots, gamestates, map) = play(&bytes);
+    assert_eq!(snapshots, recorded);
+    assert_eq!(recorded, 100);
+    assert!(keyframes >= 5, "{keyframes}");
+    assert_eq!(gamestates, 2);
+    assert_eq!(map, Some(2));
+    // The same game recorded as a bit stream is bigger.
+    let (plain, _, _) = record(|_| RecordView::Spectator(Me::default()));
+    assert!(
+        bytes.len() < plain.len(),
+        "{} vs {}",
+        bytes.len(),
+        plain.len()
+    );
+}
+
+#[test]
+fn a_header_framed_otherwise_than_the_server_is_refused() {
+    let lossy = link(0.0, 30, 5, 0.0, 0.0);
+    let mut sim = Sim::new(22, lossy.clone());
+    sim.add_bot("a", lossy);
+    sim.run_ms(500);
+    assert!(sim.all_active());
+    let header = DemoHeader::for_types::<Mark, Me>(Codec::Native, 20, 20)
+        .with_framing(MessageFraming::CompactRange);
+    let recorder = Recorder::create(Box::new(Vec::new()) as Box<dyn Write + Send>, header)
+        .expect("header written");
+    let error = sim
+        .server_mut()
+        .record(RecordView::Spectator(Me::default()), recorder)
+        .expect_err("a range-coded header on a bit-stream server");
+    assert!(error.to_string().contains("compact-range"), "{error}");
 }

@@ -312,6 +312,31 @@ pub trait Framing: fmt::Debug + Send + Sync {
         true
     }
 
+    /// Whether snapshot message `bytes` is a delta or a full update
+    /// ([`MessageKind::Delta`] or [`MessageKind::Full`]), read from its
+    /// front as [`read_header`](Self::read_header) starts, with no base:
+    /// what a tool filing messages (a demo recorder) needs. The default
+    /// reads the kind the engine's one format writes first, through this
+    /// framing's [`coding`](Self::coding); any other kind is an error.
+    fn snapshot_kind(&self, bytes: &[u8]) -> Result<MessageKind, ClientError> {
+        let kind = match self.coding() {
+            MessageCoding::Bits => get_snapshot_kind(&mut fields::BitReader::new(bytes))?,
+            MessageCoding::Huffman(code) => get_snapshot_kind(&mut fields::HuffmanReader::new(
+                fields::BitReader::new(bytes),
+                code,
+            ))?,
+            MessageCoding::Split => get_snapshot_kind(&mut fields::range::SplitReader::new(bytes))?,
+        };
+        match kind {
+            MessageKind::Delta | MessageKind::Full => Ok(kind),
+            other => Err(ClientError::invalid(
+                "snapshot",
+                0,
+                format!("a {other:?} message is not a snapshot"),
+            )),
+        }
+    }
+
     /// Writes `header`'s part of a message; `base` is the snapshot
     /// `header.base` names (`None` for a full update).
     fn write_header(
@@ -1036,6 +1061,40 @@ mod tests {
         };
         split_round_trip(&full, &held);
         round_trip(&full, &held);
+    }
+
+    #[test]
+    fn a_messages_kind_reads_without_its_base_in_either_coding() {
+        use fields::range::{RangeEncoder, SplitWriter};
+        let held = [base(9)];
+        let delta = next(&held[0], 1);
+        let full = SnapshotHeader {
+            base: None,
+            delivery: Delivery::FULL,
+            ..delta
+        };
+        for (header, kind) in [(&delta, MessageKind::Delta), (&full, MessageKind::Full)] {
+            let base = BaseList(&held).base(9);
+            let base = header.base.and(base.as_ref());
+            let mut buf = [0u8; 64];
+            let mut w = BitWriter::new(&mut buf);
+            Compact.write_header(&mut w, header, base).unwrap();
+            let len = w.bits_written().div_ceil(8);
+            assert_eq!(Compact.snapshot_kind(&buf[..len]).unwrap(), kind);
+
+            let mut buf = [0u8; 64];
+            let mut encoder = RangeEncoder::new();
+            let mut w = SplitWriter::new(&mut buf, &mut encoder);
+            CompactRange.write_header(&mut w, header, base).unwrap();
+            let (len, _) = w.finish().unwrap();
+            assert_eq!(CompactRange.snapshot_kind(&buf[..len]).unwrap(), kind);
+        }
+        // A message of another kind is not a snapshot, nor is nothing.
+        let mut buf = [0u8; 8];
+        let mut w = BitWriter::new(&mut buf);
+        MessageKind::Gamestate.write(&mut w).unwrap();
+        assert!(Compact.snapshot_kind(&buf[..1]).is_err());
+        assert!(Compact.snapshot_kind(&[]).is_err());
     }
 
     #[test]

@@ -155,6 +155,9 @@ fn write_info_text(
         info.format, info.version
     )?;
     writeln!(out, "codec:      {}", info.codec)?;
+    if let Some(framing) = info.framing {
+        writeln!(out, "framing:    {framing}")?;
+    }
     if info.tick_hz > 0 || info.snapshot_hz > 0 {
         writeln!(
             out,

@@ -50,12 +50,24 @@ where
     /// wrote: schemas, codec, metadata). The current gamestate is recorded
     /// first, then a snapshot every frame and a keyframe every
     /// `keyframe_ms`. One recording at a time; a new one replaces the old
-    /// (finish it first to keep it).
+    /// (finish it first to keep it). The header's
+    /// [`framing`](demo::DemoHeader::framing) must be the server's
+    /// ([`crate::ServerConfig::framing`]).
     pub fn record(
         &mut self,
         view: RecordView<P>,
         mut recorder: demo::Recorder<Box<dyn Write + Send>>,
     ) -> Result<()> {
+        // The stream is framed as every client's; a header saying otherwise
+        // would make a demo no player reads.
+        let framing = self.snap.framing();
+        if demo::MessageFraming::of(&**framing) != Some(recorder.framing()) {
+            return Err(SessionError::Demo(demo::DemoError::Refused(format!(
+                "the demo header says its messages are framed `{}`, the server frames them `{}`",
+                recorder.framing().name(),
+                framing.name()
+            ))));
+        }
         if let Some(old) = self.recording.take() {
             self.drop_recording(&old)?;
         }
