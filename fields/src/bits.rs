@@ -292,6 +292,17 @@ pub trait BitSource {
     /// Bits consumed so far.
     fn bits_read(&self) -> usize;
 
+    /// What the message spent on everything read so far, in bits: the
+    /// difference between two points is what was read between them (a
+    /// trace's bits per entity). [`bits_read`](Self::bits_read) for a
+    /// bit stream; a reader of range-coded symbols adds what the coder
+    /// consumed for them (its interval's narrowing, as the writer's
+    /// [`BitSink::bits_written`] counts it), which its `bits_read` does
+    /// not say.
+    fn bits_spent(&self) -> usize {
+        self.bits_read()
+    }
+
     /// Reads one bit.
     fn get_bit(&mut self) -> Result<bool, BitError> {
         Ok(self.get_bits(1)? != 0)

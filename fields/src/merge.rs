@@ -268,9 +268,11 @@ pub enum ListRead<'a, E> {
         new: Option<&'a E>,
         /// Bit position of its body in the source.
         at: usize,
-        /// Bit position of the entry (its number) in the source.
+        /// What the message had spent before the entry (its number), by
+        /// [`BitSource::bits_spent`](crate::BitSource::bits_spent).
         from: usize,
-        /// Bit position just after it.
+        /// The same just after it: `to - from` is the entry's bits, its
+        /// range-coded symbols included.
         to: usize,
     },
 }
@@ -337,7 +339,7 @@ where
     let mut cursor = BaseCursor::new(held);
     let mut last = None;
     loop {
-        let from = source.bits_read();
+        let from = source.bits_spent();
         let Some(header) = codec
             .read_entity_number(source, last, limit, zero, &held)
             .map_err(ListError::Number)?
@@ -373,7 +375,7 @@ where
             new: (!removed).then_some(&out[slot].1),
             at,
             from,
-            to: source.bits_read(),
+            to: source.bits_spent(),
         });
         if removed || seen.is_err() {
             out.truncate(slot);

@@ -257,6 +257,14 @@ impl<'a> RangeDecoder<'a> {
         byte
     }
 
+    /// The stream's bits spent so far: the bytes shifted in past the
+    /// four-byte window and the bits the range has narrowed by, the very
+    /// count [`RangeEncoder::bits_bound`] gives at the same point (encoder
+    /// and decoder narrow their ranges alike).
+    pub fn bits_spent(&self) -> usize {
+        8 * self.position.saturating_sub(4) + self.range.leading_zeros() as usize + 2
+    }
+
     /// Where the next symbol falls among [`PROB_TOTAL`] frequencies: find
     /// the symbol whose span holds it, then call [`RangeDecoder::consume`].
     #[inline]
@@ -495,6 +503,10 @@ impl BitSource for RangeReader<'_> {
     /// ahead).
     fn bits_read(&self) -> usize {
         8 * self.decoder.position.min(self.decoder.input.len())
+    }
+
+    fn bits_spent(&self) -> usize {
+        self.decoder.bits_spent()
     }
 
     #[inline]
@@ -765,6 +777,11 @@ impl BitSource for SplitReader<'_> {
         self.raw.bits_read()
     }
 
+    /// Raw bits read and the symbol stream's bits spent.
+    fn bits_spent(&self) -> usize {
+        self.raw.bits_read() + self.decoder.bits_spent()
+    }
+
     #[inline]
     fn get_coded_symbol(&mut self, code: &SymbolCode) -> Result<u8, BitError> {
         let symbol = self.decoder.decode_symbol(code, self.bits_read())?;
@@ -974,11 +991,14 @@ mod tests {
         let mut encoder = RangeEncoder::new();
         let mut log = Vec::new();
         let mut writer = SplitWriter::new(&mut buf, &mut encoder).with_log(&mut log);
+        // What the message had cost after each answer (and its raw bits).
+        let mut written = Vec::new();
         for (i, &(yes, chance)) in answers.iter().enumerate() {
             writer.put_decision(yes, Chance::in_65536(chance)).unwrap();
             if raw_every > 0 && i % raw_every == 0 {
                 writer.put_bits(i as u32 & 7, 3).unwrap();
             }
+            written.push(writer.bits_written());
         }
         assert_eq!(writer.spans().len(), answers.len(), "every answer logged");
         let (len, bits) = writer.finish().unwrap();
@@ -992,6 +1012,9 @@ mod tests {
             if raw_every > 0 && i % raw_every == 0 {
                 assert_eq!(reader.get_bits(3).unwrap(), i as u32 & 7);
             }
+            // The reader counts the bits spent as the writer did: a trace
+            // attributes each part of a message its own bits.
+            assert_eq!(reader.bits_spent(), written[i], "after answer {i}");
         }
         assert!(reader.fits());
         bits

@@ -375,7 +375,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
                 base: named,
             })?),
         };
-        let header_end = reader.bits_read();
+        let header_end = reader.bits_spent();
         if let Some(trace) = trace.as_deref_mut() {
             trace.sequence = sequence;
             trace.base = header.base;
@@ -441,7 +441,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
         let context = context.with_anchor(anchor);
         if let Some(trace) = trace.as_deref_mut() {
             trace.player_fields = FieldMask::diff(base_player, &out.player);
-            trace.player_bits = reader.bits_read() - header_end;
+            trace.player_bits = reader.bits_spent() - header_end;
         }
 
         // Merge the base's entities with the message's updates, in number
@@ -502,7 +502,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
         self.scratch_coded_with = coding.as_ref().map(Adapted::ids);
         self.scratch_adapted = coding.map(|coding| coding.after(&self.tallies));
         if let Some(trace) = trace {
-            trace.bits = reader.bits_read();
+            trace.bits = reader.bits_spent();
             let entity_bits: usize = trace.entities.iter().map(|e| e.bits as usize).sum();
             trace.end_bits = trace
                 .bits
