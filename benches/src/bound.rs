@@ -135,6 +135,59 @@ pub struct FieldCost {
     pub raw_bits: u64,
 }
 
+/// One kind of entity update's share of a demo's entity bits (each
+/// symbol at its cross-entropy, raw bits at one bit each): which entities
+/// cost what, entering the view or held.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct EntityKindCost {
+    /// Entity type (`eType`, events together) and how the update came:
+    /// `changed` (held by the receiver), `from baseline` (entering from
+    /// its spawn baseline), `from zero` (entering with no baseline),
+    /// `removed`.
+    pub kind: String,
+    /// Updates of this kind.
+    pub updates: u64,
+    /// Their entity-number symbols.
+    pub number_bits: f64,
+    /// Their change patterns.
+    pub pattern_bits: f64,
+    /// Their values (symbols and raw bits).
+    pub value_bits: f64,
+    /// The fields whose values cost the most, with their bits.
+    pub fields: Vec<(String, f64)>,
+}
+
+impl EntityKindCost {
+    /// All their bits.
+    pub fn bits(&self) -> f64 {
+        self.number_bits + self.pattern_bits + self.value_bits
+    }
+}
+
+/// Quake 3's entity type names (`entityType_t`), events (`ET_EVENTS` and
+/// up) together.
+fn entity_type_name(e_type: i32) -> &'static str {
+    const NAMES: [&str; 13] = [
+        "general",
+        "player",
+        "item",
+        "missile",
+        "mover",
+        "beam",
+        "portal",
+        "speaker",
+        "push trigger",
+        "teleport trigger",
+        "invisible",
+        "grapple",
+        "team",
+    ];
+    match usize::try_from(e_type) {
+        Ok(t) if t < NAMES.len() => NAMES[t],
+        _ => "event",
+    }
+}
+
 /// One demo's bound (sums over its messages; bits unless named).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct DemoBound {
@@ -192,6 +245,8 @@ pub struct DemoBound {
     /// The same range-coded (bits the writer's
     /// [`fields::BitSink::bits_written`] bound moved by over each update).
     pub range_entity_update_bits: u64,
+    /// Entity bits per entity type and kind of update, most bits first.
+    pub entity_kinds: Vec<EntityKindCost>,
 }
 
 impl DemoBound {
@@ -300,6 +355,7 @@ pub fn demo_bound_with(demo: &Q3Demo, models: &TrainedModels) -> Result<DemoBoun
     let mut adaptive: HashMap<RawKey, [u64; 2]> = HashMap::new();
     let mut range = RangeWriter::new();
     let mut field_costs: HashMap<(Table, usize), FieldCost> = HashMap::new();
+    let mut kinds: HashMap<String, (EntityKindCost, HashMap<usize, f64>)> = HashMap::new();
     let end = demo.decode(|owned| {
         let step = owned.step();
         let bits = encoder.encode(&step, &zeros, &mut breakdown)?;
@@ -335,6 +391,29 @@ pub fn demo_bound_with(demo: &Q3Demo, models: &TrainedModels) -> Result<DemoBoun
             if update.is_some_and(|(of, _)| of != coded.of) {
                 close_update(&mut update, &range, &mut bound);
             }
+            let kind_key = match coded.of {
+                SymbolOf::Entity { number, kind } => {
+                    let new = owned
+                        .snapshot
+                        .entities
+                        .binary_search_by_key(&number, |&(n, _)| n)
+                        .ok()
+                        .map(|i| owned.snapshot.entities[i].1);
+                    let baseline = owned.baselines.get(number).copied().unwrap_or_default();
+                    let how = match kind {
+                        UpdateKind::Removed => "removed",
+                        UpdateKind::Changed => "changed",
+                        UpdateKind::Added if baseline != EntityState::default() => "from baseline",
+                        UpdateKind::Added => "from zero",
+                    };
+                    let e_type = new.map_or(baseline.e_type, |new| new.e_type);
+                    Some((
+                        format!("{} {how}", entity_type_name(e_type)),
+                        update.is_none(),
+                    ))
+                }
+                _ => None,
+            };
             match coded.of {
                 SymbolOf::Entity { .. } => {
                     if update.is_none() {
@@ -363,6 +442,19 @@ pub fn demo_bound_with(demo: &Q3Demo, models: &TrainedModels) -> Result<DemoBoun
             range.put_coded_symbol_and_raw(code, s.symbol, s.raw, s.raw_bits)?;
             let ideal = code.ideal_bits(s.symbol);
             bound.cross_entropy += ideal;
+            if let Some((key, first)) = kind_key {
+                let (cost, fields) = kinds.entry(key).or_default();
+                cost.updates += u64::from(first);
+                let spent = ideal + f64::from(s.raw_bits);
+                match s.context {
+                    Context::EntityNumber(_) => cost.number_bits += spent,
+                    Context::LastGroup(_) | Context::Group(..) => cost.pattern_bits += spent,
+                    Context::Value(field, _) | Context::TopBits(field, _) => {
+                        cost.value_bits += spent;
+                        *fields.entry(field).or_default() += spent;
+                    }
+                }
+            }
             if let Context::Value(field, _) = s.context {
                 let cost = field_costs.entry((table, field)).or_default();
                 cost.values += 1;
@@ -472,6 +564,31 @@ pub fn demo_bound_with(demo: &Q3Demo, models: &TrainedModels) -> Result<DemoBoun
     bound
         .fields
         .sort_by_key(|cost| std::cmp::Reverse(cost.symbol_bits + cost.raw_bits));
+    bound.entity_kinds = kinds
+        .into_iter()
+        .map(|(kind, (cost, fields))| {
+            let mut fields: Vec<(String, f64)> = fields
+                .into_iter()
+                .map(|(field, bits)| {
+                    let name = EntityState::TABLE
+                        .fields
+                        .get(field)
+                        .map_or_else(|| format!("#{field}"), |f| f.name.to_string());
+                    (name, bits)
+                })
+                .collect();
+            fields.sort_by(|a, b| b.1.total_cmp(&a.1));
+            fields.truncate(6);
+            EntityKindCost {
+                kind,
+                fields,
+                ..cost
+            }
+        })
+        .collect();
+    bound
+        .entity_kinds
+        .sort_by(|a, b| b.bits().total_cmp(&a.bits()));
     for (&(table, context), symbols) in &counts {
         let h = entropy(symbols.values());
         bound.insample_entropy += h;
@@ -568,6 +685,8 @@ pub fn render_markdown(report: &BoundReport) -> String {
             out.push_str(&parts_table(d));
             out.push('\n');
             out.push_str(&fields_table(d, 16));
+            out.push('\n');
+            out.push_str(&entity_kinds_table(d));
         }
     }
     out
@@ -591,6 +710,34 @@ pub fn parts_table(d: &DemoBound) -> String {
             per(p.raw_bits as f64),
             per(p.raw_adaptive),
             per(p.raw_entropy),
+        ));
+    }
+    out
+}
+
+/// Where a demo's entity bits go, per entity type and kind of update:
+/// updates and bits per update (symbols at their cross-entropy).
+pub fn entity_kinds_table(d: &DemoBound) -> String {
+    let mut out = format!(
+        "{} entities | updates | bits/update | number | pattern | values | costliest values (bits/update) |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |\n",
+        d.name
+    );
+    for k in &d.entity_kinds {
+        let per = |bits: f64| bits / k.updates.max(1) as f64;
+        let fields: Vec<String> = k
+            .fields
+            .iter()
+            .map(|(name, bits)| format!("{name} {:.1}", per(*bits)))
+            .collect();
+        out.push_str(&format!(
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {} |\n",
+            k.kind,
+            k.updates,
+            per(k.bits()),
+            per(k.number_bits),
+            per(k.pattern_bits),
+            per(k.value_bits),
+            fields.join(", "),
         ));
     }
     out
