@@ -269,7 +269,7 @@ pub enum ListRead<'a, E> {
         /// Bit position of its body in the source.
         at: usize,
         /// What the message had spent before the entry (its number), by
-        /// [`BitSource::bits_spent`](crate::BitSource::bits_spent).
+        /// [`BitSource::bits_spent`].
         from: usize,
         /// The same just after it: `to - from` is the entry's bits, its
         /// range-coded symbols included.
