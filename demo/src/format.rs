@@ -309,6 +309,15 @@ impl MessageFraming {
         }
     }
 
+    /// The framing itself, borrowed (both are unit types): reads a
+    /// message's kind without an allocation.
+    pub fn as_framing(self) -> &'static dyn Framing {
+        match self {
+            MessageFraming::Compact => &snapshot::Compact,
+            MessageFraming::CompactRange => &snapshot::CompactRange,
+        }
+    }
+
     /// The demo's name for `framing`, if a native demo can hold its
     /// messages (they are told apart by [`Framing::name`]).
     pub fn of(framing: &dyn Framing) -> Option<Self> {
@@ -502,6 +511,7 @@ mod tests {
         for framing in [MessageFraming::Compact, MessageFraming::CompactRange] {
             assert_eq!(framing.name(), framing.framing().name());
             assert_eq!(MessageFraming::of(&*framing.framing()), Some(framing));
+            assert_eq!(framing.as_framing().name(), framing.name());
         }
         assert_eq!(
             MessageFraming::of(&snapshot::Compact),

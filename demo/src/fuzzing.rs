@@ -7,7 +7,8 @@
 //! go unfuzzed. [`build`] instead lets the fuzzer's bytes (through
 //! [`arbitrary::Unstructured`]) choose a *valid* demo — a recorded stream of a
 //! small game with entities appearing, changing and leaving, configstring
-//! changes and keyframes — and then a list of [`Mutation`]s of its fields:
+//! changes and keyframes, in either codec and either message framing (bit
+//! stream or range-coded) — and then a list of [`Mutation`]s of its fields:
 //! frame fields, payload bytes, lengths, whole records, keyframe index
 //! entries, the end record and the header. Every checksum is recomputed
 //! afterwards, except for the one mutation that damages a checksum on purpose.
@@ -21,8 +22,8 @@ use snapshot::{AllInScope, BuildOutcome, ClientSettings, Server, ServerConfig};
 use crate::cut::cut;
 use crate::dump::{dump_native, DumpOptions};
 use crate::format::{
-    crc32, crc32_update, decode_header, DemoHeader, Frame, KeyframeEntry, RecordKind,
-    END_PAYLOAD_LEN, FRAME_LEN, MAGIC, TRAILER_LEN, VERSION,
+    crc32, crc32_update, decode_header, DemoHeader, Frame, KeyframeEntry, MessageFraming,
+    RecordKind, END_PAYLOAD_LEN, FRAME_LEN, MAGIC, TRAILER_LEN, VERSION,
 };
 use crate::play::Player;
 use crate::reader::DemoReader;
@@ -185,6 +186,11 @@ pub fn record_game(u: &mut Unstructured<'_>) -> arbitrary::Result<Vec<u8>> {
     } else {
         Codec::Q3
     };
+    let framing = if u.arbitrary()? {
+        MessageFraming::CompactRange
+    } else {
+        MessageFraming::Compact
+    };
     let frames = u.int_in_range(1..=MAX_FRAMES)?;
     let checksum_interval = u.int_in_range(0..=4)?;
     let mut server: Server<Thing, Me> = ok(Server::new(ServerConfig {
@@ -192,6 +198,7 @@ pub fn record_game(u: &mut Unstructured<'_>) -> arbitrary::Result<Vec<u8>> {
         max_entities: 64,
         codec,
     }))?;
+    ok(server.set_framing(framing.framing()))?;
     ok(server.set_configstring(0, "map=fuzz"))?;
     if u.arbitrary()? {
         ok(server.set_baseline(
@@ -205,7 +212,7 @@ pub fn record_game(u: &mut Unstructured<'_>) -> arbitrary::Result<Vec<u8>> {
     }
     let viewed = ok(server.add_client(ClientSettings::unlimited()))?;
     let id = ok(server.add_recorder(viewed, ClientSettings::recorder()))?;
-    let mut header = DemoHeader::for_types::<Thing, Me>(codec, 20, 20);
+    let mut header = DemoHeader::for_types::<Thing, Me>(codec, 20, 20).with_framing(framing);
     if u.arbitrary()? {
         header = header.with_metadata("map", "fuzz");
     }
@@ -378,6 +385,8 @@ pub enum Mutation {
 pub enum HeaderMutation {
     /// Another codec.
     SwapCodec,
+    /// The other message framing (the messages stay as they were coded).
+    SwapFraming,
     /// Tick rate.
     TickHz(u32),
     /// Snapshot rate.
@@ -484,6 +493,12 @@ impl HeaderMutation {
                 header.codec = match header.codec {
                     Codec::Q3 => Codec::Native,
                     Codec::Native => Codec::Q3,
+                }
+            }
+            HeaderMutation::SwapFraming => {
+                header.framing = match header.framing {
+                    MessageFraming::Compact => MessageFraming::CompactRange,
+                    MessageFraming::CompactRange => MessageFraming::Compact,
                 }
             }
             HeaderMutation::TickHz(hz) => header.tick_hz = *hz,

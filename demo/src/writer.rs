@@ -1,7 +1,6 @@
 //! [`Recorder`]: writes a native demo from the messages a client received.
 
 use std::io::Write;
-use std::sync::Arc;
 
 use fields::BitReader;
 use snapshot::message::MessageKind;
@@ -36,10 +35,9 @@ pub struct Recorder<W: Write> {
     /// A full snapshot has been recorded since the last gamestate.
     started: bool,
     last_sequence: Option<u32>,
-    /// The header's framing: what the recorded messages must be.
+    /// The header's framing: what the recorded messages must be (it also
+    /// reads each snapshot message's kind).
     framing: MessageFraming,
-    /// That framing, which reads a snapshot message's kind.
-    reads: Arc<dyn Framing>,
 }
 
 impl<W: Write> Recorder<W> {
@@ -56,7 +54,6 @@ impl<W: Write> Recorder<W> {
             started: false,
             last_sequence: None,
             framing: header.framing,
-            reads: header.framing.framing(),
         })
     }
 
@@ -108,7 +105,7 @@ impl<W: Write> Recorder<W> {
                 "a snapshot before any gamestate: record the gamestate first".into(),
             ));
         };
-        let full = snapshot_is_full(&*self.reads, bytes)?;
+        let full = snapshot_is_full(self.framing.as_framing(), bytes)?;
         if full != is_full {
             return Err(DemoError::Refused(format!(
                 "snapshot {sequence} is {} but was recorded as {}",

@@ -6,25 +6,32 @@
 use arbitrary::Unstructured;
 use fields::fuzzing::{corpus_files, write_seeds};
 use netq3_demo::fuzzing::{self, build, demo_structured, small_demo, DemoParts};
-use netq3_demo::{DemoReader, RecordKind};
+use netq3_demo::{DemoReader, MessageFraming, RecordKind};
 use proptest::prelude::*;
 
 const CRATE: &str = env!("CARGO_MANIFEST_DIR");
 
-/// Inputs that build a valid demo with snapshots and no mutation.
+/// Inputs that build a valid demo with snapshots and no mutation: two
+/// whose messages are a bit stream and two range-coded ones.
 fn structured_seeds() -> Vec<Vec<u8>> {
     let mut seeds = Vec::new();
+    let mut per_framing = [0usize; 2];
     for fill in 0..=255u8 {
         let input = vec![fill; 1024];
         let Ok(built) = build(&mut Unstructured::new(&input)) else {
             continue;
         };
-        let snapshots = DemoReader::new(&built.data)
-            .unwrap()
+        let reader = DemoReader::new(&built.data).unwrap();
+        let snapshots = reader
             .records()
             .filter(|r| r.as_ref().is_ok_and(|r| r.kind.is_snapshot()))
             .count();
-        if built.mutations.is_empty() && snapshots >= 10 {
+        let framing = match reader.header().framing {
+            MessageFraming::Compact => 0,
+            MessageFraming::CompactRange => 1,
+        };
+        if built.mutations.is_empty() && snapshots >= 10 && per_framing[framing] < 2 {
+            per_framing[framing] += 1;
             seeds.push(input);
         }
         if seeds.len() == 4 {
