@@ -36,11 +36,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use fields::model::ModelData;
+use fields::model::{AdaptPolicy, ModelData, NativeModel};
 use fields::schema::Schema;
 use fields::{Codec, NetFields};
 use serde::{Deserialize, Serialize};
-use snapshot::Framing;
+use snapshot::{Framing, Models};
 
 use crate::error::DemoError;
 
@@ -107,7 +107,13 @@ pub const FORMAT_NAME: &str = "native";
 /// 15: the header says how the snapshot messages are framed
 /// ([`DemoHeader::framing`]): a bit stream as before, or range-coded
 /// (`snapshot::CompactRange`).
-pub const VERSION: u16 = 15;
+/// 16: the header carries the models the snapshots are coded with when
+/// the recording server was given other models than its types' own
+/// ([`DemoHeader::coded_entity_model`], [`DemoHeader::coded_player_model`]:
+/// the spawn baselines stay coded with the types' own) and how they adapt
+/// along the recorded chain ([`DemoHeader::adaptation`]), so a stream
+/// coded with given or adapting models plays back.
+pub const VERSION: u16 = 16;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).
@@ -209,6 +215,17 @@ pub struct DemoHeader {
     /// How the snapshot messages are framed: the recording server's (or
     /// client's) framing, which the player reads them with.
     pub framing: MessageFraming,
+    /// The entity model the snapshots are coded with, when the recording
+    /// server was given one (`snapshot::Models`); `None`: the type's own,
+    /// [`entity_model`](Self::entity_model), which always codes the spawn
+    /// baselines.
+    pub coded_entity_model: Option<ModelData>,
+    /// The player-state model the snapshots are coded with, when given.
+    pub coded_player_model: Option<ModelData>,
+    /// How the native models adapt along the recorded delta chain
+    /// (`snapshot::Models::with_adaptation`): the recording server's
+    /// policy, which the player adapts by; `None`: fixed models.
+    pub adaptation: Option<AdaptPolicy>,
     /// Free-form facts: map, players, recorder, source file.
     pub metadata: BTreeMap<String, String>,
 }
@@ -235,6 +252,9 @@ impl DemoHeader {
             tick_hz,
             snapshot_hz,
             framing: MessageFraming::Compact,
+            coded_entity_model: None,
+            coded_player_model: None,
+            adaptation: None,
             metadata: BTreeMap::new(),
         }
     }
@@ -261,6 +281,40 @@ impl DemoHeader {
     pub fn with_framing(mut self, framing: MessageFraming) -> Self {
         self.framing = framing;
         self
+    }
+
+    /// The same header for models that adapt under `policy` (`None`:
+    /// fixed models), as the recording server's do.
+    pub fn with_adaptation(mut self, policy: Option<AdaptPolicy>) -> Self {
+        self.adaptation = policy;
+        self
+    }
+
+    /// The same header for snapshots coded with `models`, the recording
+    /// server's ([`snapshot::Server::models`]): the models it was given and
+    /// their adaptation policy.
+    pub fn with_models(mut self, models: &Models) -> Self {
+        self.coded_entity_model = models.entity().map(|model| model.data().clone());
+        self.coded_player_model = models.player().map(|model| model.data().clone());
+        self.adaptation = models.adaptation();
+        self
+    }
+
+    /// The models the snapshots are coded with, as a `snapshot` client
+    /// takes them (the types' own unless the header names others).
+    pub fn models(&self) -> Result<Models, DemoError> {
+        let model = |what: &str, data: &Option<ModelData>| {
+            data.clone()
+                .map(|data| NativeModel::new(data).map(Arc::new))
+                .transpose()
+                .map_err(|e| DemoError::BadHeader {
+                    reason: format!("{what} model the snapshots are coded with: {e}"),
+                })
+        };
+        Ok(Models::of_types()
+            .with_entity(model("entity", &self.coded_entity_model)?)
+            .with_player(model("player-state", &self.coded_player_model)?)
+            .with_adaptation(self.adaptation))
     }
 
     /// Adds (or replaces) a metadata entry.

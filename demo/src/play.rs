@@ -3,7 +3,7 @@
 //! schemas, with sync-checksum verification and seeking.
 
 use fields::dynamic::DynamicState;
-use snapshot::{Client, Received, SyncCheck};
+use snapshot::{Client, Models, Received, SyncCheck};
 
 use crate::error::DemoError;
 use crate::format::{KeyframeEntry, RecordKind};
@@ -220,10 +220,20 @@ fn to_usize(value: u64) -> usize {
     usize::try_from(value).unwrap_or(usize::MAX)
 }
 
-/// A client for the demo's schemas.
+/// A client for the demo's schemas, coding with the header's models
+/// ([`DemoHeader::models`](crate::DemoHeader::models)) and framing.
 pub fn fresh_client(reader: &DemoReader<'_>) -> Result<DemoClient, DemoError> {
     let (entity, player) = reader.prototypes()?;
+    let header = reader.header();
     let mut client = Client::with_prototypes(entity, player);
-    client.set_framing(reader.header().framing.framing());
+    client.set_framing(header.framing.framing());
+    let models = header.models()?;
+    if models != Models::of_types() {
+        client
+            .set_models(models)
+            .map_err(|e| DemoError::BadHeader {
+                reason: format!("the snapshots' models: {e}"),
+            })?;
+    }
     Ok(client)
 }

@@ -27,6 +27,13 @@
 //! Re-encoded messages decode to exactly the states the client held;
 //! their sync checksum (always present on keyframes) is computed from those
 //! states.
+//!
+//! A stream whose models adapt along its delta chain
+//! (`snapshot::Models::with_adaptation`) cannot be re-encoded: every
+//! message after a re-encoding was coded with models adapted along the
+//! server's chain, not the re-encoding's. Re-basing such a stream is
+//! refused with [`DemoError::Refused`]; it records server-side (the demo
+//! header carries the policy) or as received from a full update on.
 
 use std::io::Write;
 
@@ -101,7 +108,7 @@ impl Rebaser {
             checksum: true,
             ..EncodeOptions::default()
         };
-        client.encode_held(sequence, None, options, &mut self.scratch)?;
+        reencode(client, sequence, None, options, &mut self.scratch)?;
         self.keyframe = Some(sequence);
         self.mark_recorded(sequence);
         Ok(&self.scratch)
@@ -126,7 +133,7 @@ impl Rebaser {
                     checksum: true,
                     ..EncodeOptions::default()
                 };
-                client.encode_held(sequence, None, options, &mut self.scratch)?;
+                reencode(client, sequence, None, options, &mut self.scratch)?;
                 (true, true)
             } else {
                 (true, false)
@@ -140,7 +147,7 @@ impl Rebaser {
                 checksum,
                 ..EncodeOptions::default()
             };
-            client.encode_held(sequence, self.last, options, &mut self.scratch)?;
+            reencode(client, sequence, self.last, options, &mut self.scratch)?;
             (false, true)
         };
         if is_full {
@@ -153,6 +160,31 @@ impl Rebaser {
             reencoded,
         })
     }
+}
+
+/// Held snapshot `sequence` re-encoded into `out` (against held `base`,
+/// or full).
+///
+/// Refused when `client` adapts its models: a re-encoded message is coded
+/// with the trained models, but the deltas recorded after it as received
+/// were coded with models adapted along the server's chain, which a player
+/// starting from the re-encoding would not hold. Such a stream records as
+/// received, from a full update of the server's, or server-side.
+fn reencode<E: Fields, P: Fields>(
+    client: &Client<E, P>,
+    sequence: u32,
+    base: Option<u32>,
+    options: EncodeOptions,
+    out: &mut Vec<u8>,
+) -> Result<(), DemoError> {
+    if client.models().adaptation().is_some() {
+        return Err(DemoError::Refused(format!(
+            "snapshot {sequence} would have to be re-encoded, which breaks an adapting stream's \
+             model chain: record adapting streams server-side, or from a full update on"
+        )));
+    }
+    client.encode_held(sequence, base, options, out)?;
+    Ok(())
 }
 
 /// Records what a `snapshot::Client` receives (a client-side demo).

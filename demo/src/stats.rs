@@ -288,6 +288,9 @@ pub struct Info {
     /// How a native demo's snapshot messages are framed
     /// ([`crate::MessageFraming::name`]); `None` for a Quake 3 demo.
     pub framing: Option<&'static str>,
+    /// How a native demo's models adapt along its delta chain; `None`:
+    /// fixed models, or a Quake 3 demo.
+    pub adaptation: Option<fields::model::AdaptPolicy>,
     /// Server frames per second (0: unknown).
     pub tick_hz: u32,
     /// Snapshots per second (0: unknown).
@@ -338,6 +341,7 @@ impl Info {
         );
         Info {
             framing: Some(header.framing.name()),
+            adaptation: header.adaptation,
             ..info
         }
     }
@@ -357,6 +361,7 @@ impl Info {
             version: stats.version,
             codec,
             framing: None,
+            adaptation: None,
             tick_hz,
             snapshot_hz,
             entity_schema,

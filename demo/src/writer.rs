@@ -4,7 +4,7 @@ use std::io::Write;
 
 use fields::BitReader;
 use snapshot::message::MessageKind;
-use snapshot::Framing;
+use snapshot::{Framing, Models};
 
 use crate::error::DemoError;
 use crate::format::{
@@ -38,11 +38,14 @@ pub struct Recorder<W: Write> {
     /// The header's framing: what the recorded messages must be (it also
     /// reads each snapshot message's kind).
     framing: MessageFraming,
+    /// The header's models: what the recorded stream must be coded with.
+    models: Models,
 }
 
 impl<W: Write> Recorder<W> {
     /// Writes the header to `writer` and returns the recorder.
     pub fn create(mut writer: W, header: DemoHeader) -> Result<Self, DemoError> {
+        let models = header.models()?;
         let bytes = encode_header(&header)?;
         writer.write_all(&bytes)?;
         Ok(Recorder {
@@ -54,6 +57,7 @@ impl<W: Write> Recorder<W> {
             started: false,
             last_sequence: None,
             framing: header.framing,
+            models,
         })
     }
 
@@ -61,6 +65,12 @@ impl<W: Write> Recorder<W> {
     /// client recording must frame the ones it records this way.
     pub fn framing(&self) -> MessageFraming {
         self.framing
+    }
+
+    /// The models the header says the recorded stream is coded with (and
+    /// how they adapt): a recording server's must be the same.
+    pub fn models(&self) -> &Models {
+        &self.models
     }
 
     /// Records a gamestate message (as `snapshot::Server::write_gamestate`

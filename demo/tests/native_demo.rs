@@ -5,11 +5,14 @@
 
 mod common;
 
-use common::arena::{held, record_match, Expected, Pilot, Ship};
+use std::sync::Arc;
+
+use common::arena::{held, record_match, record_match_with, Expected, Pilot, Ship};
+use fields::model::{AdaptPolicy, NativeModel};
 use fields::Codec;
 use netq3_demo::format::{KeyframeEntry, PREAMBLE_LEN};
 use netq3_demo::{ClientRecorder, DemoError, DemoHeader, DemoReader, Player, RecordKind, Recorder};
-use snapshot::{AllInScope, BuildOutcome, Client, ClientSettings, Server, ServerConfig};
+use snapshot::{AllInScope, BuildOutcome, Client, ClientSettings, Models, Server, ServerConfig};
 
 /// Plays a whole demo with verification; returns every snapshot held.
 fn play_all(data: &[u8]) -> Vec<Expected> {
@@ -93,6 +96,75 @@ fn seeking_works_without_the_index() {
     assert_eq!(
         held(player.client().newest().unwrap()),
         recorded.expected[120]
+    );
+}
+
+/// Ship and pilot models trained on another game (ships on straight
+/// lines), so adapting to the recorded match changes them.
+fn other_game_models() -> Models {
+    let ship = |i: u32| Ship {
+        x: (i * 3) as f32,
+        y: 10.0,
+        heading: 90.0,
+        hull: 300,
+        model: (i % 4) as u8,
+    };
+    let pilot = |i: u32| Pilot {
+        x: i as f32,
+        health: 100,
+        ..Pilot::default()
+    };
+    Models::new(
+        trained((1..200).map(|i| (ship(i - 1), ship(i)))),
+        trained((1..200).map(|i| (pilot(i - 1), pilot(i)))),
+    )
+}
+
+/// A model of `T` trained on the deltas `pairs` gives.
+fn trained<T: fields::NetFields>(pairs: impl Iterator<Item = (T, T)>) -> Arc<NativeModel> {
+    Arc::new(NativeModel::train_on_deltas(pairs).unwrap())
+}
+
+#[test]
+fn an_adapting_stream_recorded_server_side_replays_and_is_not_rebased() {
+    let policy = AdaptPolicy {
+        chain_length: 16,
+        weight: 256,
+        lead: 0,
+    };
+    let models = other_game_models().with_adaptation(Some(policy));
+    let recorded = record_match_with(Codec::Native, 300, 60, models);
+    let reader = DemoReader::new(&recorded.demo).unwrap();
+    assert_eq!(reader.header().adaptation, Some(policy));
+    // Every state as the server sent it, every checksum verified.
+    assert_eq!(play_all(&recorded.demo), recorded.expected);
+    // The player's models adapted along the chain as the server's did: the
+    // trained model, then a rebuild every 16 messages, three in each of the
+    // five 60-snapshot spans a keyframe starts from the trained model again.
+    let mut player = Player::new(reader.clone()).unwrap();
+    let mut entity_models = std::collections::HashSet::new();
+    while let Some(played) = player.next_record() {
+        if let snapshot::Received::Snapshot(report) = played.unwrap().received {
+            entity_models.insert(player.client().coded_with(report.sequence).unwrap()[0]);
+        }
+    }
+    assert_eq!(entity_models.len(), 1 + 5 * 3);
+    // Without the policy in its header the demo does not play.
+    let mut parts = netq3_demo::fuzzing::DemoParts::parse(&recorded.demo).unwrap();
+    parts.header.adaptation = None;
+    let fixed = parts.encode();
+    let mut player = Player::new(DemoReader::new(&fixed).unwrap()).unwrap();
+    assert!(
+        std::iter::from_fn(|| player.next_record()).any(|r| r.is_err()),
+        "a fixed-model player read an adapting stream"
+    );
+    // A cut re-encodes its first snapshot with the trained models, which
+    // the deltas after it were not chained from: refused, clearly.
+    let error = netq3_demo::cut::cut(&reader, 4_025, 9_000, Vec::new(), &mut |_| {})
+        .expect_err("an adapting stream cannot be re-based");
+    assert!(
+        matches!(&error, DemoError::Refused(why) if why.contains("adapting")),
+        "{error}"
     );
 }
 

@@ -8,35 +8,10 @@
 mod support;
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
-use fields::model::{AdaptPolicy, NativeModel};
-use fields::NetFields;
-use netq3_session::{ClientConfig, Models};
-use support::{link, Mark, Me, Sim};
-
-/// A model of `T` trained on the deltas `pairs` gives.
-fn trained<T: NetFields>(pairs: impl Iterator<Item = (T, T)>) -> Arc<NativeModel> {
-    Arc::new(NativeModel::train_on_deltas(pairs).unwrap())
-}
-
-/// Models trained on other habits than the simulation's.
-fn models() -> Models {
-    let mark = |x: i32| Mark {
-        map: 1,
-        x: x * 5,
-        owner: (x % 3) as u8,
-    };
-    let me = |c: u32| Me {
-        command: c * 2,
-        x: c as i32,
-        map: 1,
-    };
-    Models::new(
-        trained((1..200).map(|x| (mark(x - 1), mark(x)))),
-        trained((1..200).map(|c| (me(c - 1), me(c)))),
-    )
-}
+use fields::model::AdaptPolicy;
+use netq3_session::ClientConfig;
+use support::{link, other_habits_models, Sim};
 
 #[test]
 fn adapting_models_stay_in_step_through_loss_duplication_reordering_and_a_restart() {
@@ -47,7 +22,7 @@ fn adapting_models_stay_in_step_through_loss_duplication_reordering_and_a_restar
         weight: 256,
         lead: 4,
     };
-    let models = models().with_adaptation(Some(policy));
+    let models = other_habits_models().with_adaptation(Some(policy));
     let lossy = || link(0.1, 10, 5, 0.05, 0.1);
     let mut sim = Sim::new(23, lossy());
     sim.stop_server(false);

@@ -7,9 +7,10 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use demo::{DemoHeader, DemoReader, MessageFraming, Player, Recorder};
+use fields::model::AdaptPolicy;
 use fields::Codec;
-use netq3_session::{ClientConfig, ClientKey, RecordView};
-use support::{link, Mark, Me, Sim};
+use netq3_session::{ClientConfig, ClientKey, Models, RecordView};
+use support::{link, other_habits_models, Mark, Me, Sim};
 
 /// A writer whose bytes the test can read after the session dropped it.
 #[derive(Clone, Default)]
@@ -29,28 +30,41 @@ fn record(view: impl Fn(&Sim) -> RecordView<Me>) -> (Vec<u8>, u64, u64) {
     record_framed(view, MessageFraming::Compact)
 }
 
-/// A recording of `view` by a session whose server and clients frame
-/// snapshots as `framing` says, the header saying so too.
 fn record_framed(
     view: impl Fn(&Sim) -> RecordView<Me>,
     framing: MessageFraming,
+) -> (Vec<u8>, u64, u64) {
+    record_coded(view, framing, Models::of_types())
+}
+
+/// A recording of `view` by a session whose server and clients frame
+/// snapshots as `framing` says and code them with `models`, the header
+/// saying so too.
+fn record_coded(
+    view: impl Fn(&Sim) -> RecordView<Me>,
+    framing: MessageFraming,
+    models: Models,
 ) -> (Vec<u8>, u64, u64) {
     let lossy = link(0.1, 30, 5, 0.0, 0.0);
     let mut sim = Sim::new(21, lossy.clone());
     sim.server_config.keyframe_ms = 1000;
     sim.server_config.framing = framing.framing();
+    sim.server_config.models = models.clone();
     sim.stop_server(false);
     sim.start_server();
     for (index, name) in ["a", "b"].into_iter().enumerate() {
         let mut config = ClientConfig::named(name);
         config.connection.idle_timeout = std::time::Duration::from_secs(3);
         config.framing = framing.framing();
+        config.models = models.clone();
         sim.add_bot_with(config, lossy.clone(), index);
     }
     sim.run_ms(1_500);
     assert!(sim.all_active());
     let shared = Shared::default();
-    let header = DemoHeader::for_types::<Mark, Me>(Codec::Native, 20, 20).with_framing(framing);
+    let header = DemoHeader::for_types::<Mark, Me>(Codec::Native, 20, 20)
+        .with_framing(framing)
+        .with_models(&models);
     let recorder = Recorder::create(Box::new(shared.clone()) as Box<dyn Write + Send>, header)
         .expect("header written");
     let view = view(&sim);
@@ -158,4 +172,74 @@ fn a_header_framed_otherwise_than_the_server_is_refused() {
         .record(RecordView::Spectator(Me::default()), recorder)
         .expect_err("a range-coded header on a bit-stream server");
     assert!(error.to_string().contains("compact-range"), "{error}");
+}
+
+#[test]
+fn an_adapting_session_records_a_demo_that_plays_and_verifies() {
+    let policy = AdaptPolicy {
+        chain_length: 16,
+        weight: 256,
+        lead: 4,
+    };
+    let models = other_habits_models().with_adaptation(Some(policy));
+    let (bytes, recorded, keyframes) = record_coded(
+        |_| RecordView::Spectator(Me::default()),
+        MessageFraming::CompactRange,
+        models,
+    );
+    let reader = DemoReader::new(&bytes).expect("valid demo");
+    assert_eq!(reader.header().adaptation, Some(policy));
+    assert!(reader.header().coded_entity_model.is_some());
+    let (snapshots, gamestates, map) = play(&bytes);
+    assert_eq!(snapshots, recorded);
+    assert_eq!(recorded, 100);
+    assert!(keyframes >= 5, "{keyframes}");
+    assert_eq!(gamestates, 2);
+    assert_eq!(map, Some(2));
+    // The player's models changed along the chains, as the server's did:
+    // the trained model, and a rebuild in each chain that ran past 16
+    // messages before a keyframe restarted it from the trained one.
+    let mut player = Player::new(reader).expect("player");
+    let mut entity_models = std::collections::HashSet::new();
+    while let Some(played) = player.next_record() {
+        if let snapshot::Received::Snapshot(report) = played.expect("plays").received {
+            entity_models.insert(
+                player
+                    .client()
+                    .coded_with(report.sequence)
+                    .expect("adapting")[0],
+            );
+        }
+    }
+    assert_eq!(entity_models.len(), 5);
+}
+
+#[test]
+fn a_header_without_the_servers_models_is_refused() {
+    let lossy = link(0.0, 30, 5, 0.0, 0.0);
+    let mut sim = Sim::new(22, lossy.clone());
+    let models = other_habits_models().with_adaptation(Some(AdaptPolicy::DEFAULT));
+    sim.stop_server(false);
+    sim.server_config.models = models.clone();
+    sim.start_server();
+    let mut config = ClientConfig::named("a");
+    config.models = models.clone();
+    sim.add_bot_with(config, lossy, 0);
+    sim.run_ms(500);
+    assert!(sim.all_active());
+    let fixed = DemoHeader::for_types::<Mark, Me>(Codec::Native, 20, 20)
+        .with_models(&models.clone().with_adaptation(None));
+    let recorder = Recorder::create(Box::new(Vec::new()) as Box<dyn Write + Send>, fixed)
+        .expect("header written");
+    let error = sim
+        .server_mut()
+        .record(RecordView::Spectator(Me::default()), recorder)
+        .expect_err("a header whose models do not adapt, on an adapting server");
+    assert!(error.to_string().contains("adapting None"), "{error}");
+    let right = DemoHeader::for_types::<Mark, Me>(Codec::Native, 20, 20).with_models(&models);
+    let recorder = Recorder::create(Box::new(Vec::new()) as Box<dyn Write + Send>, right)
+        .expect("header written");
+    sim.server_mut()
+        .record(RecordView::Spectator(Me::default()), recorder)
+        .expect("the server's own models are recorded");
 }

@@ -158,6 +158,13 @@ fn write_info_text(
     if let Some(framing) = info.framing {
         writeln!(out, "framing:    {framing}")?;
     }
+    if let Some(policy) = info.adaptation {
+        writeln!(
+            out,
+            "adaptation: models rebuilt every {} messages, a stream symbol weighs {}, rebuild lead {}",
+            policy.chain_length, policy.weight, policy.lead
+        )?;
+    }
     if info.tick_hz > 0 || info.snapshot_hz > 0 {
         writeln!(
             out,

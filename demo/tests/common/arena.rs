@@ -7,7 +7,7 @@
 
 use fields::{net_struct, q3_float, quantized, signed, unsigned, Codec, Fields};
 use netq3_demo::{DemoHeader, Recorder};
-use snapshot::{BuildOutcome, ClientSettings, Server, ServerConfig};
+use snapshot::{BuildOutcome, ClientSettings, Models, Server, ServerConfig};
 
 net_struct! {
     /// A ship.
@@ -76,11 +76,21 @@ pub struct Match {
 /// Plays `frames` frames at 20 Hz (50 ms) with a keyframe every
 /// `keyframe_every` frames, recording the player's view.
 pub fn record_match(codec: Codec, frames: u32, keyframe_every: u32) -> Match {
+    record_match_with(codec, frames, keyframe_every, Models::of_types())
+}
+
+/// [`record_match`] with the server coding by `models`; the header says so.
+pub fn record_match_with(codec: Codec, frames: u32, keyframe_every: u32, models: Models) -> Match {
     let config = ServerConfig {
         checksum_interval: 8,
         ..ServerConfig::for_codec(codec)
     };
     let mut server: Server<Ship, Pilot> = Server::new(config).unwrap();
+    let header = DemoHeader::for_types::<Ship, Pilot>(codec, 20, 20)
+        .with_models(&models)
+        .with_metadata("map", "asteroids")
+        .with_metadata("players", "pilot");
+    server.set_models(models).unwrap();
     server.set_configstring(0, "map=asteroids").unwrap();
     server
         .set_baseline(
@@ -96,9 +106,6 @@ pub fn record_match(codec: Codec, frames: u32, keyframe_every: u32) -> Match {
     let recorder_id = server
         .add_recorder(player, ClientSettings::recorder())
         .unwrap();
-    let header = DemoHeader::for_types::<Ship, Pilot>(codec, 20, 20)
-        .with_metadata("map", "asteroids")
-        .with_metadata("players", "pilot");
     let mut recorder = Recorder::create(Vec::new(), header).unwrap();
     let mut bytes = Vec::new();
     server.write_gamestate(&mut bytes).unwrap();

@@ -42,8 +42,9 @@ use crate::table::Fields;
 
 use super::{visit_entity_list, Context, ModelData, NativeModel, TableKind, Touched};
 
-/// How a model adapts (see the [module docs](self)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a model adapts (see the [module docs](self)). Serializable: a demo
+/// of an adapting stream carries it, so its player adapts alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AdaptPolicy {
     /// Messages in a chain before the next one is coded with a rebuilt
     /// model (1 to [`AdaptPolicy::MAX_CHAIN`]; larger values are taken as

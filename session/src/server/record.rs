@@ -52,7 +52,9 @@ where
     /// `keyframe_ms`. One recording at a time; a new one replaces the old
     /// (finish it first to keep it). The header's
     /// [`framing`](demo::DemoHeader::framing) must be the server's
-    /// ([`crate::ServerConfig::framing`]).
+    /// ([`crate::ServerConfig::framing`]) and its
+    /// [`models`](demo::DemoHeader::models) the server's
+    /// ([`demo::DemoHeader::with_models`]).
     pub fn record(
         &mut self,
         view: RecordView<P>,
@@ -66,6 +68,16 @@ where
                 "the demo header says its messages are framed `{}`, the server frames them `{}`",
                 recorder.framing().name(),
                 framing.name()
+            ))));
+        }
+        // The player codes with the header's models, adapting as it says.
+        let models = self.snap.models();
+        if recorder.models() != models {
+            return Err(SessionError::Demo(demo::DemoError::Refused(format!(
+                "the demo header's models are not the server's (see `DemoHeader::with_models`): \
+                 the header's {}, the server's {}",
+                describe(recorder.models()),
+                describe(models)
             ))));
         }
         if let Some(old) = self.recording.take() {
@@ -195,4 +207,17 @@ where
         }
         Ok(())
     }
+}
+
+/// Which models `models` gives and how they adapt, for an error message.
+fn describe(models: &snapshot::Models) -> String {
+    let id = |model: Option<&std::sync::Arc<fields::model::NativeModel>>| {
+        model.map_or("the type's own".to_owned(), |m| format!("{:016x}", m.id()))
+    };
+    format!(
+        "entity model {}, player-state model {}, adapting {:?}",
+        id(models.entity()),
+        id(models.player()),
+        models.adaptation()
+    )
 }

@@ -6,13 +6,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fields::{net_struct, signed, unsigned, Codec};
+use fields::model::NativeModel;
+use fields::{net_struct, signed, unsigned, Codec, NetFields};
 use netchan::{ConditionerConfig, ConnectionConfig, Endpoint, LocalDriver, LocalHub};
 use netq3_session::{
     AllInScope, Client, ClientConfig, ClientEvent, ClientKey, ClientState, DisconnectReason,
-    Server, ServerConfig, ServerEvent,
+    Models, Server, ServerConfig, ServerEvent,
 };
 
 net_struct! {
@@ -503,4 +505,29 @@ impl Sim {
             _ => None,
         })
     }
+}
+
+/// A model of `T` trained on the deltas `pairs` gives.
+fn trained<T: NetFields>(pairs: impl Iterator<Item = (T, T)>) -> Arc<NativeModel> {
+    Arc::new(NativeModel::train_on_deltas(pairs).unwrap())
+}
+
+/// Native models trained on other habits than the simulation's (steps of
+/// 5 and 2 where the game moves by its commands), so adapting to the
+/// game's own stream changes them.
+pub fn other_habits_models() -> Models {
+    let mark = |x: i32| Mark {
+        map: 1,
+        x: x * 5,
+        owner: (x % 3) as u8,
+    };
+    let me = |c: u32| Me {
+        command: c * 2,
+        x: c as i32,
+        map: 1,
+    };
+    Models::new(
+        trained((1..200).map(|x| (mark(x - 1), mark(x)))),
+        trained((1..200).map(|c| (me(c - 1), me(c)))),
+    )
 }
