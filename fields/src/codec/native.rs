@@ -269,15 +269,15 @@ fn value_context(
 /// below the binary point.
 #[inline]
 fn whole_float_bits(bits: u32) -> bool {
-    let exponent = ((bits >> 23) & 0xff) as i32 - 127;
-    let fraction_bits = (23 - exponent).clamp(0, 32) as u32;
-    let significand = bits & 0x7f_ffff;
-    let nan = exponent == 128 && significand != 0;
-    // Below 1 (exponent < 0) only zero is whole; the shift covers it, as
-    // the implicit leading one then lies below the point too.
-    let below_point = (significand | 0x80_0000) & low_mask(fraction_bits);
-    let is_zero = bits & 0x7fff_ffff == 0;
-    is_zero || (below_point == 0 && !nan)
+    let x = f32::from_bits(bits);
+    // From 2^23 on every float is whole (the infinities too); below it the
+    // truncating conversion gives back exactly the whole ones, zero and
+    // -0 among them. A NaN fails both comparisons. A few instructions
+    // against the exponent arithmetic on the bits, and both computed, not
+    // branched on: whether a baseline is whole is data.
+    let large = x.abs() >= 8_388_608.0;
+    let small_whole = (x as i32) as f32 == x;
+    large | small_whole
 }
 /// Maps float bits to integers ordered like the floats (for non-NaN values),
 /// so the difference of two mapped values counts the floats between them.
@@ -472,15 +472,16 @@ fn value_from_code(
         }
         ScalarKind::Q3Float => {
             let integer = predict(reference.value).wrapping_add(unzigzag(value));
-            let float = integer as f32;
-            if integral(float) != Some(integer) {
+            // Every integer up to 2^24 is exactly a float, and those are
+            // the ones the integral path carries (see `integral`).
+            if integer.unsigned_abs() > INTEGRAL_FLOAT_LIMIT as u32 {
                 return Err(BitError::invalid(
                     "integral float",
                     position,
                     format!("{integer} is outside the exactly representable range"),
                 ));
             }
-            float.to_bits()
+            (integer as f32).to_bits()
         }
         other => {
             let width = other.wire_bits();
@@ -1173,6 +1174,13 @@ fn value_order(set: &FieldSet, model: &Model<'_>, out: &mut [u16; MAX_FIELDS]) -
     let tiers = model
         .tier_sets
         .map_or(std::slice::from_ref(&EVERY_FIELD), |sets| &sets[..]);
+    // Only the words up to the set's last member: a struct of at most 64
+    // fields (every Quake 3 one) then walks one word per tier, not four.
+    let used = set
+        .iter()
+        .rposition(|&bits| bits != 0)
+        .map_or(0, |last| last + 1);
+    let set = &set[..used];
     let mut count = 0;
     for tier in tiers {
         for (word, (&bits, &mask)) in set.iter().zip(tier).enumerate() {
