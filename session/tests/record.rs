@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use demo::{DemoHeader, DemoReader, MessageFraming, Player, Recorder};
 use fields::model::AdaptPolicy;
 use fields::Codec;
-use netq3_session::{ClientConfig, ClientKey, Models, RecordView};
+use netq3_session::{ClientConfig, ClientKey, Models, RecordView, SessionError};
 use support::{link, other_habits_models, Mark, Me, Sim};
 
 /// A writer whose bytes the test can read after the session dropped it.
@@ -165,11 +165,7 @@ fn a_header_framed_otherwise_than_the_server_is_refused() {
     assert!(sim.all_active());
     let header = DemoHeader::for_types::<Mark, Me>(Codec::Native, 20, 20)
         .with_framing(MessageFraming::CompactRange);
-    let recorder = Recorder::create(Box::new(Vec::new()) as Box<dyn Write + Send>, header)
-        .expect("header written");
-    let error = sim
-        .server_mut()
-        .record(RecordView::Spectator(Me::default()), recorder)
+    let error = record_spectator(&mut sim, header)
         .expect_err("a range-coded header on a bit-stream server");
     assert!(error.to_string().contains("compact-range"), "{error}");
 }
@@ -229,17 +225,17 @@ fn a_header_without_the_servers_models_is_refused() {
     assert!(sim.all_active());
     let fixed = DemoHeader::for_types::<Mark, Me>(Codec::Native, 20, 20)
         .with_models(&models.clone().with_adaptation(None));
-    let recorder = Recorder::create(Box::new(Vec::new()) as Box<dyn Write + Send>, fixed)
-        .expect("header written");
-    let error = sim
-        .server_mut()
-        .record(RecordView::Spectator(Me::default()), recorder)
+    let error = record_spectator(&mut sim, fixed)
         .expect_err("a header whose models do not adapt, on an adapting server");
     assert!(error.to_string().contains("adapting None"), "{error}");
     let right = DemoHeader::for_types::<Mark, Me>(Codec::Native, 20, 20).with_models(&models);
-    let recorder = Recorder::create(Box::new(Vec::new()) as Box<dyn Write + Send>, right)
+    record_spectator(&mut sim, right).expect("the server's own models are recorded");
+}
+
+/// Starts recording a spectator's view into memory under `header`.
+fn record_spectator(sim: &mut Sim, header: DemoHeader) -> Result<(), SessionError> {
+    let recorder = Recorder::create(Box::new(Vec::new()) as Box<dyn Write + Send>, header)
         .expect("header written");
     sim.server_mut()
         .record(RecordView::Spectator(Me::default()), recorder)
-        .expect("the server's own models are recorded");
 }
