@@ -33,7 +33,9 @@
 //! message after a re-encoding was coded with models adapted along the
 //! server's chain, not the re-encoding's. Re-basing such a stream is
 //! refused with [`DemoError::Refused`]; it records server-side (the demo
-//! header carries the policy) or as received from a full update on.
+//! header carries the models and the policy). A client-side recorder
+//! starts with a re-encoded keyframe and makes more of them, so it cannot
+//! record one.
 
 use std::io::Write;
 
@@ -168,8 +170,8 @@ impl Rebaser {
 /// Refused when `client` adapts its models: a re-encoded message is coded
 /// with the trained models, but the deltas recorded after it as received
 /// were coded with models adapted along the server's chain, which a player
-/// starting from the re-encoding would not hold. Such a stream records as
-/// received, from a full update of the server's, or server-side.
+/// starting from the re-encoding would not hold. Such a stream records
+/// server-side.
 fn reencode<E: Fields, P: Fields>(
     client: &Client<E, P>,
     sequence: u32,
@@ -180,7 +182,7 @@ fn reencode<E: Fields, P: Fields>(
     if client.models().adaptation().is_some() {
         return Err(DemoError::Refused(format!(
             "snapshot {sequence} would have to be re-encoded, which breaks an adapting stream's \
-             model chain: record adapting streams server-side, or from a full update on"
+             model chain: record adapting streams server-side"
         )));
     }
     client.encode_held(sequence, base, options, out)?;
