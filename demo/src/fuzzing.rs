@@ -16,6 +16,7 @@
 use std::sync::OnceLock;
 
 use arbitrary::{Arbitrary, Unstructured};
+use fields::model::{AdaptPolicy, ModelData, NativeModel};
 use fields::{net_struct, q3_float, signed, unsigned, Codec};
 use snapshot::{AllInScope, BuildOutcome, ClientSettings, Server, ServerConfig};
 
@@ -146,6 +147,25 @@ fn frame_bytes(record: &RawRecord) -> [u8; FRAME_LEN] {
 
 fn record_crc(record: &RawRecord) -> u32 {
     crc32_update(crc32(&frame_bytes(record)), &record.payload)
+}
+
+/// A model of [`Thing`] trained on things walking in a line, which no
+/// generated game's snapshots are coded with.
+fn other_thing_model() -> Option<&'static ModelData> {
+    static MODEL: OnceLock<Option<ModelData>> = OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            let thing = |i: u16| Thing {
+                x: f32::from(i),
+                y: 1.0,
+                kind: 2,
+                hp: 100,
+            };
+            NativeModel::train_on_deltas((1..64).map(|i| (thing(i - 1), thing(i))))
+                .ok()
+                .map(|model| model.data().clone())
+        })
+        .as_ref()
 }
 
 /// What a generated game does in one frame.
@@ -397,6 +417,13 @@ pub enum HeaderMutation {
     EntityFingerprint(u64),
     /// The entity model removed.
     DropEntityModel,
+    /// The snapshots said to be coded with a given entity model (one
+    /// trained on other games than the recorded one), or with the type's
+    /// own: the player's model set-up and decoding under the wrong model.
+    CodedEntityModel(bool),
+    /// The models said to adapt (chain length, weight and lead folded into
+    /// small ranges), or not.
+    Adaptation(Option<(u8, u16, u8)>),
     /// Two entity fields swap kinds (fingerprint recomputed).
     SwapEntityFieldKinds {
         /// One field (wraps).
@@ -487,7 +514,8 @@ impl Mutation {
 }
 
 impl HeaderMutation {
-    fn apply(&self, header: &mut DemoHeader) {
+    /// Applies the change to `header`.
+    pub fn apply(&self, header: &mut DemoHeader) {
         match self {
             HeaderMutation::SwapCodec => {
                 header.codec = match header.codec {
@@ -510,6 +538,16 @@ impl HeaderMutation {
                 header.entity_fingerprint = *fingerprint
             }
             HeaderMutation::DropEntityModel => header.entity_model = None,
+            HeaderMutation::CodedEntityModel(given) => {
+                header.coded_entity_model = given.then(other_thing_model).flatten().cloned()
+            }
+            HeaderMutation::Adaptation(policy) => {
+                header.adaptation = policy.map(|(chain, weight, lead)| AdaptPolicy {
+                    chain_length: u32::from(chain % 64) + 1,
+                    weight: u32::from(weight % 4096) + 1,
+                    lead: u32::from(lead % 3),
+                })
+            }
             HeaderMutation::SwapEntityFieldKinds { a, b } => {
                 let fields = &mut header.entity_schema.fields;
                 if !fields.is_empty() {

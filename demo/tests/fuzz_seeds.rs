@@ -5,7 +5,9 @@
 
 use arbitrary::Unstructured;
 use fields::fuzzing::{corpus_files, write_seeds};
-use netq3_demo::fuzzing::{self, build, demo_structured, small_demo, DemoParts};
+use netq3_demo::fuzzing::{
+    self, build, demo_structured, exercise, small_demo, DemoParts, HeaderMutation,
+};
 use netq3_demo::{DemoReader, MessageFraming, RecordKind};
 use proptest::prelude::*;
 
@@ -97,6 +99,24 @@ fn parts_round_trip_a_recorded_demo() {
     }
     let kinds: Vec<u8> = parts.records.iter().rev().take(2).map(|r| r.kind).collect();
     assert_eq!(kinds, [RecordKind::End.byte(), RecordKind::Index.byte()]);
+}
+
+/// The header's claims about the snapshots' models reach the player: a
+/// demo said to adapt, or to be coded with a model it was not, opens and
+/// then fails with errors (the gamestate's fingerprint), never a panic.
+#[test]
+fn header_claims_about_the_models_reach_the_player() {
+    let demo = small_demo();
+    assert!(exercise(demo).clean);
+    for change in [
+        HeaderMutation::Adaptation(Some((15, 255, 0))),
+        HeaderMutation::CodedEntityModel(true),
+    ] {
+        let mut parts = DemoParts::parse(demo).unwrap();
+        change.apply(&mut parts.header);
+        let seen = exercise(&parts.encode());
+        assert!(seen.opened && !seen.clean, "{change:?}: {seen:?}");
+    }
 }
 
 proptest! {
