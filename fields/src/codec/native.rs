@@ -116,10 +116,13 @@ const fn value_extra_bits(float: bool, grid: bool) -> [u8; 256] {
         } else {
             (0, symbol)
         };
-        let is_class = symbol != ZERO_SYMBOL as usize
-            && class <= 32
-            && (path == 0 || float)
-            && (path != GRID_SYMBOLS || grid);
+        // An integer's grid is its ticks (`Predictor::TickStamp`).
+        let path_is_class = match path {
+            0 => true,
+            FLOAT_BITS_SYMBOLS => float,
+            _ => grid,
+        };
+        let is_class = symbol != ZERO_SYMBOL as usize && class <= 32 && path_is_class;
         if is_class {
             table[symbol] = class_extra_bits(class);
         }
@@ -130,6 +133,9 @@ const fn value_extra_bits(float: bool, grid: bool) -> [u8; 256] {
 
 /// [`value_extra_bits`] of an integer field.
 static INTEGER_EXTRA_BITS: [u8; 256] = value_extra_bits(false, false);
+/// [`value_extra_bits`] of an integer field coded on ticks
+/// ([`Reference::tick`]).
+static TICK_EXTRA_BITS: [u8; 256] = value_extra_bits(false, true);
 /// [`value_extra_bits`] of a float field without a grid.
 static FLOAT_EXTRA_BITS: [u8; 256] = value_extra_bits(true, false);
 /// [`value_extra_bits`] of a float field with a grid.
@@ -156,6 +162,53 @@ fn integral(value: f32) -> Option<i32> {
 /// The integer the baseline float predicts (saturating; NaN predicts 0).
 fn predict(base: f32) -> i32 {
     rounding::round(base) as i32
+}
+
+/// The integral path's number for `integer` against `reference`: the
+/// zigzagged difference, or for a [`Reference::folded`] size its
+/// [`fold`].
+#[inline]
+fn integral_code(integer: i32, reference: Reference<'_>) -> u32 {
+    if reference.folded {
+        fold(integer, predict(reference.value))
+    } else {
+        zigzag(integer.wrapping_sub(predict(reference.value)))
+    }
+}
+
+/// Inverse of [`integral_code`] (`None`: a folded number no value codes).
+#[inline]
+fn integral_from_code(code: u32, reference: Reference<'_>) -> Option<i32> {
+    if reference.folded {
+        unfold(code, predict(reference.value))
+    } else {
+        Some(predict(reference.value).wrapping_add(unzigzag(code)))
+    }
+}
+
+/// `integer` (a whole value, or a number of grid steps) as its distance
+/// from the predicted size `size` and its sign: `2 × zigzag(|integer| −
+/// size) + (integer < 0)`. Both terms stay far below 2^31 for the
+/// integers the integral path carries (within ±2^24), the grid steps
+/// (below [`Grid::MAX_STEPS`]) and the sizes a reference holds (within
+/// the same bounds).
+#[inline]
+fn fold(integer: i32, size: i32) -> u32 {
+    let distance = (integer.unsigned_abs() as i32).wrapping_sub(size);
+    zigzag(distance).wrapping_shl(1) | u32::from(integer < 0)
+}
+
+/// Inverse of [`fold`]: `None` for a negative magnitude or a negative zero,
+/// which [`fold`] never produces.
+#[inline]
+fn unfold(code: u32, size: i32) -> Option<i32> {
+    let magnitude = size.checked_add(unzigzag(code >> 1))?;
+    match (magnitude, code & 1) {
+        (m, _) if m < 0 => None,
+        (0, 1) => None,
+        (m, 0) => Some(m),
+        (m, _) => Some(-m),
+    }
 }
 
 /// What every value of one delta is coded in the context of, besides its
@@ -308,6 +361,14 @@ struct Reference<'a> {
     /// An unpredicted integer field's dictionary of common changes (see
     /// [`crate::model::ModelData::dictionaries`]; empty without one).
     dictionary: &'a [u32],
+    /// Whether `value` is a predicted magnitude ([`Predictor::FixedSpeed`]):
+    /// a whole value is then coded by its distance from it and its sign
+    /// ([`fold`]).
+    folded: bool,
+    /// An integer prediction's tick ([`Predictor::TickStamp`]; 0 or 1:
+    /// none): an error of whole ticks is coded in ticks, on the grid's
+    /// symbols.
+    tick: u32,
 }
 
 impl Reference<'_> {
@@ -349,7 +410,11 @@ fn value_code(
                 .grid_step
                 .and_then(|step| Grid::steps_at(step, value).map(|k| (step, k)))
             {
-                let steps = zigzag(k.wrapping_sub(reference.steps(step)));
+                let steps = if reference.folded {
+                    fold(k, reference.steps(step))
+                } else {
+                    zigzag(k.wrapping_sub(reference.steps(step)))
+                };
                 // A whole value on a grid finer than one is also an integer,
                 // and fewer integers than steps away: a grid learned from
                 // games that send a field's fractions (missiles' positions)
@@ -360,16 +425,14 @@ fn value_code(
                 let integer = (step < 1.0)
                     .then(|| integral(value))
                     .flatten()
-                    .map(|i| zigzag(i.wrapping_sub(predict(reference.value))));
+                    .map(|i| integral_code(i, reference));
                 return Some(match integer {
                     Some(integer) if integer < steps => ValueCode::classed(integer, 0),
                     _ => ValueCode::classed(steps, GRID_SYMBOLS),
                 });
             }
             Some(match integral(value) {
-                Some(integer) => {
-                    ValueCode::classed(zigzag(integer.wrapping_sub(predict(reference.value))), 0)
-                }
+                Some(integer) => ValueCode::classed(integral_code(integer, reference), 0),
                 None => {
                     let distance =
                         zigzag(ordered(new).wrapping_sub(ordered(reference.value.to_bits())));
@@ -397,6 +460,12 @@ fn value_code(
                 None => (base, 1),
             };
             let difference = sign_extend(new.wrapping_sub(from) & low_mask(width), width);
+            // A whole number of ticks (never a zero change: from a
+            // prediction that is the plain path's zero).
+            let tick = reference.tick as i32;
+            if tick > 1 && difference != 0 && difference % tick == 0 {
+                return Some(ValueCode::classed(zigzag(difference / tick), GRID_SYMBOLS));
+            }
             Some(ValueCode::classed(
                 zigzag(difference).wrapping_sub(changed),
                 0,
@@ -438,9 +507,10 @@ fn value_from_code(
         s => (0, s),
     };
     let class = u32::from(class);
+    let ticked = !float && path == GRID_SYMBOLS && reference.tick > 1;
     if class > 32
-        || (path != 0 && !float)
-        || (path == GRID_SYMBOLS && reference.grid_step.is_none())
+        || (path != 0 && !float && !ticked)
+        || (path == GRID_SYMBOLS && reference.grid_step.is_none() && !ticked)
     {
         return Err(BitError::invalid(
             "value class",
@@ -456,7 +526,17 @@ fn value_from_code(
             let step = reference
                 .grid_step
                 .ok_or_else(|| out_of_range("grid value"))?;
-            let k = reference.steps(step).wrapping_add(unzigzag(value));
+            let k = if reference.folded {
+                unfold(value, reference.steps(step)).ok_or_else(|| {
+                    BitError::invalid(
+                        "folded grid value",
+                        position,
+                        format!("{value} is not a signed distance from the predicted size"),
+                    )
+                })?
+            } else {
+                reference.steps(step).wrapping_add(unzigzag(value))
+            };
             Grid::value_at(step, k)
                 .ok_or_else(|| {
                     BitError::invalid("grid value", position, format!("{k} steps is off the grid"))
@@ -471,7 +551,13 @@ fn value_from_code(
                 as u32
         }
         ScalarKind::Q3Float => {
-            let integer = predict(reference.value).wrapping_add(unzigzag(value));
+            let integer = integral_from_code(value, reference).ok_or_else(|| {
+                BitError::invalid(
+                    "folded integral float",
+                    position,
+                    format!("{value} is not a signed distance from the predicted size"),
+                )
+            })?;
             // Every integer up to 2^24 is exactly a float, and those are
             // the ones the integral path carries (see `integral`).
             if integer.unsigned_abs() > INTEGRAL_FLOAT_LIMIT as u32 {
@@ -489,10 +575,26 @@ fn value_from_code(
                 Some(predicted) => (predicted, 0),
                 None => (base, 1),
             };
-            let zigzagged = value
-                .checked_add(changed)
-                .ok_or_else(|| out_of_range("field difference"))?;
-            let difference = unzigzag(zigzagged);
+            let difference = if ticked {
+                // Whole ticks: never zero (the plain path's), and within
+                // the field's width like any other change.
+                let ticks = unzigzag(value);
+                match ticks.checked_mul(reference.tick as i32) {
+                    Some(difference) if ticks != 0 => difference,
+                    _ => {
+                        return Err(BitError::invalid(
+                            "tick difference",
+                            position,
+                            format!("{ticks} ticks is not a change of a stamp"),
+                        ))
+                    }
+                }
+            } else {
+                let zigzagged = value
+                    .checked_add(changed)
+                    .ok_or_else(|| out_of_range("field difference"))?;
+                unzigzag(zigzagged)
+            };
             if width < 32 && sign_extend(difference as u32 & low_mask(width), width) != difference {
                 return Err(BitError::invalid(
                     "field difference",
@@ -534,9 +636,11 @@ fn predictor_of<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> Option
         && match predictor {
             Predictor::Integrate { .. }
             | Predictor::Extrapolate { .. }
-            | Predictor::Differentiate { .. } => kind.element().is_float_bits(),
+            | Predictor::Differentiate { .. }
+            | Predictor::FixedSpeed { .. } => kind.element().is_float_bits(),
             Predictor::Advance
             | Predictor::Stamp
+            | Predictor::TickStamp { .. }
             | Predictor::Countdown { .. }
             | Predictor::Run { .. } => matches!(
                 kind.element(),
@@ -594,6 +698,8 @@ fn reference_of<'a, T: Fields>(
             grid_step: coding.grid_step,
             advanced: None,
             dictionary: &[],
+            folded: false,
+            tick: 0,
         }
     } else {
         Reference {
@@ -602,6 +708,8 @@ fn reference_of<'a, T: Fields>(
             grid_step: None,
             advanced: None,
             dictionary: model.dictionary(field),
+            folded: false,
+            tick: 0,
         }
     }
 }
@@ -644,6 +752,12 @@ fn predicted_reference<'a, T: Fields>(
                         _ => base.wrapping_add(context.elapsed_ms as u32),
                     })
                 }
+                // A launch time never moves: a changed one is a new
+                // entity's, launched shortly before the snapshot.
+                Some(Predictor::TickStamp { .. }) => Some(match context.server_time {
+                    Some(now) => now,
+                    None => base_word(field).wrapping_add(context.elapsed_ms as u32),
+                }),
                 Some(Predictor::Countdown { clock }) => {
                     let left = numeric(&kind, base_word(field)) - elapsed_ms(clock);
                     // Whole milliseconds; a timer already at or below zero
@@ -667,12 +781,18 @@ fn predicted_reference<'a, T: Fields>(
             None => model.dictionary(field),
             Some(_) => &[],
         };
+        let tick = match (advanced, predictor_of(model, new, field)) {
+            (Some(_), Some(Predictor::TickStamp { tick_ms })) => u32::from(tick_ms),
+            _ => 0,
+        };
         return Reference {
             value: 0.0,
             is_base: true,
             grid_step: None,
             advanced,
             dictionary,
+            folded: false,
+            tick,
         };
     }
     let field_base = base_word(field);
@@ -692,10 +812,42 @@ fn predicted_reference<'a, T: Fields>(
             grid_step,
             advanced: None,
             dictionary: &[],
+            folded: false,
+            tick: 0,
         };
     }
     let base_value = f32::from_bits(field_base);
-    let predicted = predictor_of(model, new, field).and_then(|predictor| {
+    let predictor = predictor_of(model, new, field);
+    if let Some(Predictor::FixedSpeed {
+        speed,
+        components,
+        gate,
+    }) = predictor
+    {
+        let applies = gate.is_none_or(|(gate, word)| new_word(usize::from(gate)) == word);
+        if applies {
+            let square = |f: u16| {
+                let f = usize::from(f);
+                let value = numeric(new.field_kind(f).element(), new_word(f));
+                value * value
+            };
+            let left =
+                f64::from(speed) * f64::from(speed) - square(components[0]) - square(components[1]);
+            // Correctly rounded on every platform, so both ends agree; a
+            // corrupt component (NaN, infinite) predicts a standstill.
+            let size = if left > 0.0 { left.sqrt() } else { 0.0 };
+            return Reference {
+                value: size as f32,
+                is_base: false,
+                grid_step,
+                advanced: None,
+                dictionary: &[],
+                folded: true,
+                tick: 0,
+            };
+        }
+    }
+    let predicted = predictor.and_then(|predictor| {
         let value = match predictor {
             Predictor::Integrate { rate, clock } => {
                 let rate = usize::from(rate);
@@ -735,8 +887,10 @@ fn predicted_reference<'a, T: Fields>(
             }
             Predictor::Advance
             | Predictor::Stamp
+            | Predictor::TickStamp { .. }
             | Predictor::Countdown { .. }
-            | Predictor::Run { .. } => return None,
+            | Predictor::Run { .. }
+            | Predictor::FixedSpeed { .. } => return None,
         };
         let value = value as f32;
         value.is_finite().then_some(value)
@@ -747,6 +901,8 @@ fn predicted_reference<'a, T: Fields>(
         grid_step,
         advanced: None,
         dictionary: &[],
+        folded: false,
+        tick: 0,
     }
 }
 
@@ -1121,6 +1277,7 @@ fn get_value<S: BitSource + ?Sized>(
     let extra_bits = match (kind, reference.grid_step) {
         (ScalarKind::Q3Float, Some(_)) => &GRID_EXTRA_BITS,
         (ScalarKind::Q3Float, None) => &FLOAT_EXTRA_BITS,
+        _ if reference.tick > 1 => &TICK_EXTRA_BITS,
         _ => &INTEGER_EXTRA_BITS,
     };
     let context = Context::Value(field, context);
@@ -2191,6 +2348,8 @@ mod zero_symbol_tests {
             grid_step: None,
             advanced: None,
             dictionary: &[],
+            folded: false,
+            tick: 0,
         }
     }
 
@@ -2245,6 +2404,8 @@ mod grid_path_tests {
             grid_step: Some(step),
             advanced: None,
             dictionary: &[],
+            folded: false,
+            tick: 0,
         }
     }
 
@@ -2334,5 +2495,58 @@ mod whole_tests {
                 prop_assert_eq!(whole_float_bits(bits), rounding::is_whole(x));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod fold_and_tick_tests {
+    use super::*;
+
+    #[test]
+    fn a_fold_is_the_distance_from_the_size_and_the_sign() {
+        assert_eq!(fold(329, 329), 0);
+        assert_eq!(fold(-329, 329), 1);
+        assert_eq!(fold(-328, 329), 3);
+        assert_eq!(fold(331, 329), 8);
+        assert_eq!(fold(0, 5), 18);
+        for size in [0, 1, 329, 900, 65_535] {
+            for integer in -70_000..70_000 {
+                assert_eq!(unfold(fold(integer, size), size), Some(integer));
+            }
+        }
+        // No value folds to a negative size or to a negative zero.
+        assert_eq!(unfold(2 * zigzag(-6) + 1, 5), None);
+        assert_eq!(unfold(2 * zigzag(-5) + 1, 5), None);
+        assert_eq!(unfold(2 * zigzag(-5), 5), Some(0));
+    }
+
+    fn ticked(tick: u32, advanced: u32) -> Reference<'static> {
+        Reference {
+            value: 0.0,
+            is_base: true,
+            grid_step: None,
+            advanced: Some(advanced),
+            dictionary: &[],
+            folded: false,
+            tick,
+        }
+    }
+
+    #[test]
+    fn whole_ticks_take_the_grid_symbols_and_zero_ticks_is_refused() {
+        let kind = ScalarKind::Unsigned { bits: 32 };
+        let code = |new: u32| value_code(&kind, 0, new, ticked(50, 1000), true).unwrap();
+        // Three ticks early, then 33 ms early (off the ticks).
+        assert_eq!((code(850).symbol, code(850).extra), (GRID_SYMBOLS + 3, 1));
+        assert_eq!(code(967).symbol, 7);
+        assert_eq!(u32::from(TICK_EXTRA_BITS[usize::from(GRID_SYMBOLS + 3)]), 2);
+        let decode = |symbol, extra| value_from_code(&kind, 0, ticked(50, 1000), symbol, extra, 0);
+        assert_eq!(decode(GRID_SYMBOLS + 3, 1).unwrap(), 850);
+        assert!(
+            decode(GRID_SYMBOLS, 0).is_err(),
+            "zero ticks is the plain path's"
+        );
+        // Without a tick the grid symbols are no integer's.
+        assert!(value_from_code(&kind, 0, ticked(0, 1000), GRID_SYMBOLS + 3, 1, 0).is_err());
     }
 }

@@ -148,8 +148,9 @@ impl PatternKey {
 }
 
 /// When a field's value is decoded within a delta: 0 unpredicted, 1
-/// predicted from the delta's context alone ([`Predictor::Advance`],
-/// [`Predictor::Stamp`]), 2
+/// predicted from the delta's context and unpredicted fields alone
+/// ([`Predictor::Advance`], [`Predictor::Stamp`], [`Predictor::TickStamp`],
+/// [`Predictor::FixedSpeed`]), 2
 /// predicted from other fields ([`Predictor::Integrate`],
 /// [`Predictor::Countdown`] and [`Predictor::Run`], whose inputs a model
 /// may only take from tiers 0 and 1, and [`Predictor::Extrapolate`],
@@ -159,7 +160,12 @@ impl PatternKey {
 pub fn decode_tier(predictor: Option<Predictor>) -> u8 {
     match predictor {
         None => 0,
-        Some(Predictor::Advance | Predictor::Stamp) => 1,
+        Some(
+            Predictor::Advance
+            | Predictor::Stamp
+            | Predictor::TickStamp { .. }
+            | Predictor::FixedSpeed { .. },
+        ) => 1,
         Some(
             Predictor::Integrate { .. }
             | Predictor::Extrapolate { .. }
@@ -588,6 +594,45 @@ pub enum Predictor {
     /// clock's bits (about 21 for a 20-minute game), and a missile in
     /// view is sent that way until a snapshot holding it is acknowledged.
     Stamp,
+    /// The field is a launch time in milliseconds on the server's clock
+    /// that never moves while its entity lives and falls on the server's
+    /// ticks of `tick_ms` milliseconds (a missile launched in a server
+    /// frame, as the arena's are). Whether the entity enters the view or
+    /// a new one takes a held slot (the only way the field changes), it is
+    /// a moment shortly before the snapshot: `new ≈` the
+    /// [`DeltaContext`](crate::codec::DeltaContext)'s `server_time`
+    /// (without one, as [`Predictor::Stamp`] predicts a held stamp). An
+    /// error from the prediction of whole ticks is coded in ticks, on its
+    /// own symbols (the float grid's), any other in milliseconds. A
+    /// missile a few ticks old then costs a few bits, not the ten or so of
+    /// its age in milliseconds; unlike [`Predictor::Stamp`] it suits no
+    /// stamp that advances with the clock (a player's command time).
+    TickStamp {
+        /// Milliseconds a server tick (2 or more to take effect).
+        tick_ms: u16,
+    },
+    /// The field is one component of a velocity of known magnitude (a
+    /// missile flying at its weapon's fixed speed) whose other two
+    /// components are the fields `components`, decoded first: its size is
+    /// `√(speed² − a² − b²)` and only its sign and the (small) error are
+    /// coded. Applies where the new state's field `gate.0` holds the word
+    /// `gate.1` (an entity kind: the missile's), or everywhere without a
+    /// gate; elsewhere the field is coded from its baseline. The
+    /// components and the gate field must be unpredicted (decoded first);
+    /// the field itself is decoded with the context-predicted ones, so a
+    /// position may [`Predictor::Integrate`] it. A whole value's
+    /// integral code then folds the sign in: `2 × zigzag(|new| − size) +
+    /// sign`. Coded from zero, a missile's third velocity component
+    /// costs its full magnitude's bits (ten or so at 900 units a second).
+    FixedSpeed {
+        /// The magnitude of the velocity, in the field's units.
+        speed: u16,
+        /// The velocity's other two components.
+        components: [u16; 2],
+        /// The field and word that say the velocity has this magnitude
+        /// (`None`: always).
+        gate: Option<(u16, u32)>,
+    },
 }
 
 /// Every field the predictors read (their rates and clock fields), sorted.
@@ -610,7 +655,11 @@ pub(crate) fn predictor_inputs(predictors: &[Option<Predictor>]) -> Vec<u16> {
             Predictor::Differentiate {
                 position, clock, ..
             } => [Some(position), clock_field(clock)],
-            Predictor::Advance | Predictor::Stamp => [None, None],
+            // Reads only new values, decoded before it is.
+            Predictor::Advance
+            | Predictor::Stamp
+            | Predictor::TickStamp { .. }
+            | Predictor::FixedSpeed { .. } => [None, None],
         })
         .flatten()
         .collect();
@@ -652,6 +701,17 @@ fn predictor_words(predictor: Predictor) -> [u64; 4] {
         Predictor::Countdown { clock } => [4, clock_word(clock), 0, 0],
         Predictor::Run { per_1024, clock } => [5, u64::from(per_1024), clock_word(clock), 0],
         Predictor::Stamp => [6, 0, 0, 0],
+        Predictor::TickStamp { tick_ms } => [8, u64::from(tick_ms), 0, 0],
+        Predictor::FixedSpeed {
+            speed,
+            components: [a, b],
+            gate,
+        } => [
+            7,
+            u64::from(speed) | u64::from(a) << 16 | u64::from(b) << 32,
+            gate.map_or(u64::MAX, |(field, _)| u64::from(field)),
+            gate.map_or(0, |(_, word)| u64::from(word)),
+        ],
     }
 }
 
@@ -720,7 +780,16 @@ fn predictors_fit(predictors: &[Option<Predictor>], fields: usize) -> bool {
                 .get(f as usize)
                 .is_some_and(|&p| decode_tier(p) <= 1),
         },
-        Predictor::Advance | Predictor::Stamp => true,
+        // The components and the gate are read new, and the field is
+        // decoded with the context-predicted ones: they must be
+        // unpredicted.
+        Predictor::FixedSpeed {
+            components, gate, ..
+        } => components
+            .into_iter()
+            .chain(gate.map(|(field, _)| field))
+            .all(|f| usize::from(f) < fields && predictors.get(f as usize) == Some(&None)),
+        Predictor::Advance | Predictor::Stamp | Predictor::TickStamp { .. } => true,
     })
 }
 
@@ -747,7 +816,10 @@ fn loose_clocks(replacements: &[Option<Predictor>]) -> Vec<u16> {
             | Predictor::Differentiate { clock, .. }
             | Predictor::Countdown { clock }
             | Predictor::Run { clock, .. } => clock_field(clock),
-            Predictor::Advance | Predictor::Stamp => None,
+            Predictor::Advance
+            | Predictor::Stamp
+            | Predictor::TickStamp { .. }
+            | Predictor::FixedSpeed { .. } => None,
         })
         .collect();
     clocks.sort_unstable();
@@ -804,8 +876,10 @@ fn rate_inputs(predictors: &[Option<Predictor>]) -> Vec<u16> {
             Predictor::Differentiate { .. }
             | Predictor::Advance
             | Predictor::Stamp
+            | Predictor::TickStamp { .. }
             | Predictor::Countdown { .. }
-            | Predictor::Run { .. } => None,
+            | Predictor::Run { .. }
+            | Predictor::FixedSpeed { .. } => None,
         })
         .collect();
     rates.sort_unstable();
@@ -906,7 +980,9 @@ impl ModelData {
                     | Predictor::Differentiate { .. }
                     | Predictor::Countdown { .. }
                     | Predictor::Run { .. }
-                    | Predictor::Stamp),
+                    | Predictor::Stamp
+                    | Predictor::TickStamp { .. }
+                    | Predictor::FixedSpeed { .. }),
                 ) => predictor_words(predictor),
                 _ => continue,
             };
