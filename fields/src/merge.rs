@@ -262,6 +262,8 @@ pub enum ListRead<'a, E> {
         held: bool,
         /// The state its body was read against.
         start: &'a E,
+        /// The context its body was read in.
+        context: DeltaContext,
         /// Its new state; `None` when the entry removes it (an entry that
         /// removes an entity the base did not hold is the caller's to
         /// refuse or ignore).
@@ -328,6 +330,41 @@ pub fn read_entity_list<'b, 'm, E, S, X>(
     zero: &'b E,
     baseline: impl Fn(u32) -> Option<&'b E>,
     out: &mut Vec<(u32, E)>,
+    visit: impl FnMut(ListRead<'_, E>) -> Result<(), X>,
+) -> Result<(), ListError<X>>
+where
+    E: Fields + Clone + 'b,
+    S: BitSource + ?Sized,
+{
+    let spawn = context.with_spawn(true);
+    read_entity_list_from(
+        codec,
+        context,
+        source,
+        limit,
+        held,
+        zero,
+        |number| Ok((baseline(number).unwrap_or(zero), spawn)),
+        out,
+        visit,
+    )
+}
+
+/// [`read_entity_list`] where `added(number)` gives the state an entity
+/// the base does not hold deltas from and the context its delta is coded
+/// in (a spawn baseline in the spawn context, or a state the receiver
+/// held in an older snapshot, in that snapshot's context), or refuses the
+/// entry.
+#[allow(clippy::too_many_arguments)]
+pub fn read_entity_list_from<'b, 'm, E, S, X>(
+    codec: impl Into<ModelCodec<'m>>,
+    context: &DeltaContext,
+    source: &mut S,
+    limit: u32,
+    held: &[(u32, E)],
+    zero: &'b E,
+    mut added: impl FnMut(u32) -> Result<(&'b E, DeltaContext), X>,
+    out: &mut Vec<(u32, E)>,
     mut visit: impl FnMut(ListRead<'_, E>) -> Result<(), X>,
 ) -> Result<(), ListError<X>>
 where
@@ -350,17 +387,17 @@ where
         visit(ListRead::Number(number)).map_err(ListError::Refused)?;
         let (carried, previous) = cursor.advance_to(number);
         out.extend_from_slice(carried);
-        let start = match previous {
-            Some(state) => state,
-            None => baseline(number).unwrap_or(zero),
+        let (start, entry_context) = match previous {
+            Some(state) => (state, context.with_spawn(false)),
+            None => added(number).map_err(ListError::Refused)?,
         };
         // Decoded in place at the end of `out`: one copy of the start
         // state per entity, not a copy and then a move of a large state.
         let slot = out.len();
         out.push((number, start.clone()));
         let at = source.bits_read();
-        let spawn = context.with_spawn(previous.is_none());
-        let body = match codec.read_entity_body_in(&spawn, source, header, &mut out[slot].1) {
+        let body = match codec.read_entity_body_in(&entry_context, source, header, &mut out[slot].1)
+        {
             Ok(body) => body,
             Err(error) => {
                 out.truncate(slot);
@@ -372,6 +409,7 @@ where
             number,
             held: previous.is_some(),
             start,
+            context: entry_context,
             new: (!removed).then_some(&out[slot].1),
             at,
             from,
