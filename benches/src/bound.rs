@@ -142,7 +142,8 @@ pub struct FieldCost {
 pub struct EntityKindCost {
     /// Entity type (`eType`, events together) and how the update came:
     /// `changed` (held by the receiver), `from baseline` (entering from
-    /// its spawn baseline), `from zero` (entering with no baseline),
+    /// its spawn baseline), `from zero` (entering with no baseline), `from
+    /// history` (entering from its state in an older snapshot),
     /// `removed`.
     pub kind: String,
     /// Updates of this kind.
@@ -403,6 +404,7 @@ pub fn demo_bound_with(demo: &Q3Demo, models: &TrainedModels) -> Result<DemoBoun
                     let how = match kind {
                         UpdateKind::Removed => "removed",
                         UpdateKind::Changed => "changed",
+                        UpdateKind::Reentered => "from history",
                         UpdateKind::Added if baseline != EntityState::default() => "from baseline",
                         UpdateKind::Added => "from zero",
                     };

@@ -454,7 +454,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> EngineEncoder<E, P> {
                         breakdown.changed += 1;
                         breakdown.updates.push(entity.bits);
                     }
-                    UpdateKind::Added => {
+                    UpdateKind::Added | UpdateKind::Reentered => {
                         breakdown.added += 1;
                         breakdown.updates.push(entity.bits);
                     }

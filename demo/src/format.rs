@@ -113,7 +113,10 @@ pub const FORMAT_NAME: &str = "native";
 /// the spawn baselines stay coded with the types' own) and how they adapt
 /// along the recorded chain ([`DemoHeader::adaptation`]), so a stream
 /// coded with given or adapting models plays back.
-pub const VERSION: u16 = 16;
+/// 17: a native delta's header may name a history snapshot that entities
+/// re-entering the view are coded from (`snapshot::history`), another
+/// exception flag in every header that has one.
+pub const VERSION: u16 = 17;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

@@ -14,8 +14,9 @@
 //!
 //! Both are solved here by re-encoding from the states the client already
 //! decoded ([`snapshot::Client::encode_held`]): a keyframe is the client's
-//! newest snapshot re-encoded as a full update, and a delta whose base
-//! precedes the last keyframe (or was never recorded) is re-encoded against
+//! newest snapshot re-encoded as a full update, and a delta whose base (or
+//! history snapshot, see `snapshot::history`) precedes the last keyframe
+//! (or was never recorded) is re-encoded against
 //! the last snapshot recorded, which the client still holds (its distance is
 //! smaller than the original base's). Every other message is recorded as
 //! received. So everything after a keyframe depends only on records at or
@@ -128,7 +129,12 @@ impl Rebaser {
     ) -> Result<Rebased<'s>, DemoError> {
         let sequence = report.sequence;
         let checksum = report.sync != SyncCheck::Absent;
-        let recorded_base = report.base.is_some_and(|base| self.was_recorded(base));
+        // A delta coding re-entering entities from a history snapshot
+        // needs that one recorded too.
+        let recorded_base = report.base.is_some_and(|base| self.was_recorded(base))
+            && report
+                .history
+                .is_none_or(|history| self.was_recorded(history));
         let (is_full, reencoded) = if keyframe || self.keyframe.is_none() {
             if report.base.is_some() {
                 let options = EncodeOptions {

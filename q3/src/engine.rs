@@ -162,6 +162,7 @@ impl Framing for Quake3Framing {
             has_checksum: false,
             via_time: None,
             delivery: Delivery::FULL,
+            history: None,
         };
         header.delivery = header.natural_delivery(base.as_ref());
         Ok(header)

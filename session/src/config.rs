@@ -37,7 +37,11 @@ use snapshot::{ClientSettings, Compact, Framing, Models};
 /// 11: the handshake's schema fingerprint folds in the snapshot framing's
 /// name ([`ServerConfig::framing`]), so ends that frame snapshots
 /// differently (bit stream or range-coded) refuse each other at connect.
-pub const SESSION_VERSION: u32 = 11;
+/// 12: a native delta's header may name a history snapshot that
+/// entities re-entering the view are coded from (`snapshot::history`):
+/// a peer of version 11 would misread every delta header with an
+/// exception.
+pub const SESSION_VERSION: u32 = 12;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec, the snapshot framing

@@ -5,7 +5,10 @@
 //!    (a full update from the zeroed dummy).
 //! 3. View: the newest frame's entities that the scope query keeps.
 //! 4. Merge the base's held set with the view, in number order: *added*
-//!    (delta from the spawn baseline or the dummy), *changed* (the stored
+//!    (delta from the spawn baseline or the dummy), *re-entered* (native:
+//!    an added entity without a spawn baseline that an older snapshot of
+//!    the base's chain holds, a delta from its state there; see
+//!    [`crate::history`]), *changed* (the stored
 //!    state references differ: an integer compare, no field walk), *removed*
 //!    (a remove marker), *unchanged* (nothing).
 //! 5. Encode header, player-state delta and every update. If that exceeds
@@ -24,9 +27,10 @@ use crate::checksum::{state_hash, SyncChecksum};
 use crate::config::{MAX_DELTA_DISTANCE, RING_SIZE};
 use crate::entity_cache::{EntityCache, SPAWN_BASE};
 use crate::error::ServerError;
-use crate::frame_store::{Frame, StateSlab};
+use crate::frame_store::{Frame, FrameStore, StateSlab};
 use crate::framing::{MessageCoding, SnapshotHeader, RATE_DELAYED};
 use crate::gamestate::Gamestate;
+use crate::history::{BaseChain, Link};
 use crate::list_cache::{ListCache, ListHit};
 use crate::rate::RateDecision;
 use crate::scope::{sanitize, Scope};
@@ -84,6 +88,9 @@ pub struct SnapshotInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum OpKind {
     Added,
+    /// Added, coded from the state an older snapshot of the base's chain
+    /// held (`base`), `elapsed` milliseconds before this one.
+    Reentered,
     Changed,
     Removed,
 }
@@ -93,8 +100,11 @@ enum OpKind {
 struct Op {
     number: u32,
     kind: OpKind,
-    /// State the client holds (for `Changed`).
+    /// State the client holds (for `Changed`), or held in an older
+    /// snapshot (for `Reentered`).
     base: u32,
+    /// For `Reentered`: milliseconds since that snapshot.
+    elapsed: i32,
     /// State to send (for `Added` and `Changed`).
     new: u32,
     /// Upper bound of its encoded size in bits (budget path only).
@@ -237,14 +247,19 @@ impl<E: Fields> Emitter<'_, E> {
                 },
             );
         }
+        // A re-entered update is keyed by the state it deltas from and
+        // that state's elapsed time, as a change is: the bits of the two
+        // are the same for the same key (a change is never of an
+        // unchanged state, so forcing one changes nothing).
         let base_key = match op.kind {
             OpKind::Added => SPAWN_BASE,
             _ => op.base,
         };
+        let context = self.context_of(op);
         // Quake 3's updates are the same bits wherever they stand: one
         // encoding then serves clients on any base frame with that state.
         let (elapsed, key_last) = if self.codec.entity_bits_depend_on_list() {
-            (self.context.elapsed_ms, last)
+            (context.elapsed_ms, last)
         } else {
             (0, None)
         };
@@ -266,6 +281,7 @@ impl<E: Fields> Emitter<'_, E> {
         }
         let (base, force) = match op.kind {
             OpKind::Added => (self.spawn_base(op.number), true),
+            OpKind::Reentered => (self.slab.get(op.base), true),
             _ => (self.slab.get(op.base), false),
         };
         let update = EntityUpdate::Delta {
@@ -274,13 +290,9 @@ impl<E: Fields> Emitter<'_, E> {
             force,
         };
         let from = sink.mark();
-        let written = self.codec.write_entity_in(
-            &self.context.with_spawn(force),
-            sink,
-            last,
-            op.number,
-            update,
-        )?;
+        let written = self
+            .codec
+            .write_entity_in(&context, sink, last, op.number, update)?;
         if anchored {
             return Ok(written);
         }
@@ -305,12 +317,25 @@ impl<E: Fields> Emitter<'_, E> {
             let update = match op.kind {
                 OpKind::Removed => None,
                 OpKind::Added => Some((self.spawn_base(op.number), self.slab.get(op.new))),
-                OpKind::Changed => Some((self.slab.get(op.base), self.slab.get(op.new))),
+                OpKind::Changed | OpKind::Reentered => {
+                    Some((self.slab.get(op.base), self.slab.get(op.new)))
+                }
             };
-            let context = self.context.with_spawn(op.kind == OpKind::Added);
-            tallies.entry(coding, op.number, update, &context);
+            tallies.entry(coding, op.number, update, &self.context_of(op));
         }
         tallies.end_list(self.held.0);
+    }
+
+    /// The context `op`'s delta is coded in.
+    fn context_of(&self, op: &Op) -> DeltaContext {
+        match op.kind {
+            OpKind::Added => self.context.with_spawn(true),
+            OpKind::Reentered => DeltaContext {
+                elapsed_ms: op.elapsed,
+                ..self.context
+            },
+            OpKind::Changed | OpKind::Removed => self.context,
+        }
     }
 
     /// The baseline of entity `number` when it is new to the client.
@@ -422,14 +447,16 @@ impl<'a> Priorities<'a> {
 
 /// The updates from the base's held set (`held`: the base and its frame;
 /// `None` for a full update) to the view `want` of `frame`, in number order:
-/// added, changed (the held state reference differs) and removed entities.
-fn merge<P>(
+/// added (or re-entered, as `history` finds), changed (the held state
+/// reference differs) and removed entities.
+fn merge<P, E>(
     ops: &mut Vec<Op>,
     want: &Bitset,
     priorities: Priorities<'_>,
     accum: &[f32],
     held: Option<(&Sent<P>, &Frame)>,
     frame: &Frame,
+    history: &History<'_, P, E>,
 ) {
     let mut cursor = 0;
     for (word_index, &want_word) in want.words().iter().enumerate() {
@@ -450,12 +477,29 @@ fn merge<P>(
                     (OpKind::Changed, state)
                 }
                 (true, false) => (OpKind::Removed, 0),
-                _ => (OpKind::Added, 0),
+                _ => match history.held(number) {
+                    Some((state, elapsed)) => {
+                        ops.push(Op {
+                            number,
+                            kind: OpKind::Reentered,
+                            base: state,
+                            elapsed,
+                            new,
+                            cost: 0,
+                            priority: priorities.of(number) + accum[number as usize],
+                            include: true,
+                            written: false,
+                        });
+                        continue;
+                    }
+                    None => (OpKind::Added, 0),
+                },
             };
             ops.push(Op {
                 number,
                 kind,
                 base: held_state,
+                elapsed: 0,
                 new,
                 cost: 0,
                 priority: priorities.of(number) + accum[number as usize],
@@ -463,6 +507,75 @@ fn merge<P>(
                 written: false,
             });
         }
+    }
+}
+
+/// The snapshot entities re-entering a client's view are coded from, if
+/// any (see [`crate::history`]).
+struct History<'a, P, E> {
+    /// The history snapshot and its frame.
+    held: Option<(&'a Sent<P>, &'a Frame)>,
+    gamestate: &'a Gamestate<E>,
+    /// This snapshot's server time.
+    now: u32,
+}
+
+impl<'a, P, E> History<'a, P, E> {
+    /// The newest snapshot of `chain` (in `ring`) that holds an entity of
+    /// `want` that `held` (the base's set) lacks and that has no spawn
+    /// baseline.
+    fn choose(
+        chain: &BaseChain,
+        ring: &'a [Sent<P>],
+        store: &'a FrameStore<E>,
+        gamestate: &'a Gamestate<E>,
+        now: u32,
+        want: &Bitset,
+        held: &Bitset,
+    ) -> Self {
+        let entering = |sent: &Sent<P>| {
+            let words = want
+                .words()
+                .iter()
+                .zip(held.words())
+                .zip(sent.visible.words());
+            words
+                .enumerate()
+                .any(|(index, ((&want, &held), &visible))| {
+                    Ones(want & !held & visible)
+                        .any(|bit| gamestate.baseline(index as u32 * 64 + bit).is_none())
+                })
+        };
+        let held = chain.sequences().iter().find_map(|&member| {
+            let sent = &ring[member as usize % RING_SIZE];
+            entering(sent)
+                .then(|| store.frame(sent.frame).map(|frame| (sent, frame)))
+                .flatten()
+        });
+        History {
+            held,
+            gamestate,
+            now,
+        }
+    }
+
+    /// The history snapshot's sequence number.
+    fn sequence(&self) -> Option<u32> {
+        self.held.map(|(sent, _)| sent.sequence)
+    }
+
+    /// The state entity `number`, new to the client's base, is coded from
+    /// when it re-enters, and the milliseconds since the history snapshot:
+    /// `None` for an entity with a spawn baseline or that it does not hold.
+    fn held(&self, number: u32) -> Option<(u32, i32)> {
+        let (sent, frame) = self.held?;
+        if !sent.visible.contains(number) || self.gamestate.baseline(number).is_some() {
+            return None;
+        }
+        Some((
+            sent.state_of(frame, number),
+            self.now.wrapping_sub(sent.time) as i32,
+        ))
     }
 }
 
@@ -636,6 +749,37 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             Some(sent) => Some((sent, store.frame(sent.frame).ok_or(ServerError::NoFrame)?)),
             None => None,
         };
+        // Native entities re-entering the view code from a snapshot of the
+        // base's chain (see `crate::history`).
+        let ring = &slot.ring[..];
+        let history = match (config.codec, base) {
+            (fields::Codec::Native, Some(sent)) if framing.carries_history() => {
+                let chain = BaseChain::walk(sequence, sent.sequence, sent.base, |member| {
+                    let sent = &ring[member as usize % RING_SIZE];
+                    match sent.valid && sent.sequence == member {
+                        true => Link::Held(sent.base),
+                        false => Link::Missing,
+                    }
+                });
+                History::choose(
+                    &chain,
+                    ring,
+                    store,
+                    gamestate,
+                    now,
+                    &work.want,
+                    &sent.visible,
+                )
+            }
+            _ => History {
+                held: None,
+                gamestate,
+                now,
+            },
+        };
+        // A client with an entity re-entering needs a list of its own: a
+        // shared list codes it from its spawn baseline.
+        let reenters = history.sequence().is_some();
         // Adapting models: the message is coded with the ones its base's
         // chain holds (see `crate::adapt`), the trained ones for a full
         // snapshot.
@@ -675,7 +819,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         // without an anchor (the receiver learns it from this very state).
         let player_context = context.with_spawn(base.is_none()).with_anchor(None);
         // A base holding left-out changes gives a list of its own.
-        let shareable = base.is_none_or(|sent| sent.overrides.is_empty());
+        let shareable = base.is_none_or(|sent| sent.overrides.is_empty()) && !reenters;
         let list_key = (base.map(|sent| sent.frame), base.map(|sent| &sent.visible));
         let cached = if shareable {
             work.lists.lookup(
@@ -739,6 +883,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                 &slot.accum,
                 held,
                 frame,
+                &history,
             );
         }
 
@@ -760,6 +905,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             has_checksum,
             via_time: chain.map(|chain| chain.via_time),
             delivery: crate::framing::Delivery::FULL,
+            history: history.sequence(),
         };
         let base_info = base.map(Sent::base_info);
         header.delivery = header.natural_delivery(base_info.as_ref());
@@ -829,7 +975,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                 prefix_bits = writer.bits_written();
                 prefix_mark = writer.mark();
                 let priorities = Priorities::new(uniform, &frame.always, priority);
-                merge(ops, want, priorities, &slot.accum, held, frame);
+                merge(ops, want, priorities, &slot.accum, held, frame, &history);
             }
         }
         let mut last = None;
@@ -852,7 +998,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                 // The shared list was over this client's budget: select from
                 // the updates themselves.
                 let priorities = Priorities::new(uniform, &frame.always, priority);
-                merge(ops, want, priorities, &slot.accum, held, frame);
+                merge(ops, want, priorities, &slot.accum, held, frame, &history);
             }
             let fit = prefix_bits + tail_bits <= budget_bits
                 && emitter.write_ops(
@@ -935,7 +1081,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         record.overrides.clear();
         for op in ops.iter().filter(|op| !op.include) {
             match op.kind {
-                OpKind::Added => record.visible.remove(op.number),
+                OpKind::Added | OpKind::Reentered => record.visible.remove(op.number),
                 OpKind::Changed => record.overrides.push((op.number, op.base)),
                 OpKind::Removed => {}
             }

@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use fields::merge::{merge_by_number, read_entity_list, ListError, ListRead, Merged};
+use fields::merge::{merge_by_number, read_entity_list_from, ListError, ListRead, Merged};
 use fields::range::SplitReader;
 use fields::{BitReader, BitSource, Codec, DeltaContext, Fields, HuffmanReader, ModelCodec};
 
@@ -74,6 +74,10 @@ pub struct SnapshotReport {
     pub sequence: u32,
     /// Its base (`None`: a full update).
     pub base: Option<u32>,
+    /// The older snapshot entities re-entering the view were coded from,
+    /// if its header named one (see [`crate::history`]): decoding it
+    /// needed that snapshot too.
+    pub history: Option<u32>,
     /// The sync check.
     pub sync: SyncCheck,
     /// Entities that entered the view since the previous newest snapshot.
@@ -375,6 +379,32 @@ impl<E: Fields, P: Fields> Client<E, P> {
                 base: named,
             })?),
         };
+        // Entities re-entering the view are coded from the history
+        // snapshot the header names (see `crate::history`).
+        let history = match header.history {
+            None => None,
+            Some(_) if codec != Codec::Native || base.is_none() => {
+                return Err(ClientError::invalid(
+                    "snapshot header",
+                    0,
+                    "names a history snapshot, which only a native delta may",
+                ))
+            }
+            Some(named) => match held.get(named) {
+                Some(snapshot) => Some(snapshot),
+                // As for a missing base: not needed to move forward.
+                None if late => {
+                    self.stats.stale += 1;
+                    return Ok(stale);
+                }
+                None => {
+                    return Err(ClientError::BaseMissing {
+                        sequence,
+                        base: named,
+                    })
+                }
+            },
+        };
         let header_end = reader.bits_spent();
         if let Some(trace) = trace.as_deref_mut() {
             trace.sequence = sequence;
@@ -454,6 +484,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
             entity_limit,
             gamestate: &self.gamestate,
             zero: &self.zero_entity,
+            history,
         };
         match (header.via_time, base) {
             (Some(via_time), Some(base)) => {
@@ -559,6 +590,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
         Received::Snapshot(SnapshotReport {
             sequence,
             base: header.base,
+            history: header.history,
             sync,
             entered: self.entered.len(),
             left: self.left.len(),
@@ -761,7 +793,7 @@ impl<E, P> Bases for HeldRing<'_, E, P> {
 }
 
 /// What reading an entity list needs besides the bits.
-struct EntityLists<'a, 't, E> {
+struct EntityLists<'a, 't, E, P> {
     codec: ModelCodec<'a>,
     /// Adapting models: the message's and the tally of its symbols.
     tally: Option<(&'a Adapted, &'t mut Tallies)>,
@@ -770,9 +802,11 @@ struct EntityLists<'a, 't, E> {
     entity_limit: u32,
     gamestate: &'a Gamestate<E>,
     zero: &'a E,
+    /// The snapshot entities re-entering the view are coded from.
+    history: Option<&'a Snapshot<E, P>>,
 }
 
-impl<E: Fields> EntityLists<'_, '_, E> {
+impl<E: Fields, P> EntityLists<'_, '_, E, P> {
     /// Reads one entity list (through its end marker) and merges it with
     /// the `held` entities into `out` (cleared first), in number order.
     fn read<S: BitSource>(
@@ -787,7 +821,7 @@ impl<E: Fields> EntityLists<'_, '_, E> {
         let mut tally = self.tally.as_mut();
         let mut symbols = self.symbols.as_deref_mut();
         let visit = |read: ListRead<'_, E>| -> Result<(), ClientError> {
-            let (number, held, start, new, bits) = match read {
+            let (number, held, start, context, new, bits) = match read {
                 ListRead::Number(number) if number >= limit => {
                     return Err(ClientError::EntityOutOfRange { number, limit })
                 }
@@ -796,25 +830,26 @@ impl<E: Fields> EntityLists<'_, '_, E> {
                     number,
                     held,
                     start,
+                    context,
                     new,
                     from,
                     to,
                     ..
-                } => (number, held, start, new, to - from),
+                } => (number, held, start, context, new, to - from),
             };
             let kind = match (new, held) {
                 (None, false) => return Err(ClientError::RemovedUnknownEntity { number }),
                 (None, true) => UpdateKind::Removed,
                 (Some(_), true) => UpdateKind::Changed,
-                (Some(_), false) => UpdateKind::Added,
+                (Some(_), false) if context.spawn => UpdateKind::Added,
+                (Some(_), false) => UpdateKind::Reentered,
             };
-            let spawn = kind == UpdateKind::Added;
             let update = new.map(|new| (start, new));
             if let Some((coding, tallies)) = tally.as_mut() {
-                tallies.entry(coding, number, update, &context.with_spawn(spawn));
+                tallies.entry(coding, number, update, &context);
             }
             if let Some(symbols) = symbols.as_deref_mut() {
-                symbols.entry(number, kind, update, &context.with_spawn(spawn));
+                symbols.entry(number, kind, update, &context);
             }
             if let Some(trace) = trace.as_deref_mut() {
                 let fields = new.map_or_else(FieldMask::new, |new| FieldMask::diff(start, new));
@@ -827,15 +862,36 @@ impl<E: Fields> EntityLists<'_, '_, E> {
             }
             Ok(())
         };
-        let gamestate = self.gamestate;
-        read_entity_list(
+        let (gamestate, zero, history) = (self.gamestate, self.zero, self.history);
+        let spawn = context.with_spawn(true);
+        let added = |number| {
+            Ok::<_, ClientError>(match gamestate.baseline(number) {
+                Some(baseline) => (baseline, spawn),
+                None => match history.and_then(|snapshot| snapshot.entity_entry(number)) {
+                    // Held in the history snapshot: a change from there.
+                    Some((state, server_time)) => {
+                        let elapsed_ms = context
+                            .server_time
+                            .map_or(0, |now| now.wrapping_sub(server_time) as i32);
+                        let held = DeltaContext {
+                            elapsed_ms,
+                            spawn: false,
+                            ..*context
+                        };
+                        (state, held)
+                    }
+                    None => (zero, spawn),
+                },
+            })
+        };
+        read_entity_list_from(
             self.codec,
             context,
             reader,
             u32::MAX,
             held,
-            self.zero,
-            |number| gamestate.baseline(number),
+            zero,
+            added,
             out,
             visit,
         )

@@ -183,6 +183,8 @@ pub fn encode_snapshot<E: Fields, P: Fields>(
         has_checksum: options.checksum && framing.carries_checksums(),
         via_time: None,
         delivery: Delivery::FULL,
+        // Re-encoded from states alone: no history (see `crate::history`).
+        history: None,
     };
     header.delivery = snapshot
         .delivery

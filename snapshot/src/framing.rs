@@ -188,6 +188,10 @@ pub struct SnapshotHeader {
     /// The snapshot's delivery: the message's own unless it re-encodes a
     /// snapshot first delivered otherwise (see the [module docs](self)).
     pub delivery: Delivery,
+    /// An older snapshot than the base, which the receiver holds, that
+    /// entities re-entering its view are coded from (see
+    /// [`crate::history`]); `None` for a full update and most deltas.
+    pub history: Option<u32>,
 }
 
 impl SnapshotHeader {
@@ -312,6 +316,13 @@ pub trait Framing: fmt::Debug + Send + Sync {
         true
     }
 
+    /// Whether a delta may name a history snapshot
+    /// ([`SnapshotHeader::history`]) that entities re-entering the view
+    /// are coded from.
+    fn carries_history(&self) -> bool {
+        false
+    }
+
     /// Whether snapshot message `bytes` is a delta or a full update
     /// ([`MessageKind::Delta`] or [`MessageKind::Full`]), read from its
     /// front as [`read_header`](Self::read_header) starts, with no base:
@@ -401,7 +412,8 @@ pub enum MessageCoding {
 /// milliseconds since the base the same way), checksum, flags (then one
 /// bit for "only [`RATE_DELAYED`] toggled", else the byte), area mask
 /// (then its length in 6 bits and its bytes), stated delivery (as for a
-/// full update).
+/// full update), history (then how many snapshots before the base it is,
+/// less one, in 5 bits: see [`crate::history`]).
 ///
 /// **Why the distance is coded alone.** Every other part of the header is
 /// coded against the base, which the receiver holds; the distance cannot
@@ -415,6 +427,10 @@ pub enum MessageCoding {
 /// finds exactly the base it names or refuses the snapshot.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Compact;
+
+/// Bits of a history snapshot's distance before the base, less one: the
+/// ring holds at most [`MAX_DELTA_DISTANCE`] snapshots back.
+const HISTORY_BACK_BITS: u32 = 5;
 
 /// Exp-Golomb order of a delta's distance less one: 2 bits for a client
 /// acknowledging every snapshot at once (distance 1 or 2), 4 for one that
@@ -465,6 +481,9 @@ const NO_FRAMES_SKIPPED: Chance = Chance::of(31, 32);
 /// short of its client's rate toggles a flag in a quarter of them (the
 /// OSP duel).
 const AS_USUAL: Chance = Chance::of(7, 8);
+/// A delta with exceptions names a history snapshot: entities re-enter
+/// the view in a few messages of a hundred (see [`crate::history`]).
+const HISTORY_NAMED: Chance = Chance::of(1, 8);
 
 /// Writes a snapshot's kind (Delta or Full) as two answers: in a bit
 /// stream the kind's two bits, low first ([`MessageKind::write`]).
@@ -696,6 +715,7 @@ impl Compact {
             has_checksum,
             via_time: None,
             delivery,
+            history: None,
         })
     }
 }
@@ -717,6 +737,10 @@ impl Framing for CompactRange {
 
     fn coding(&self) -> MessageCoding {
         MessageCoding::Split
+    }
+
+    fn carries_history(&self) -> bool {
+        Compact.carries_history()
     }
 
     fn write_header(
@@ -743,6 +767,10 @@ impl Framing for Compact {
         "compact"
     }
 
+    fn carries_history(&self) -> bool {
+        true
+    }
+
     fn write_header(
         &self,
         sink: &mut dyn BitSink,
@@ -753,6 +781,16 @@ impl Framing for Compact {
             return self.write_full(sink, header);
         };
         let distance = header.distance();
+        let history_back = header.history.map(|history| named.wrapping_sub(history));
+        if let Some(back) = history_back {
+            if back == 0 || distance + back > MAX_DELTA_DISTANCE {
+                return Err(BitError::invalid(
+                    "history snapshot",
+                    sink.bits_written(),
+                    format!("{back} before the base, {distance} back, is not in the ring"),
+                ));
+            }
+        }
         if !(1..=MAX_DELTA_DISTANCE).contains(&distance) {
             return Err(BitError::invalid(
                 "delta distance",
@@ -784,7 +822,8 @@ impl Framing for Compact {
             && mask_usual
             && delivery_usual
             && header.via_time.is_none()
-            && !header.has_checksum;
+            && !header.has_checksum
+            && header.history.is_none();
         sink.put_decision(usual, AS_USUAL)?;
         if usual {
             return Ok(());
@@ -796,6 +835,7 @@ impl Framing for Compact {
             && delivery_usual
             && header.via_time.is_none()
             && !header.has_checksum
+            && header.history.is_none()
             && header.flags ^ base.flags == RATE_DELAYED;
         sink.put_bit(toggle_only)?;
         if toggle_only {
@@ -825,6 +865,10 @@ impl Framing for Compact {
         sink.put_bit(!delivery_usual)?;
         if !delivery_usual {
             put_delivery(sink, &header.delivery)?;
+        }
+        sink.put_decision(history_back.is_some(), HISTORY_NAMED)?;
+        if let Some(back) = history_back {
+            sink.put_bits(back - 1, HISTORY_BACK_BITS)?;
         }
         Ok(())
     }
@@ -872,6 +916,7 @@ impl Framing for Compact {
             has_checksum: false,
             via_time: None,
             delivery: Delivery::FULL,
+            history: None,
         };
         let usual = source.get_decision(AS_USUAL)?;
         let usual_time = usual_time(&base, frames).ok_or_else(|| {
@@ -913,6 +958,18 @@ impl Framing for Compact {
         if source.get_bit()? {
             header.delivery = get_delivery(source)?;
         }
+        if source.get_decision(HISTORY_NAMED)? {
+            let position = source.bits_read();
+            let back = source.get_bits(HISTORY_BACK_BITS)? + 1;
+            if distance + back > MAX_DELTA_DISTANCE {
+                return Err(ClientError::invalid(
+                    "history snapshot",
+                    position,
+                    format!("{back} before the base, {distance} back, is not in the ring"),
+                ));
+            }
+            header.history = Some(base.sequence.wrapping_sub(back));
+        }
         Ok(header)
     }
 }
@@ -950,6 +1007,7 @@ mod tests {
             has_checksum: false,
             via_time: None,
             delivery: Delivery::FULL,
+            history: None,
         };
         header.delivery = header.natural_delivery(Some(base));
         header
@@ -1113,20 +1171,20 @@ mod tests {
             ..plain
         };
         assert_eq!(round_trip(&toggled, &held), 6 + 1);
-        // Anything else: the toggle bit, 6 exception flags, and the values.
+        // Anything else: the toggle bit, 7 exception flags, and the values.
         let other_flags = SnapshotHeader { flags: 6, ..plain };
-        assert_eq!(round_trip(&other_flags, &held), 7 + 6 + 1 + 8);
+        assert_eq!(round_trip(&other_flags, &held), 7 + 7 + 1 + 8);
         let checksummed = SnapshotHeader {
             has_checksum: true,
             ..plain
         };
-        assert_eq!(round_trip(&checksummed, &held), 7 + 6);
+        assert_eq!(round_trip(&checksummed, &held), 7 + 7);
         let both = SnapshotHeader {
             has_checksum: true,
             flags: RATE_DELAYED,
             ..plain
         };
-        assert_eq!(round_trip(&both, &held), 7 + 6 + 1);
+        assert_eq!(round_trip(&both, &held), 7 + 7 + 1);
         // 20 ms late: its 70 ms since the base, zigzagged, at order 5.
         let late = SnapshotHeader {
             server_time: plain.server_time + 20,
@@ -1138,13 +1196,13 @@ mod tests {
         };
         assert_eq!(
             round_trip(&late, &held),
-            7 + 6 + exp_golomb_bits(zigzag(70), TIME_ORDER) as usize
+            7 + 7 + exp_golomb_bits(zigzag(70), TIME_ORDER) as usize
         );
         let masked = SnapshotHeader {
             area_mask: AreaMask::new(&[1, 2, 3]).unwrap(),
             ..plain
         };
-        assert_eq!(round_trip(&masked, &held), 7 + 6 + 6 + 24);
+        assert_eq!(round_trip(&masked, &held), 7 + 7 + 6 + 24);
         let chained = SnapshotHeader {
             via_time: Some(plain.server_time - 25),
             ..plain
@@ -1159,6 +1217,21 @@ mod tests {
             ..plain
         };
         round_trip(&stated, &held);
+        // A history snapshot, 3 before the base: its flag and 5 bits.
+        let history = SnapshotHeader {
+            history: Some(6),
+            ..plain
+        };
+        assert_eq!(round_trip(&history, &held), 7 + 7 + 5);
+        // One outside the ring, or the base itself, is refused.
+        let mut buf = [0u8; 64];
+        for history in [Some(9), Some(9u32.wrapping_sub(31))] {
+            let header = SnapshotHeader { history, ..plain };
+            let mut w = BitWriter::new(&mut buf);
+            assert!(Compact
+                .write_header(&mut w, &header, Some(&held[0]))
+                .is_err());
+        }
     }
 
     #[test]
@@ -1185,6 +1258,7 @@ mod tests {
                 frames: 8,
                 elapsed_ms: 264,
             },
+            history: None,
         };
         // The distance in 4 bits (exp-Golomb 1 of 3), the frames in 1.
         assert_eq!(round_trip(&header, &[b]), 2 + 4 + 1 + 1);
@@ -1254,6 +1328,7 @@ mod tests {
             has_checksum: true,
             via_time: None,
             delivery: Delivery::FULL,
+            history: None,
         };
         assert_eq!(round_trip(&header, &[]), 2 + 64 + 8 + 6 + 256 + 2);
         let stated = SnapshotHeader {
@@ -1311,6 +1386,7 @@ mod tests {
                 has_checksum: extras.1,
                 via_time: extras.2.then_some(time / 2),
                 delivery: Delivery::FULL,
+                history: None,
             };
             header.delivery = header.natural_delivery(Some(&b));
             let mut buf = [0u8; 128];

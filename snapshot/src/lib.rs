@@ -150,6 +150,7 @@ pub mod framing;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gamestate;
+pub mod history;
 pub mod interp;
 mod list_cache;
 pub mod message;

@@ -33,6 +33,16 @@ impl<E, P> Snapshot<E, P> {
         }
     }
 
+    /// Entity `number`'s state, if held, with the snapshot's server time
+    /// (what a delta from it is timed against).
+    pub(crate) fn entity_entry(&self, number: u32) -> Option<(&E, u32)> {
+        let index = self
+            .entities
+            .binary_search_by_key(&number, |(n, _)| *n)
+            .ok()?;
+        Some((&self.entities[index].1, self.server_time))
+    }
+
     /// Its sequence number.
     pub fn sequence(&self) -> u32 {
         self.sequence

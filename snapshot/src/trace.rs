@@ -85,6 +85,9 @@ pub enum UpdateKind {
     Added,
     /// Held before: a delta from its state in the base snapshot.
     Changed,
+    /// New to the base but held in an older snapshot of its chain: a delta
+    /// from its state there (see [`crate::history`]).
+    Reentered,
     /// Removed from the client's view.
     Removed,
 }

@@ -306,8 +306,10 @@ fn adapting_clients_stay_in_step_under_loss_duplication_reordering_and_a_reconne
     // the models it was coded with).
     assert_eq!((adapting.entity_models, adapting.differing), (84, 572));
     assert_eq!((fixed.entity_models, fixed.differing), (0, 0));
-    // And they code the stream's own habits in fewer bytes: 0.65 x.
-    assert_eq!((adapting.bytes, fixed.bytes), (47_264, 72_526));
+    // And they code the stream's own habits in fewer bytes: 0.65 x. (The
+    // header's history flag costs these streams more than the few
+    // re-entering entities save: 47,264 and 72,526 B before it.)
+    assert_eq!((adapting.bytes, fixed.bytes), (47_267, 72_538));
 }
 
 #[test]
@@ -328,17 +330,17 @@ fn range_coded_messages_stay_in_step_through_the_shared_caches() {
     assert_eq!((adapting.decoded, fixed.decoded), (1430, 1430));
     assert_eq!((adapting.entity_models, adapting.differing), (84, 572));
     // Adapting: fewer bytes than the same symbols' Huffman code words
-    // (47,264 B). Fixed models trained on other habits price this
+    // (47,267 B). Fixed models trained on other habits price this
     // stream's symbols as rare, and a range coder charges a rare symbol
     // its full information where a Huffman code of a small alphabet
-    // charges a few bits (72,526 B): adapting is what range coding needs.
+    // charges a few bits (72,538 B): adapting is what range coding needs.
     // The header's answers range-coded by their chances took 903 and 879
     // bytes off (41,671 and 80,604 when they were raw bits). The bits
     // below values' leading ones, range-coded by top-bit trees that adapt
     // with the models, took 8,420 more off the adapting stream (40,768
     // before); the fixed models' trees, trained on other habits, cost it
     // 4 bytes (79,725 before).
-    assert_eq!((adapting.bytes, fixed.bytes), (32_348, 79_729));
+    assert_eq!((adapting.bytes, fixed.bytes), (32_349, 79_733));
 }
 
 #[test]
@@ -493,7 +495,7 @@ fn the_symbol_trace_prices_every_symbol_with_the_model_that_coded_it() {
         // The same symbols whatever the models (their code words differ);
         // adapting, every message from the ninth on is coded with a rebuilt
         // model (chains of 8).
-        assert_eq!(symbols, 4316);
+        assert_eq!(symbols, 4297);
         assert_eq!(rebuilt, if adapt.is_some() { 32 } else { 0 });
         client.set_symbol_trace(false);
         assert!(client.symbol_trace().is_none());

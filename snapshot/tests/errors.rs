@@ -73,6 +73,7 @@ fn full_header(w: &mut BitWriter<'_>, sequence: u32) {
         has_checksum: false,
         via_time: None,
         delivery: Delivery::FULL,
+        history: None,
     };
     Compact.write_header(w, &header, None).unwrap();
 }

@@ -102,7 +102,7 @@ fn three_frames_carry_exactly_the_fields_the_client_is_missing() {
             // (`netq3_snapshot::framing::Compact`): the second snapshot is
             // the first delta, one back (2 bits), one frame (1 bit), and
             // its base, a full update, shows no frame length, so its time
-            // is stated (the usual bit, the toggle-only bit, 6 exception
+            // is stated (the usual bit, the toggle-only bit, 7 exception
             // flags, 50 ms zigzagged at exp-Golomb order 5: 10 bits); an
             // unchanged player state is `lc` = 0 (8 bits) and "no array
             // changed" (1); the entity is its number (10), not-removed (1),
@@ -110,7 +110,7 @@ fn three_frames_carry_exactly_the_fields_the_client_is_missing() {
             // bit, a non-zero bit, the integral-float bit and 13 bits; the
             // end marker is 10.
             let field_bits = 1 + 1 + 1 + 13;
-            let header = 2 + 2 + 1 + 1 + 1 + 6 + 10;
+            let header = 2 + 2 + 1 + 1 + 1 + 7 + 10;
             assert_eq!(second_bits, header + 9 + (10 + 1 + 1 + 8 + field_bits) + 10);
             // The third: one more field; two back from the same base, 100
             // ms since it, take as many bits as one back and 50 ms did.
