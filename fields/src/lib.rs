@@ -78,7 +78,9 @@ pub mod top_bits;
 pub mod varcode;
 
 pub use bits::{BitReader, BitSink, BitSource, BitWriter, Chance};
-pub use codec::{Codec, DeltaContext, EntityBody, EntityHeader, EntityUpdate, ModelCodec};
+pub use codec::{
+    Codec, DeltaContext, EntityBody, EntityHeader, EntityUpdate, ModelCodec, StartChoice,
+};
 pub use error::BitError;
 pub use huffman::{HuffmanCode, HuffmanReader, HuffmanWriter};
 pub use kind::{array, boolean, q3_float, quantized, signed, unsigned, FieldKind, ScalarKind};

@@ -35,7 +35,7 @@
 //! ```
 
 use crate::bits::{BitSink, BitSource};
-use crate::codec::{DeltaContext, EntityBody, EntityUpdate, Held, ModelCodec};
+use crate::codec::{DeltaContext, EntityBody, EntityUpdate, Held, ModelCodec, StartChoice};
 use crate::error::BitError;
 use crate::table::Fields;
 
@@ -264,6 +264,10 @@ pub enum ListRead<'a, E> {
         start: &'a E,
         /// The context its body was read in.
         context: DeltaContext,
+        /// For an entity new to the base offered two starts
+        /// ([`AddedStart::Either`]): the writer's choice, read between its
+        /// number and its body (a removal carries none).
+        choice: Option<StartChoice>,
         /// Its new state; `None` when the entry removes it (an entry that
         /// removes an entity the base did not hold is the caller's to
         /// refuse or ignore).
@@ -344,17 +348,33 @@ where
         limit,
         held,
         zero,
-        |number| Ok((baseline(number).unwrap_or(zero), spawn)),
+        |number| Ok(AddedStart::Only(baseline(number).unwrap_or(zero), spawn)),
         out,
         visit,
     )
 }
 
-/// [`read_entity_list`] where `added(number)` gives the state an entity
-/// the base does not hold deltas from and the context its delta is coded
-/// in (a spawn baseline in the spawn context, or a state the receiver
-/// held in an older snapshot, in that snapshot's context), or refuses the
-/// entry.
+/// Where an entry for an entity the base does not hold deltas from, as
+/// the caller of [`read_entity_list_from`] offers it.
+#[derive(Debug, Clone, Copy)]
+pub enum AddedStart<'b, E> {
+    /// One state and the context its delta is coded in: a spawn baseline
+    /// (or the zeroed dummy) in the spawn context.
+    Only(&'b E, DeltaContext),
+    /// Two: the usual one and a state the receiver held in an older
+    /// snapshot, in that snapshot's context. The writer's
+    /// [`StartChoice`](crate::StartChoice), between the entry's number and
+    /// its body, picks (native codec only).
+    Either {
+        /// The spawn baseline or the zeroed dummy, in the spawn context.
+        usual: (&'b E, DeltaContext),
+        /// The older state, in its context.
+        held: (&'b E, DeltaContext),
+    },
+}
+
+/// [`read_entity_list`] where `added(number)` says what an entity the base
+/// does not hold deltas from (see [`AddedStart`]), or refuses the entry.
 #[allow(clippy::too_many_arguments)]
 pub fn read_entity_list_from<'b, 'm, E, S, X>(
     codec: impl Into<ModelCodec<'m>>,
@@ -363,7 +383,7 @@ pub fn read_entity_list_from<'b, 'm, E, S, X>(
     limit: u32,
     held: &[(u32, E)],
     zero: &'b E,
-    mut added: impl FnMut(u32) -> Result<(&'b E, DeltaContext), X>,
+    mut added: impl FnMut(u32) -> Result<AddedStart<'b, E>, X>,
     out: &mut Vec<(u32, E)>,
     mut visit: impl FnMut(ListRead<'_, E>) -> Result<(), X>,
 ) -> Result<(), ListError<X>>
@@ -377,7 +397,7 @@ where
     let mut last = None;
     loop {
         let from = source.bits_spent();
-        let Some(header) = codec
+        let Some(mut header) = codec
             .read_entity_number(source, last, limit, zero, &held)
             .map_err(ListError::Number)?
         else {
@@ -387,9 +407,23 @@ where
         visit(ListRead::Number(number)).map_err(ListError::Refused)?;
         let (carried, previous) = cursor.advance_to(number);
         out.extend_from_slice(carried);
+        let mut choice = None;
         let (start, entry_context) = match previous {
             Some(state) => (state, context.with_spawn(false)),
-            None => added(number).map_err(ListError::Refused)?,
+            None => match added(number).map_err(ListError::Refused)? {
+                AddedStart::Only(state, context) => (state, context),
+                AddedStart::Either { usual, held } => {
+                    choice = codec
+                        .read_entity_start(source, &mut header)
+                        .map_err(|error| ListError::Body { number, error })?;
+                    match choice {
+                        Some(StartChoice::Held) => held,
+                        // A removal (refused or ignored by the caller)
+                        // writes no choice.
+                        Some(StartChoice::Usual) | None => usual,
+                    }
+                }
+            },
         };
         // Decoded in place at the end of `out`: one copy of the start
         // state per entity, not a copy and then a move of a large state.
@@ -410,6 +444,7 @@ where
             held: previous.is_some(),
             start,
             context: entry_context,
+            choice,
             new: (!removed).then_some(&out[slot].1),
             at,
             from,
@@ -459,6 +494,99 @@ mod list_tests {
         let len = w.finish();
         buf.truncate(len);
         buf
+    }
+
+    #[test]
+    fn an_entity_offered_two_starts_is_read_from_the_one_its_writer_chose() {
+        // Entity 5 enters; the reader holds an older state of it too. Each
+        // choice is one bit between its number and its body, and the body
+        // is a delta from the chosen state.
+        let old = Everything {
+            x: 3.5,
+            stats: [123; 16],
+            ..state(50)
+        };
+        let new = Everything { x: 4.0, ..old };
+        let zero = state(0);
+        let context = DeltaContext::default();
+        let held_context = DeltaContext {
+            elapsed_ms: 100,
+            ..context
+        };
+        let mut sizes = Vec::new();
+        for (start, base, chosen_context) in [
+            (StartChoice::Held, &old, held_context),
+            (StartChoice::Usual, &zero, context.with_spawn(true)),
+        ] {
+            let mut buf = vec![0u8; 512];
+            let mut w = BitWriter::new(&mut buf);
+            let codec = ModelCodec::from(Codec::Native);
+            let update = EntityUpdate::Delta {
+                base,
+                new: &new,
+                force: true,
+            };
+            assert!(codec
+                .write_entity_from_in(&chosen_context, &mut w, None, 5, update, start)
+                .unwrap());
+            codec.write_entities_end(&mut w, Some(5), &zero).unwrap();
+            let bits = w.bits_written();
+            let len = w.finish();
+            let mut out = Vec::new();
+            let mut seen = None;
+            read_entity_list_from(
+                codec,
+                &context,
+                &mut BitReader::with_bit_len(&buf[..len], bits),
+                1023,
+                &[],
+                &zero,
+                |_| {
+                    Ok::<_, ()>(AddedStart::Either {
+                        usual: (&zero, context.with_spawn(true)),
+                        held: (&old, held_context),
+                    })
+                },
+                &mut out,
+                |read| {
+                    if let ListRead::Entry {
+                        choice,
+                        context,
+                        from,
+                        to,
+                        ..
+                    } = read
+                    {
+                        seen = Some((choice, context, to - from));
+                    }
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert_eq!(out, [(5, new)], "{start:?}");
+            let (choice, read_context, entry_bits) = seen.unwrap();
+            assert_eq!((choice, read_context), (Some(start), chosen_context));
+            sizes.push(entry_bits);
+        }
+        // From the older state: only x; from zero: x, time and 16 stats.
+        assert_eq!(sizes, [16, 272]);
+        // Quake 3's lists offer no choice.
+        let mut buf = [0u8; 64];
+        let update = EntityUpdate::Delta {
+            base: &zero,
+            new: &new,
+            force: true,
+        };
+        assert!(ModelCodec::from(Codec::Q3)
+            .write_entity_from_in(
+                &context,
+                &mut BitWriter::new(&mut buf),
+                None,
+                5,
+                update,
+                StartChoice::Usual
+            )
+            .is_err());
     }
 
     #[test]

@@ -19,7 +19,9 @@
 //!    and the old state of every left-out change — in the ring slot.
 
 use fields::codec::Held;
-use fields::{BitError, BitSink, BitWriter, DeltaContext, EntityUpdate, Fields, ModelCodec};
+use fields::{
+    BitError, BitSink, BitWriter, DeltaContext, EntityUpdate, Fields, ModelCodec, StartChoice,
+};
 
 use crate::adapt::{Adapted, Tallies};
 use crate::bitset::{Bitset, Ones};
@@ -105,6 +107,10 @@ struct Op {
     base: u32,
     /// For `Reentered`: milliseconds since that snapshot.
     elapsed: i32,
+    /// An entity entering the view that the history snapshot holds: the
+    /// receiver is offered both starts, and the entry carries the choice
+    /// (`Reentered`: its state there, `Added`: the usual one).
+    offered: bool,
     /// State to send (for `Added` and `Changed`).
     new: u32,
     /// Upper bound of its encoded size in bits (budget path only).
@@ -264,8 +270,10 @@ impl<E: Fields> Emitter<'_, E> {
             (0, None)
         };
         // A spawn delta coded against the viewer's anchor is this viewer's
-        // alone: it neither comes from nor goes to the shared cache.
-        let anchored = self.reads_anchor(op);
+        // alone: it neither comes from nor goes to the shared cache; nor
+        // does an entry carrying a choice of start (its bits differ from
+        // the same update's without one).
+        let anchored = self.reads_anchor(op) || op.offered;
         if !anchored {
             if let Some(hit) = cache.lookup(
                 op.number,
@@ -290,9 +298,19 @@ impl<E: Fields> Emitter<'_, E> {
             force,
         };
         let from = sink.mark();
-        let written = self
-            .codec
-            .write_entity_in(&context, sink, last, op.number, update)?;
+        let written = match (op.offered, op.kind) {
+            (false, _) => self
+                .codec
+                .write_entity_in(&context, sink, last, op.number, update)?,
+            (true, kind) => {
+                let start = match kind {
+                    OpKind::Reentered => StartChoice::Held,
+                    _ => StartChoice::Usual,
+                };
+                self.codec
+                    .write_entity_from_in(&context, sink, last, op.number, update, start)?
+            }
+        };
         if anchored {
             return Ok(written);
         }
@@ -449,7 +467,7 @@ impl<'a> Priorities<'a> {
 /// `None` for a full update) to the view `want` of `frame`, in number order:
 /// added (or re-entered, as `history` finds), changed (the held state
 /// reference differs) and removed entities.
-fn merge<P, E>(
+fn merge<P, E: Fields>(
     ops: &mut Vec<Op>,
     want: &Bitset,
     priorities: Priorities<'_>,
@@ -477,13 +495,17 @@ fn merge<P, E>(
                     (OpKind::Changed, state)
                 }
                 (true, false) => (OpKind::Removed, 0),
-                _ => match history.held(number) {
-                    Some((state, elapsed)) => {
+                _ => match history.offer(number, new) {
+                    Some(offer) => {
                         ops.push(Op {
                             number,
-                            kind: OpKind::Reentered,
-                            base: state,
-                            elapsed,
+                            kind: match offer.chosen {
+                                true => OpKind::Reentered,
+                                false => OpKind::Added,
+                            },
+                            base: offer.state,
+                            elapsed: offer.elapsed,
+                            offered: true,
                             new,
                             cost: 0,
                             priority: priorities.of(number) + accum[number as usize],
@@ -500,6 +522,7 @@ fn merge<P, E>(
                 kind,
                 base: held_state,
                 elapsed: 0,
+                offered: false,
                 new,
                 cost: 0,
                 priority: priorities.of(number) + accum[number as usize],
@@ -515,46 +538,136 @@ fn merge<P, E>(
 struct History<'a, P, E> {
     /// The history snapshot and its frame.
     held: Option<(&'a Sent<P>, &'a Frame)>,
-    gamestate: &'a Gamestate<E>,
+    costs: StartCosts<'a, E>,
     /// This snapshot's server time.
     now: u32,
 }
 
-impl<'a, P, E> History<'a, P, E> {
-    /// The newest snapshot of `chain` (in `ring`) that holds an entity of
-    /// `want` that `held` (the base's set) lacks and that has no spawn
-    /// baseline.
+/// An entity entering the view that the history snapshot holds.
+struct Offer {
+    /// Its state there.
+    state: u32,
+    /// Milliseconds since that snapshot.
+    elapsed: i32,
+    /// Whether its update is coded from that state (cheaper than from the
+    /// zeroed dummy).
+    chosen: bool,
+}
+
+/// What weighs an entering entity's two starts: the bits of its delta
+/// from each, as the message's entity codec writes them.
+struct StartCosts<'a, E> {
+    codec: ModelCodec<'a>,
+    context: DeltaContext,
+    slab: &'a StateSlab<E>,
+    gamestate: &'a Gamestate<E>,
+    zero: &'a E,
+}
+
+/// Room for one entity delta when weighing starts: one that does not fit
+/// (thousands of bits) is not coded from that start.
+const WEIGHING_BYTES: usize = 1024;
+
+/// About what naming a history snapshot adds to a delta's header (the
+/// header's exceptions, usually skipped, and the snapshot's distance; see
+/// [`crate::framing::Compact`]): the entities coded from it must save more.
+const NAMING_BITS: i64 = 12;
+
+impl<E: Fields> StartCosts<'_, E> {
+    /// The bits of `new` (a state of the slab) coded from the zeroed dummy
+    /// in the spawn context, as an entity without a spawn baseline enters.
+    fn usual_bits(&self, new: u32) -> i64 {
+        self.bits(self.zero, &self.context.with_spawn(true), new)
+    }
+
+    /// The bits of `new` coded from `held` (a state of the slab,
+    /// `elapsed` milliseconds old).
+    fn held_bits(&self, held: u32, elapsed: i32, new: u32) -> i64 {
+        let context = DeltaContext {
+            elapsed_ms: elapsed,
+            ..self.context
+        };
+        self.bits(self.slab.get(held), &context, new)
+    }
+
+    fn bits(&self, base: &E, context: &DeltaContext, new: u32) -> i64 {
+        let mut buf = [0u8; WEIGHING_BYTES];
+        let mut writer = BitWriter::new(&mut buf);
+        match self
+            .codec
+            .write_delta_in(context, &mut writer, base, self.slab.get(new))
+        {
+            Ok(()) => writer.bits_written() as i64,
+            Err(_) => i64::MAX / 4,
+        }
+    }
+}
+
+impl<'a, P, E: Fields> History<'a, P, E> {
+    /// None: every entering entity is coded as usual.
+    fn none(costs: StartCosts<'a, E>, now: u32) -> Self {
+        History {
+            held: None,
+            costs,
+            now,
+        }
+    }
+
+    /// The snapshot of `chain` (in `ring`) that saves the most bits, if
+    /// any saves more than naming it costs: the entities of `want` that
+    /// `held` (the base's set) lacks, that have no spawn baseline and that
+    /// it holds, each coded from the cheaper start (their states in
+    /// `frame`), one bit of choice each.
+    #[allow(clippy::too_many_arguments)]
     fn choose(
         chain: &BaseChain,
         ring: &'a [Sent<P>],
         store: &'a FrameStore<E>,
-        gamestate: &'a Gamestate<E>,
+        costs: StartCosts<'a, E>,
         now: u32,
         want: &Bitset,
         held: &Bitset,
+        frame: &Frame,
     ) -> Self {
-        let entering = |sent: &Sent<P>| {
+        let gamestate = costs.gamestate;
+        let saving = |sent: &Sent<P>, held_frame: &Frame| -> i64 {
             let words = want
                 .words()
                 .iter()
                 .zip(held.words())
                 .zip(sent.visible.words());
-            words
-                .enumerate()
-                .any(|(index, ((&want, &held), &visible))| {
-                    Ones(want & !held & visible)
-                        .any(|bit| gamestate.baseline(index as u32 * 64 + bit).is_none())
-                })
+            let elapsed = now.wrapping_sub(sent.time) as i32;
+            let mut saved = 0;
+            for (index, ((&want, &held), &visible)) in words.enumerate() {
+                for bit in Ones(want & !held & visible) {
+                    let number = index as u32 * 64 + bit;
+                    if gamestate.baseline(number).is_some() {
+                        continue;
+                    }
+                    let new = frame.table[number as usize];
+                    let from_held =
+                        costs.held_bits(sent.state_of(held_frame, number), elapsed, new);
+                    saved += (costs.usual_bits(new) - from_held).max(0) - 1;
+                }
+            }
+            saved
         };
-        let held = chain.sequences().iter().find_map(|&member| {
+        let mut best = None;
+        let mut best_saving = NAMING_BITS;
+        for &member in chain.sequences() {
             let sent = &ring[member as usize % RING_SIZE];
-            entering(sent)
-                .then(|| store.frame(sent.frame).map(|frame| (sent, frame)))
-                .flatten()
-        });
+            let Some(held_frame) = store.frame(sent.frame) else {
+                continue;
+            };
+            let saved = saving(sent, held_frame);
+            if saved > best_saving {
+                best = Some((sent, held_frame));
+                best_saving = saved;
+            }
+        }
         History {
-            held,
-            gamestate,
+            held: best,
+            costs,
             now,
         }
     }
@@ -564,18 +677,21 @@ impl<'a, P, E> History<'a, P, E> {
         self.held.map(|(sent, _)| sent.sequence)
     }
 
-    /// The state entity `number`, new to the client's base, is coded from
-    /// when it re-enters, and the milliseconds since the history snapshot:
-    /// `None` for an entity with a spawn baseline or that it does not hold.
-    fn held(&self, number: u32) -> Option<(u32, i32)> {
+    /// What entity `number`, new to the client's base, is offered when it
+    /// enters the view with state `new`: `None` for an entity with a spawn
+    /// baseline or that the history snapshot does not hold.
+    fn offer(&self, number: u32, new: u32) -> Option<Offer> {
         let (sent, frame) = self.held?;
-        if !sent.visible.contains(number) || self.gamestate.baseline(number).is_some() {
+        if !sent.visible.contains(number) || self.costs.gamestate.baseline(number).is_some() {
             return None;
         }
-        Some((
-            sent.state_of(frame, number),
-            self.now.wrapping_sub(sent.time) as i32,
-        ))
+        let state = sent.state_of(frame, number);
+        let elapsed = self.now.wrapping_sub(sent.time) as i32;
+        Some(Offer {
+            state,
+            elapsed,
+            chosen: self.costs.held_bits(state, elapsed, new) < self.costs.usual_bits(new),
+        })
     }
 }
 
@@ -749,37 +865,6 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             Some(sent) => Some((sent, store.frame(sent.frame).ok_or(ServerError::NoFrame)?)),
             None => None,
         };
-        // Native entities re-entering the view code from a snapshot of the
-        // base's chain (see `crate::history`).
-        let ring = &slot.ring[..];
-        let history = match (config.codec, base) {
-            (fields::Codec::Native, Some(sent)) if framing.carries_history() => {
-                let chain = BaseChain::walk(sequence, sent.sequence, sent.base, |member| {
-                    let sent = &ring[member as usize % RING_SIZE];
-                    match sent.valid && sent.sequence == member {
-                        true => Link::Held(sent.base),
-                        false => Link::Missing,
-                    }
-                });
-                History::choose(
-                    &chain,
-                    ring,
-                    store,
-                    gamestate,
-                    now,
-                    &work.want,
-                    &sent.visible,
-                )
-            }
-            _ => History {
-                held: None,
-                gamestate,
-                now,
-            },
-        };
-        // A client with an entity re-entering needs a list of its own: a
-        // shared list codes it from its spawn baseline.
-        let reenters = history.sequence().is_some();
         // Adapting models: the message is coded with the ones its base's
         // chain holds (see `crate::adapt`), the trained ones for a full
         // snapshot.
@@ -818,6 +903,41 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
         // A full snapshot's player state deltas from the zeroed dummy, and
         // without an anchor (the receiver learns it from this very state).
         let player_context = context.with_spawn(base.is_none()).with_anchor(None);
+        // Native entities re-entering the view code from a snapshot of the
+        // base's chain (see `crate::history`).
+        let ring = &slot.ring[..];
+        let costs = StartCosts {
+            codec,
+            context,
+            slab,
+            gamestate,
+            zero: zero_entity,
+        };
+        let history = match (config.codec, base) {
+            (fields::Codec::Native, Some(sent)) if framing.carries_history() => {
+                let chain = BaseChain::walk(sequence, sent.sequence, sent.base, |member| {
+                    let sent = &ring[member as usize % RING_SIZE];
+                    match sent.valid && sent.sequence == member {
+                        true => Link::Held(sent.base),
+                        false => Link::Missing,
+                    }
+                });
+                History::choose(
+                    &chain,
+                    ring,
+                    store,
+                    costs,
+                    now,
+                    &work.want,
+                    &sent.visible,
+                    frame,
+                )
+            }
+            _ => History::none(costs, now),
+        };
+        // A client with an entity re-entering needs a list of its own: a
+        // shared list codes it from its spawn baseline.
+        let reenters = history.sequence().is_some();
         // A base holding left-out changes gives a list of its own.
         let shareable = base.is_none_or(|sent| sent.overrides.is_empty()) && !reenters;
         let list_key = (base.map(|sent| sent.frame), base.map(|sent| &sent.visible));

@@ -14,7 +14,9 @@
 
 use std::sync::Arc;
 
-use fields::merge::{merge_by_number, read_entity_list_from, ListError, ListRead, Merged};
+use fields::merge::{
+    merge_by_number, read_entity_list_from, AddedStart, ListError, ListRead, Merged,
+};
 use fields::range::SplitReader;
 use fields::{BitReader, BitSource, Codec, DeltaContext, Fields, HuffmanReader, ModelCodec};
 
@@ -821,7 +823,7 @@ impl<E: Fields, P> EntityLists<'_, '_, E, P> {
         let mut tally = self.tally.as_mut();
         let mut symbols = self.symbols.as_deref_mut();
         let visit = |read: ListRead<'_, E>| -> Result<(), ClientError> {
-            let (number, held, start, context, new, bits) = match read {
+            let (number, held, start, context, choice, new, bits) = match read {
                 ListRead::Number(number) if number >= limit => {
                     return Err(ClientError::EntityOutOfRange { number, limit })
                 }
@@ -831,11 +833,12 @@ impl<E: Fields, P> EntityLists<'_, '_, E, P> {
                     held,
                     start,
                     context,
+                    choice,
                     new,
                     from,
                     to,
                     ..
-                } => (number, held, start, context, new, to - from),
+                } => (number, held, start, context, choice, new, to - from),
             };
             let kind = match (new, held) {
                 (None, false) => return Err(ClientError::RemovedUnknownEntity { number }),
@@ -849,7 +852,7 @@ impl<E: Fields, P> EntityLists<'_, '_, E, P> {
                 tallies.entry(coding, number, update, &context);
             }
             if let Some(symbols) = symbols.as_deref_mut() {
-                symbols.entry(number, kind, update, &context);
+                symbols.entry(number, kind, choice, update, &context);
             }
             if let Some(trace) = trace.as_deref_mut() {
                 let fields = new.map_or_else(FieldMask::new, |new| FieldMask::diff(start, new));
@@ -866,9 +869,10 @@ impl<E: Fields, P> EntityLists<'_, '_, E, P> {
         let spawn = context.with_spawn(true);
         let added = |number| {
             Ok::<_, ClientError>(match gamestate.baseline(number) {
-                Some(baseline) => (baseline, spawn),
+                Some(baseline) => AddedStart::Only(baseline, spawn),
                 None => match history.and_then(|snapshot| snapshot.entity_entry(number)) {
-                    // Held in the history snapshot: a change from there.
+                    // Held in the history snapshot: the writer chose
+                    // between a change from there and the dummy.
                     Some((state, server_time)) => {
                         let elapsed_ms = context
                             .server_time
@@ -878,9 +882,12 @@ impl<E: Fields, P> EntityLists<'_, '_, E, P> {
                             spawn: false,
                             ..*context
                         };
-                        (state, held)
+                        AddedStart::Either {
+                            usual: (zero, spawn),
+                            held: (state, held),
+                        }
                     }
-                    None => (zero, spawn),
+                    None => AddedStart::Only(zero, spawn),
                 },
             })
         };

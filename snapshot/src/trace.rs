@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use fields::codec::HeldNumbers;
 use fields::model::{trace_delta, trace_entity_list, NativeModel, TracedSymbol};
-use fields::{DeltaContext, Fields};
+use fields::{DeltaContext, Fields, StartChoice};
 
 /// A set of field indices (a table has at most 255 fields).
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -175,9 +175,9 @@ pub struct SymbolTrace {
     pub player_model: Option<Arc<NativeModel>>,
     /// The symbols, in message order.
     pub symbols: Vec<CodedSymbol>,
-    /// A list's entries while it is read: number, kind, and how many
-    /// delta symbols it pushed.
-    entries: Vec<(u32, UpdateKind, usize)>,
+    /// A list's entries while it is read: number, kind, the choice of
+    /// start it carried, and how many delta symbols it pushed.
+    entries: Vec<(u32, UpdateKind, Option<StartChoice>, usize)>,
     /// A list's delta symbols while its number symbols are put before them.
     deltas: Vec<CodedSymbol>,
 }
@@ -219,11 +219,13 @@ impl SymbolTrace {
     }
 
     /// Traces one entry of the entity list being read: a delta from `base`
-    /// to `new` (`None`: the entity was removed) in `context`.
+    /// to `new` (`None`: the entity was removed) in `context`, after the
+    /// choice of start its number carried, if any.
     pub(crate) fn entry<E: Fields>(
         &mut self,
         number: u32,
         kind: UpdateKind,
+        choice: Option<StartChoice>,
         update: Option<(&E, &E)>,
         context: &DeltaContext,
     ) {
@@ -239,7 +241,7 @@ impl SymbolTrace {
             });
         }
         self.entries
-            .push((number, kind, self.deltas.len() - before));
+            .push((number, kind, choice, self.deltas.len() - before));
     }
 
     /// Ends the list whose entries were given since the last call, against
@@ -254,12 +256,19 @@ impl SymbolTrace {
         let mut taken = 0;
         let numbers = entries
             .iter()
-            .map(|&(number, kind, _)| (number, kind == UpdateKind::Removed));
+            .map(|&(number, kind, _, _)| (number, kind == UpdateKind::Removed));
         // One number symbol per entry, in order (the client refuses the
         // removal of an entity it does not hold, the one entry without a
         // symbol, before the list ends), then the end marker.
-        trace_entity_list(numbers, held, &mut |symbol| match entries.get(next) {
-            Some(&(number, kind, count)) => {
+        trace_entity_list(numbers, held, &mut |mut symbol| match entries.get(next) {
+            Some(&(number, kind, choice, count)) => {
+                // A choice of start is the one bit after the number's raw
+                // bits: traced as one more of them (a bit stream's exact
+                // bits; a range coder codes it by its chance).
+                if let Some(choice) = choice {
+                    symbol.raw |= u32::from(choice == StartChoice::Held) << symbol.raw_bits;
+                    symbol.raw_bits += 1;
+                }
                 symbols.push(CodedSymbol {
                     of: SymbolOf::Entity { number, kind },
                     symbol,

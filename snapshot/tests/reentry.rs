@@ -46,6 +46,15 @@ impl Stream {
 
     /// Frame `frame`, entity 5 in view or not: the message's sequence.
     fn send(&mut self, frame: u32, visible: bool) -> u32 {
+        self.send_with(frame, visible, None)
+    }
+
+    /// [`Stream::send`] with entity 6 in view, in state `other`, or out of
+    /// it (`None`).
+    fn send_with(&mut self, frame: u32, visible: bool, other: Option<Ent>) -> u32 {
+        if let Some(other) = other {
+            self.server.set_entity(6, other).unwrap();
+        }
         let player = Ent {
             x: 100.0 + 12.0 * frame as f32,
             y: -40.0 + 3.0 * frame as f32,
@@ -58,8 +67,11 @@ impl Stream {
         };
         self.server.set_entity(5, player).unwrap();
         self.server.commit_frame(50 * frame).unwrap();
-        let mut scope =
-            |_: ClientId, _: &Player, number: u32, _: &Ent| (number != 5 || visible).then_some(1.0);
+        let mut scope = |_: ClientId, _: &Player, number: u32, _: &Ent| match number {
+            5 => visible.then_some(1.0),
+            6 => other.is_some().then_some(1.0),
+            _ => Some(1.0),
+        };
         match self
             .server
             .build_snapshot(self.id, &mut scope, &mut self.bytes)
@@ -137,10 +149,10 @@ fn a_player_back_in_view_is_coded_from_the_snapshot_that_last_held_it() {
         (5, UpdateKind::Reentered)
     );
     // Two frames of change (x, y, health, firing) instead of the whole
-    // state from zero: 40 bits where the next test's entry takes 107, and
-    // 8 bytes where it takes 15, the header's 6 bits naming the snapshot
-    // included.
-    assert_eq!((trace.entities[0].bits, bytes), (40, 8));
+    // state from zero, and the one bit of the writer's choice: 41 bits
+    // where the next test's entry takes 107, and 8 bytes where it takes
+    // 15, the header's 6 bits naming the snapshot included.
+    assert_eq!((trace.entities[0].bits, bytes), (41, 8));
 }
 
 #[test]
@@ -208,4 +220,90 @@ fn a_client_without_the_history_snapshot_refuses_the_message() {
     assert!(lacking.needs_full_update());
     // Nothing was committed: the newest is still frame 2's.
     assert_eq!(lacking.ack(), Some(o2));
+}
+
+/// A missile: nothing like the event that later reuses its number.
+const MISSILE: Ent = Ent {
+    x: 903.5,
+    y: -1250.25,
+    z: 77.75,
+    health: -300,
+    model: 301,
+    flags: 0xab_cdef,
+    angle: 45.0,
+    firing: true,
+};
+
+/// An event: one small field off the zeroed dummy.
+const EVENT: Ent = Ent {
+    x: 0.0,
+    y: 0.0,
+    z: 0.0,
+    health: 0,
+    model: 1,
+    flags: 0,
+    angle: 0.0,
+    firing: false,
+};
+
+/// Frames 0 to 3: entity 5 in view at 1 and 3 (as `leave_and_return`),
+/// entity 6 as `six` gives, every message acknowledged. Returns the last
+/// message's report, its entries (number, kind, bits) and the stream.
+fn with_six(
+    six: [Option<Ent>; 4],
+    five_at_3: bool,
+) -> (SnapshotReport, Vec<(u32, UpdateKind, u32)>) {
+    let mut stream = Stream::new(Codec::Native);
+    let mut client = client(&mut stream);
+    let mut report = None;
+    for (frame, other) in six.into_iter().enumerate() {
+        let frame = frame as u32;
+        let five = frame == 1 || (frame == 3 && five_at_3);
+        let sequence = stream.send_with(frame, five, other);
+        report = Some(read(&mut client, &stream, sequence));
+        stream.ack(sequence);
+    }
+    let held = client.newest().unwrap();
+    let sent = stream.server.sent_snapshot(stream.id, 3).unwrap();
+    assert_eq!(
+        held.entities().collect::<Vec<_>>(),
+        sent.entities().collect::<Vec<_>>()
+    );
+    let entries = client
+        .trace()
+        .unwrap()
+        .entities
+        .iter()
+        .map(|entry| (entry.number, entry.kind, entry.bits))
+        .collect();
+    (report.unwrap(), entries)
+}
+
+#[test]
+fn an_unrelated_entity_reusing_a_held_number_is_coded_from_zero_by_the_writers_choice() {
+    // Entity 6 was a missile in frame 1's message and is an event at 3:
+    // both are offered their state there; the player takes it (41 bits,
+    // as above), the event takes the dummy, the cheaper by far, and pays
+    // one bit for the choice over the same event never held before.
+    let (report, entries) = with_six([None, Some(MISSILE), None, Some(EVENT)], true);
+    assert_eq!(report.history, Some(1));
+    assert_eq!(
+        entries,
+        [(5, UpdateKind::Reentered, 41), (6, UpdateKind::Added, 34)]
+    );
+    let (_, fresh) = with_six([None, None, None, Some(EVENT)], true);
+    assert_eq!(
+        fresh,
+        [(5, UpdateKind::Reentered, 41), (6, UpdateKind::Added, 33)]
+    );
+}
+
+#[test]
+fn with_no_entity_cheaper_from_history_the_header_names_none() {
+    // The event alone enters: nothing gains from frame 1's message, so
+    // the header names no history snapshot and the entry carries no
+    // choice (the bits of an event never held).
+    let (report, entries) = with_six([None, Some(MISSILE), None, Some(EVENT)], false);
+    assert_eq!(report.history, None);
+    assert_eq!(entries, [(6, UpdateKind::Added, 37)]);
 }

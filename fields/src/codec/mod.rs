@@ -30,7 +30,7 @@ mod q3;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bits::{BitSink, BitSource};
+use crate::bits::{BitSink, BitSource, Chance};
 use crate::error::BitError;
 use crate::model::{NativeModel, AXES};
 use crate::table::Fields;
@@ -412,6 +412,42 @@ impl<'m> ModelCodec<'m> {
         number: u32,
         update: EntityUpdate<'_, T>,
     ) -> Result<bool, BitError> {
+        self.write_entity_choosing(context, sink, last, number, update, None)
+    }
+
+    /// [`ModelCodec::write_entity_in`] for an entity new to the receiver
+    /// whose reader was offered two states to delta from (see
+    /// [`StartChoice`]): `start` says which one `update`'s base is, and is
+    /// written between the entry's number and its body. Native codec
+    /// only: Quake 3's lists offer no choice.
+    pub fn write_entity_from_in<T: Fields, S: BitSink + ?Sized>(
+        self,
+        context: &DeltaContext,
+        sink: &mut S,
+        last: Option<u32>,
+        number: u32,
+        update: EntityUpdate<'_, T>,
+        start: StartChoice,
+    ) -> Result<bool, BitError> {
+        if self.codec == Codec::Q3 || matches!(update, EntityUpdate::Removed { .. }) {
+            return Err(BitError::invalid(
+                "entity start",
+                sink.bits_written(),
+                "only a native entity entering the view chooses the state it deltas from",
+            ));
+        }
+        self.write_entity_choosing(context, sink, last, number, update, Some(start))
+    }
+
+    fn write_entity_choosing<T: Fields, S: BitSink + ?Sized>(
+        self,
+        context: &DeltaContext,
+        sink: &mut S,
+        last: Option<u32>,
+        number: u32,
+        update: EntityUpdate<'_, T>,
+        start: Option<StartChoice>,
+    ) -> Result<bool, BitError> {
         let codec = self.codec;
         if let Some(limit) = codec.entity_number_limit() {
             if number >= limit {
@@ -434,7 +470,9 @@ impl<'m> ModelCodec<'m> {
         }
         match codec {
             Codec::Q3 => q3::write_entity(sink, number, update),
-            Codec::Native => native::write_entity(self.model, sink, last, number, update, context),
+            Codec::Native => {
+                native::write_entity(self.model, sink, last, number, update, context, start)
+            }
         }
     }
 
@@ -523,6 +561,38 @@ impl<'m> ModelCodec<'m> {
         Ok(Some(header))
     }
 
+    /// For an entry read by [`ModelCodec::read_entity_number`] whose reader
+    /// offers two states to delta from (an entity new to it: see
+    /// [`StartChoice`]): the writer's choice, read between the number and
+    /// the body, or `None` when the entry removes the entity (no choice is
+    /// written for a removal). Completes `header`'s removed flag where the
+    /// codec puts it after the number. Native codec only.
+    pub fn read_entity_start<S: BitSource + ?Sized>(
+        self,
+        source: &mut S,
+        header: &mut EntityHeader,
+    ) -> Result<Option<StartChoice>, BitError> {
+        if self.codec == Codec::Q3 {
+            return Err(BitError::invalid(
+                "entity start",
+                source.bits_read(),
+                "Quake 3's lists offer no choice of the state an entity deltas from",
+            ));
+        }
+        let removed = match header.removed {
+            Some(removed) => removed,
+            None => {
+                let removed = source.get_bit()?;
+                header.removed = Some(removed);
+                removed
+            }
+        };
+        if removed {
+            return Ok(None);
+        }
+        StartChoice::read(source).map(Some)
+    }
+
     /// [`Codec::read_entity_body_in`] with this model.
     pub fn read_entity_body_in<T: Fields, S: BitSource + ?Sized>(
         self,
@@ -542,6 +612,45 @@ impl<'m> ModelCodec<'m> {
                 context,
             ),
         }
+    }
+}
+
+/// Which of two states an entity entering the receiver's view deltas
+/// from, when the receiver holds a second one besides the usual (its spawn
+/// baseline or the zeroed dummy): a state it held for that number in an
+/// older snapshot. The writer picks the cheaper; the choice is one
+/// decision between the entry's number and its body
+/// ([`ModelCodec::write_entity_from_in`], [`ModelCodec::read_entity_start`]).
+///
+/// **Why a choice, not a rule.** An entity re-entering the view (a player
+/// back from behind a wall) is far cheaper from its old state, but an
+/// event or missile that reuses a freed number is an unrelated entity,
+/// cheaper from the dummy; the receiver cannot tell them apart before the
+/// body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartChoice {
+    /// Its spawn baseline or the zeroed dummy, in the spawn context.
+    Usual,
+    /// The older state the receiver held.
+    Held,
+}
+
+/// How often an entity entering the view with an older state on offer
+/// takes it: about one in three (re-entering players and missiles, where
+/// events reusing numbers are the rest). A range coder codes it by this
+/// chance; a bit stream in one bit.
+const HELD_START: Chance = Chance::of(1, 3);
+
+impl StartChoice {
+    fn write<S: BitSink + ?Sized>(self, sink: &mut S) -> Result<(), BitError> {
+        sink.put_decision(self == StartChoice::Held, HELD_START)
+    }
+
+    fn read<S: BitSource + ?Sized>(source: &mut S) -> Result<Self, BitError> {
+        Ok(match source.get_decision(HELD_START)? {
+            true => StartChoice::Held,
+            false => StartChoice::Usual,
+        })
     }
 }
 

@@ -36,7 +36,7 @@
 
 use crate::bits::{low_mask, sign_extend, BitSink, BitSource, Ones};
 use crate::codec::DeltaContext;
-use crate::codec::{EntityBody, EntityUpdate, HeldNumbers};
+use crate::codec::{EntityBody, EntityUpdate, HeldNumbers, StartChoice};
 use crate::error::BitError;
 use crate::kind::ScalarKind;
 use crate::model::{
@@ -2155,6 +2155,7 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
     number: u32,
     update: EntityUpdate<'_, T>,
     context: &DeltaContext,
+    start: Option<StartChoice>,
 ) -> Result<bool, BitError> {
     // The changed fields are found once: to skip an unchanged entity and
     // to write a changed one.
@@ -2175,6 +2176,9 @@ pub(super) fn write_entity<T: Fields, S: BitSink + ?Sized>(
         EntityUpdate::Removed { held, .. } => put_number(sink, model, last, number, Some(held.0))?,
         EntityUpdate::Delta { base, new, .. } => {
             put_number(sink, model, last, number, None)?;
+            if let Some(start) = start {
+                start.write(sink)?;
+            }
             let words = unpacked.then_some(&words);
             write_changed_fields(sink, model, base, new, &set, words, context)?;
         }
