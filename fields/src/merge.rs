@@ -363,7 +363,7 @@ pub enum AddedStart<'b, E> {
     Only(&'b E, DeltaContext),
     /// Two: the usual one and a state the receiver held in an older
     /// snapshot, in that snapshot's context. The writer's
-    /// [`StartChoice`](crate::StartChoice), between the entry's number and
+    /// [`StartChoice`], between the entry's number and
     /// its body, picks (native codec only).
     Either {
         /// The spawn baseline or the zeroed dummy, in the spawn context.
