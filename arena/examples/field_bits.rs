@@ -34,6 +34,10 @@ fn row_of(of: Coded, context: Context) -> String {
             names.get(field).map_or("?", |f| f.name).to_string()
         }
         Context::EntityNumber(_) => "entity numbers".into(),
+        Context::ListStart => "list starts".into(),
+        Context::Elements(field, _) => {
+            format!("{} elements", names.get(field).map_or("?", |f| f.name))
+        }
     }
 }
 
@@ -54,8 +58,8 @@ fn price(
             Coded::Player(_) => &player,
         };
         let bits = model
-            .code(symbol.context)
-            .map_or(0, |code| u64::from(code.bits(symbol.symbol)));
+            .stream_bits(symbol.context, symbol.symbol)
+            .map_or(0, u64::from);
         let slot = rows.entry((of, row_of(of, symbol.context))).or_default();
         slot.0 += bits;
         slot.1 += u64::from(symbol.raw_bits);

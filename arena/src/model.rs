@@ -530,12 +530,11 @@ mod tests {
                 Coded::Player(_) => &player,
                 Coded::Entity(..) | Coded::List => &entity,
             };
-            let code = model.code(symbol.context).expect("a context of the model");
-            assert!(
-                code.bits(symbol.symbol) > 0,
-                "{of:?} {symbol:?} has a code word"
-            );
-            bits += u64::from(code.bits(symbol.symbol) + symbol.raw_bits);
+            let word = model
+                .stream_bits(symbol.context, symbol.symbol)
+                .expect("a context of the model");
+            assert!(word > 0, "{of:?} {symbol:?} has a code word");
+            bits += u64::from(word + symbol.raw_bits);
             seen.insert(match of {
                 Coded::Player(_) => "player",
                 Coded::Entity(kind::PLAYER, _) => "player entity",

@@ -33,21 +33,21 @@
 //! The **range coder** column codes each engine message's traced symbols
 //! again through a [`fields::range::RangeWriter`] by the models' own
 //! frequencies: the message's header bits as they are, then its symbols and
-//! raw bits in message order (each list's "not empty" bit before its first
-//! entry), then the rest of its bits (see below) as raw ones. The engine
+//! raw bits in message order (each list's start symbol before its first
+//! entry, or alone for an empty list), then the rest of its bits (see below) as raw ones. The engine
 //! has no range-coded framing of its own yet: this is what one would write
 //! for the same symbols.
 //!
-//! The rest of a message — header, the one-bit empty-list flags, the
-//! player's arrays' changed-element sets, whole bytes' padding — is
+//! The rest of a message — header, the player's arrays' changed-element
+//! sets their dictionaries do not hold, whole bytes' padding — is
 //! reported as it is.
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use fields::model::{AdaptPolicy, Context};
+use fields::model::{AdaptPolicy, Context, SymbolCode, LIST_ENTRIES};
 use fields::range::RangeWriter;
-use fields::{BitReader, BitSink, BitSource, NetFields};
+use fields::{BitReader, BitSink, BitSource, Chance, NetFields};
 use q3::{EntityState, PlayerState};
 use serde::Serialize;
 use snapshot::{SymbolOf, UpdateKind};
@@ -75,6 +75,38 @@ impl Table {
     }
 }
 
+/// How a traced symbol was coded.
+#[derive(Clone, Copy)]
+enum Coding<'a> {
+    /// With a code ([`fields::model::NativeModel::code`]).
+    Symbol(&'a SymbolCode),
+    /// As a yes/no decision: a list's start
+    /// ([`fields::model::NativeModel::list_start`]), yes for entries.
+    Decision(Chance),
+}
+
+impl Coding<'_> {
+    /// Bits it takes in a bit stream (as
+    /// [`fields::model::NativeModel::stream_bits`] says).
+    fn bits(self, symbol: u8) -> u32 {
+        match self {
+            Coding::Symbol(code) => code.bits(symbol),
+            Coding::Decision(_) => 1,
+        }
+    }
+
+    /// `-log2 p` of `symbol`.
+    fn ideal_bits(self, symbol: u8) -> f64 {
+        match self {
+            Coding::Symbol(code) => code.ideal_bits(symbol),
+            Coding::Decision(chance) => {
+                let (_, frequency) = chance.span(symbol == LIST_ENTRIES);
+                16.0 - f64::from(frequency).log2()
+            }
+        }
+    }
+}
+
 /// Raw bits counted per (table, context, symbol, position below the
 /// leading one, the two bits above it within the value).
 type RawKey = (Table, Context, u8, u8, u8);
@@ -91,11 +123,12 @@ pub const PARTS: [&str; 5] = [
 /// Which of [`PARTS`] a symbol of `table` in `context` is.
 fn part_of(table: Table, context: Context) -> usize {
     match (table, context) {
-        (Table::Player, Context::LastGroup(_) | Context::Group(..)) => 0,
+        // Which elements of an array changed is part of the change pattern.
+        (Table::Player, Context::LastGroup(_) | Context::Group(..) | Context::Elements(..)) => 0,
         (Table::Player, _) => 1,
-        (Table::Entity, Context::LastGroup(_) | Context::Group(..)) => 2,
+        (Table::Entity, Context::LastGroup(_) | Context::Group(..) | Context::Elements(..)) => 2,
         (Table::Entity, Context::Value(..) | Context::TopBits(..)) => 3,
-        (Table::Entity, Context::EntityNumber(_)) => 4,
+        (Table::Entity, Context::EntityNumber(_) | Context::ListStart) => 4,
     }
 }
 
@@ -223,8 +256,8 @@ pub struct DemoBound {
     /// the context above and the two bits above each within its value.
     pub raw_adaptive: f64,
     /// Everything else (`native_bits` less header, symbols and raw bits):
-    /// the lists' empty and "not empty" bits, the player's arrays'
-    /// changed-element sets and the like.
+    /// the player's arrays' changed-element sets that their dictionary
+    /// does not hold (gap-coded after the escape symbol) and the like.
     pub other_bits: u64,
     /// Changed or added entities (for bits per changed entity).
     pub entity_updates: u64,
@@ -367,10 +400,9 @@ pub fn demo_bound_with(demo: &Q3Demo, models: &TrainedModels) -> Result<DemoBoun
         let mut symbol_bits = 0u64;
         let mut raw_bits = 0u64;
         // Traced bits by what they code: the player state, the entity
-        // lists' entries (with each list's "not empty" bit), the lists'
-        // end markers.
+        // lists' entries (the first with its list's start symbol), the
+        // lists' end markers (or an empty list's start).
         let (mut player_bits, mut entry_bits, mut end_bits) = (0u64, 0u64, 0u64);
-        let mut not_empty = 0u64;
         range.reset();
         let mut header = BitReader::new(bytes);
         let mut left = breakdown.header_bits as u32;
@@ -381,14 +413,22 @@ pub fn demo_bound_with(demo: &Q3Demo, models: &TrainedModels) -> Result<DemoBoun
         }
         // The entity update being coded, and the coder's length at its start.
         let mut update: Option<(SymbolOf, usize)> = None;
-        let mut in_list = false;
         for coded in &trace.symbols {
             let s = coded.symbol;
             let table = Table::of(coded.of);
-            let code = trace
+            let model = trace
                 .model_of(coded.of)
-                .and_then(|model| model.code(s.context))
-                .ok_or_else(|| Error::Model(format!("no code for {:?}", s.context)))?;
+                .ok_or_else(|| Error::Model(format!("no model for {:?}", coded.of)))?;
+            // A list's start is a decision by the model's chance (one bit
+            // in a bit stream); every other symbol has a code.
+            let coding = match (s.context, model.list_start()) {
+                (Context::ListStart, Some(chance)) => Coding::Decision(chance),
+                _ => Coding::Symbol(
+                    model
+                        .code(s.context)
+                        .ok_or_else(|| Error::Model(format!("no code for {:?}", s.context)))?,
+                ),
+            };
             if update.is_some_and(|(of, _)| of != coded.of) {
                 close_update(&mut update, &range, &mut bound);
             }
@@ -416,23 +456,10 @@ pub fn demo_bound_with(demo: &Q3Demo, models: &TrainedModels) -> Result<DemoBoun
                 }
                 _ => None,
             };
-            match coded.of {
-                SymbolOf::Entity { .. } => {
-                    if update.is_none() {
-                        update = Some((coded.of, range.bits_written()));
-                    }
-                    if !in_list {
-                        // The list's "not empty" bit, before its first entry.
-                        range.put_bits(1, 1)?;
-                        entry_bits += 1;
-                        not_empty += 1;
-                        in_list = true;
-                    }
-                }
-                SymbolOf::ListEnd => in_list = false,
-                SymbolOf::PlayerState => {}
+            if matches!(coded.of, SymbolOf::Entity { .. }) && update.is_none() {
+                update = Some((coded.of, range.bits_written()));
             }
-            let word = u64::from(code.bits(s.symbol));
+            let word = u64::from(coding.bits(s.symbol));
             let spent = word + u64::from(s.raw_bits);
             match coded.of {
                 SymbolOf::PlayerState => player_bits += spent,
@@ -441,16 +468,23 @@ pub fn demo_bound_with(demo: &Q3Demo, models: &TrainedModels) -> Result<DemoBoun
             }
             symbol_bits += word;
             raw_bits += u64::from(s.raw_bits);
-            range.put_coded_symbol_and_raw(code, s.symbol, s.raw, s.raw_bits)?;
-            let ideal = code.ideal_bits(s.symbol);
+            match coding {
+                Coding::Symbol(code) => {
+                    range.put_coded_symbol_and_raw(code, s.symbol, s.raw, s.raw_bits)?
+                }
+                Coding::Decision(chance) => range.put_decision(s.symbol == LIST_ENTRIES, chance)?,
+            }
+            let ideal = coding.ideal_bits(s.symbol);
             bound.cross_entropy += ideal;
             if let Some((key, first)) = kind_key {
                 let (cost, fields) = kinds.entry(key).or_default();
                 cost.updates += u64::from(first);
                 let spent = ideal + f64::from(s.raw_bits);
                 match s.context {
-                    Context::EntityNumber(_) => cost.number_bits += spent,
-                    Context::LastGroup(_) | Context::Group(..) => cost.pattern_bits += spent,
+                    Context::EntityNumber(_) | Context::ListStart => cost.number_bits += spent,
+                    Context::LastGroup(_) | Context::Group(..) | Context::Elements(..) => {
+                        cost.pattern_bits += spent
+                    }
                     Context::Value(field, _) | Context::TopBits(field, _) => {
                         cost.value_bits += spent;
                         *fields.entry(field).or_default() += spent;
@@ -502,8 +536,8 @@ pub fn demo_bound_with(demo: &Q3Demo, models: &TrainedModels) -> Result<DemoBoun
         close_update(&mut update, &range, &mut bound);
         // The trace accounts for the message as the engine's reader read
         // it: every bit of the entity entries, and no more than the player
-        // state's and the ends' bits (the player's arrays' changed-element
-        // sets and an empty list's bit are no symbols).
+        // state's and the ends' bits (an escaped changed-element set's
+        // gaps are no symbols).
         let entries = breakdown.update_bits() + breakdown.removal_bits as u64;
         if entry_bits != entries
             || player_bits > breakdown.player_bits as u64
@@ -527,14 +561,12 @@ pub fn demo_bound_with(demo: &Q3Demo, models: &TrainedModels) -> Result<DemoBoun
         bound.entity_updates += breakdown.updates.len() as u64;
         bound.entity_update_bits += breakdown.update_bits();
         let accounted = breakdown.header_bits as u64 + symbol_bits + raw_bits;
-        let other = (bits as u64)
-            .checked_sub(accounted + not_empty)
-            .ok_or_else(|| {
-                Error::Engine(format!(
-                    "message at {time} traced {accounted} bits of {bits}"
-                ))
-            })?;
-        bound.other_bits += other + not_empty;
+        let other = (bits as u64).checked_sub(accounted).ok_or_else(|| {
+            Error::Engine(format!(
+                "message at {time} traced {accounted} bits of {bits}"
+            ))
+        })?;
+        bound.other_bits += other;
         // The other bits not coded yet, raw, last, as ones: no zeros at
         // the end for the coder to drop.
         encode_ones(&mut range, other)?;

@@ -116,7 +116,12 @@ pub const FORMAT_NAME: &str = "native";
 /// 17: a native delta's header may name a history snapshot that entities
 /// re-entering the view are coded from (`snapshot::history`), another
 /// exception flag in every header that has one.
-pub const VERSION: u16 = 17;
+/// 18: models carry array fields' dictionaries of common changed-element
+/// sets and their symbols' counts, and entity lists' start counts
+/// (`fields::model::ModelData::element_sets`, `elements`, `list_start`),
+/// more fields in the models a header carries; a changed array's set and
+/// a list's start are coded by them.
+pub const VERSION: u16 = 18;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

@@ -337,6 +337,9 @@ struct Deltas {
     list: Vec<(u32, bool)>,
     /// The numbers of the base's entities (what a removal is named among).
     held: Vec<u32>,
+    /// Whether the recording sent this delta (not one from an older base
+    /// that training adds, see [`OLDER_BASES`]).
+    recorded: bool,
 }
 
 /// Counts symbols over every snapshot of the given demos. Files that fail
@@ -382,7 +385,13 @@ fn count_deltas(deltas: &[Deltas], mut entity: ModelTrainer, mut player: ModelTr
         for (base, new, spawn) in &delta.entities {
             entity.observe(base, new, &delta.context.with_spawn(*spawn));
         }
-        entity.observe_entity_list(delta.list.iter().copied(), &&delta.held[..]);
+        // Whether a list is empty is the recording's habit: deltas from
+        // older bases, seldom empty, count their entries only.
+        if delta.recorded {
+            entity.observe_entity_list(delta.list.iter().copied(), &&delta.held[..]);
+        } else {
+            entity.observe_entity_list_entries(delta.list.iter().copied(), &&delta.held[..]);
+        }
     }
     Q3Models {
         entity: entity.finish(),
@@ -434,7 +443,10 @@ fn deltas_of<'a>(
                 ));
                 for &back in older {
                     if let Some(base) = recent.len().checked_sub(back).map(|i| &recent[i]) {
-                        deltas.push(deltas_between(Some(base), &snap.snapshot, &snap.baselines));
+                        deltas.push(Deltas {
+                            recorded: false,
+                            ..deltas_between(Some(base), &snap.snapshot, &snap.baselines)
+                        });
                     }
                 }
                 if deepest > 0 {
@@ -486,6 +498,7 @@ fn deltas_between(
         entities,
         list,
         held: old.iter().map(|(number, _)| *number).collect(),
+        recorded: true,
     }
 }
 

@@ -8,7 +8,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use fields::codec::HeldNumbers;
-use fields::model::{trace_delta, trace_entity_list, NativeModel, TracedSymbol};
+use fields::model::{trace_delta, trace_entity_list, Context, NativeModel, TracedSymbol};
 use fields::{DeltaContext, Fields, StartChoice};
 
 /// A set of field indices (a table has at most 255 fields).
@@ -133,14 +133,17 @@ pub enum SymbolOf {
     /// The player-state delta (coded with the player-state model).
     PlayerState,
     /// One entry of an entity list: its number and, unless it is a
-    /// removal, its delta (coded with the entity model).
+    /// removal, its delta (coded with the entity model); the first entry
+    /// also the list's start ([`fields::model::Context::ListStart`]), which
+    /// the message writes before its number.
     Entity {
         /// Entity number.
         number: u32,
         /// What kind of update.
         kind: UpdateKind,
     },
-    /// An entity list's end marker (coded with the entity model).
+    /// An entity list's end marker (coded with the entity model), or an
+    /// empty list's start, its one symbol.
     ListEnd,
 }
 
@@ -160,12 +163,16 @@ pub struct CodedSymbol {
 /// raw bits below a value's leading one). Opt-in
 /// ([`Client::set_symbol_trace`](crate::Client::set_symbol_trace)): it
 /// walks every decoded delta again. Bits the codec writes outside any
-/// symbol (the header, an empty list's one bit, the player's arrays'
-/// changed-element sets, the sync checksum) are not in it.
+/// symbol (the header, an array's changed-element set that its
+/// dictionary does not hold, after the escape symbol, the sync checksum)
+/// are not in it; nor is a list's start when the entity model has no
+/// list-start counts (it is a plain bit then).
 ///
-/// A list's entries are in the message's order, each entry's number
-/// symbol before its delta's symbols, and the list's end marker last; a
-/// chained snapshot's two lists follow each other.
+/// A list's entries are in the message's order, the list's start symbol
+/// ([`fields::model::Context::ListStart`], a decision by
+/// [`NativeModel::list_start`]) first, each entry's number symbol before
+/// its delta's symbols, and the list's end marker last (an empty list is
+/// its start alone); a chained snapshot's two lists follow each other.
 #[derive(Debug, Clone, Default)]
 pub struct SymbolTrace {
     /// The entity model the message was coded with (`None`: the q3 codec,
@@ -251,6 +258,12 @@ impl SymbolTrace {
         if self.entity_model.is_none() {
             return;
         }
+        // A model without list-start counts writes it as a plain bit: no
+        // symbol.
+        let coded_start = self
+            .entity_model
+            .as_deref()
+            .is_some_and(|model| model.list_start().is_some());
         let (symbols, entries, deltas) = (&mut self.symbols, &self.entries, &self.deltas);
         let mut next = 0;
         let mut taken = 0;
@@ -261,6 +274,15 @@ impl SymbolTrace {
         // removal of an entity it does not hold, the one entry without a
         // symbol, before the list ends), then the end marker.
         trace_entity_list(numbers, held, &mut |mut symbol| match entries.get(next) {
+            _ if symbol.context == Context::ListStart && !coded_start => {}
+            // The list's start goes with its first entry (an empty list's
+            // with its end, as the message's bits go).
+            Some(&(number, kind, _, _)) if symbol.context == Context::ListStart => {
+                symbols.push(CodedSymbol {
+                    of: SymbolOf::Entity { number, kind },
+                    symbol,
+                })
+            }
             Some(&(number, kind, choice, count)) => {
                 // A choice of start is the one bit after the number's raw
                 // bits: traced as one more of them (a bit stream's exact

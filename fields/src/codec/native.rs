@@ -19,7 +19,9 @@
 //!   Other floats are the difference of the two values' bit patterns mapped
 //!   to ordered integers, i.e. the distance in representable floats, which
 //!   is small for a small change at any magnitude.
-//! * **Arrays** send their element mask as a gap-coded set.
+//! * **Arrays** send which elements changed: with a model that learned the
+//!   field's common element sets, one symbol naming the set (or an escape
+//!   followed by the set gap-coded); otherwise the gap-coded set.
 //! * **Entity numbers** are gaps from the previous entity in the list:
 //!   with a model, one symbol codes the gap's bit length together with
 //!   whether the entity is removed (or the list's end), in the context of
@@ -40,9 +42,10 @@ use crate::codec::{EntityBody, EntityUpdate, HeldNumbers, StartChoice};
 use crate::error::BitError;
 use crate::kind::ScalarKind;
 use crate::model::{
-    field_codings, number_context, number_symbol, Clock, Context, FieldCoding, Grid, NativeModel,
-    Origin, PatternKey, PatternSet, Predictor, TracedSymbol, ValueContext, DECODE_TIERS,
-    DICTIONARY_SYMBOLS, GROUP_FIELDS, NUMBER_END, VALUE_SYMBOLS, ZERO_SYMBOL,
+    elements_symbol, field_codings, number_context, number_symbol, Clock, Context, FieldCoding,
+    Grid, NativeModel, Origin, PatternKey, PatternSet, Predictor, TracedSymbol, ValueContext,
+    DECODE_TIERS, DICTIONARY_SYMBOLS, ELEMENTS_ESCAPE, GROUP_FIELDS, NUMBER_END, VALUE_SYMBOLS,
+    ZERO_SYMBOL,
 };
 use crate::rounding;
 use crate::table::{field_in, FieldSet, Fields, MAX_FIELDS};
@@ -1001,6 +1004,9 @@ struct Model<'a> {
     spawn_key: Option<PatternKey>,
     /// Per field, its dictionary of common changes (may be empty).
     dictionaries: &'a [Vec<u32>],
+    /// Per field, its dictionary of common changed-element sets (may be
+    /// empty; see [`crate::model::ModelData::element_sets`]).
+    element_sets: &'a [Vec<u32>],
     /// The codings and tier sets of a delta from a held baseline with
     /// loose rates, if the model replaces predictors for one (see
     /// [`crate::model::ModelData::loose_predictors`]), and the clock
@@ -1029,6 +1035,7 @@ impl<'a> Model<'a> {
                 pattern_key: m.data().pattern_key,
                 spawn_key: m.data().spawn_key,
                 dictionaries: &m.data().dictionaries,
+                element_sets: &m.data().element_sets,
                 loose: m.loose_coding().map(|loose| Loose {
                     codings: &loose.codings,
                     tier_sets: Some(&loose.tier_sets),
@@ -1044,6 +1051,7 @@ impl<'a> Model<'a> {
                 pattern_key: None,
                 spawn_key: None,
                 dictionaries: &[],
+                element_sets: &[],
                 loose: None,
             },
         }
@@ -1098,6 +1106,25 @@ impl<'a> Model<'a> {
     #[inline]
     fn dictionary(&self, field: usize) -> &'a [u32] {
         self.dictionaries.get(field).map_or(&[], Vec::as_slice)
+    }
+
+    /// `field`'s dictionary of changed-element sets when its element sets
+    /// in deltas of `origin` are coded as [`Context::Elements`] symbols:
+    /// it has one and, with codes, a code for them (a trainer, without
+    /// codes, counts them whenever it has a dictionary). `None`: the set
+    /// is gap-coded.
+    #[inline]
+    fn element_sets(&self, field: usize, origin: Origin) -> Option<&'a [u32]> {
+        let sets = self
+            .element_sets
+            .get(field)
+            .filter(|sets| !sets.is_empty())?;
+        match self.codes {
+            Some(model) => model
+                .code(Context::Elements(field, origin))
+                .map(|_| sets.as_slice()),
+            None => Some(sets),
+        }
     }
 
     /// How `field` is coded (no predictor, tier 0, no grid beyond the
@@ -1447,6 +1474,7 @@ pub(crate) struct Learned<'a> {
     pub(crate) spawn_key: Option<PatternKey>,
     pub(crate) axes: &'a [Option<u8>],
     pub(crate) dictionaries: &'a [Vec<u32>],
+    pub(crate) element_sets: &'a [Vec<u32>],
     pub(crate) loose_predictors: &'a [Option<Predictor>],
 }
 
@@ -1467,6 +1495,7 @@ pub(crate) fn visit_symbols<T: Fields>(
         spawn_key,
         axes,
         dictionaries,
+        element_sets,
         loose_predictors,
     } = *learned;
     let codings = field_codings(grids, predictors, axes);
@@ -1481,6 +1510,7 @@ pub(crate) fn visit_symbols<T: Fields>(
         pattern_key,
         spawn_key,
         dictionaries,
+        element_sets,
         loose: loose.as_ref().map(|loose| Loose {
             codings: &loose.codings,
             tier_sets: None,
@@ -1558,6 +1588,13 @@ fn visit_model_symbols<T: Fields>(
             field,
             context,
         );
+        if let Some(sets) = model.element_sets(field, origin) {
+            let mask = new.element_changes(base, field);
+            visit(TracedSymbol::bare(
+                Context::Elements(field, origin),
+                elements_symbol(sets, mask),
+            ));
+        }
         for element in 0..kind.elements() {
             let (b, n) = (base.word(field, element), new.word(field, element));
             if b != n {
@@ -1684,7 +1721,7 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
         let reference = reference_of(&model, base_word, new_word, new, index, context);
         if kind.is_array() {
             let mask = new.element_changes(base, index);
-            put_set(sink, (0..kind.elements()).filter(|e| mask & (1 << e) != 0))?;
+            put_elements(sink, &model, (index, origin), kind.elements(), mask)?;
             for element in (0..kind.elements()).filter(|e| mask & (1 << e) != 0) {
                 let (b, n) = (base.word(index, element), new.word(index, element));
                 put_value(sink, &model, index, kind.element(), b, n, reference, scope)?;
@@ -1832,7 +1869,14 @@ fn read_held_value<T: Fields, S: BitSource + ?Sized>(
         )
     };
     if kind.is_array() {
-        read_array_elements(source, out, model, index, reference, scope)?;
+        read_array_elements(
+            source,
+            out,
+            model,
+            (index, context.origin()),
+            reference,
+            scope,
+        )?;
     } else {
         let word = get_value(
             source,
@@ -1848,21 +1892,21 @@ fn read_held_value<T: Fields, S: BitSource + ?Sized>(
     Ok(())
 }
 
-/// Reads the changed-element set of array field `index` and each changed
-/// element's value into `out` (which holds the baseline).
+/// Reads the changed-element set of array field `index` in a delta of
+/// `origin` and each changed element's value into `out` (which holds the
+/// baseline).
 fn read_array_elements<T: Fields, S: BitSource + ?Sized>(
     source: &mut S,
     out: &mut T,
     model: &Model<'_>,
-    index: usize,
+    (index, origin): (usize, Origin),
     reference: Reference,
     scope: Scope,
 ) -> Result<(), BitError> {
     let kind = out.field_kind(index);
-    let mut elements = [0u16; 32];
-    let changed_elements = get_set(source, kind.elements(), &mut elements)?;
-    for &element in &elements[..changed_elements] {
-        let element = usize::from(element);
+    let mask = get_elements(source, model, (index, origin), kind.elements())?;
+    for element in Ones(u64::from(mask)) {
+        let element = element as usize;
         let old = out.word(index, element);
         let word = get_value(source, model, index, kind.element(), old, reference, scope)?;
         out.set_word(index, element, word);
@@ -1981,7 +2025,14 @@ fn read_scalar_value<T: Fields, S: BitSource + ?Sized>(
         context,
     );
     if kind.is_array() {
-        read_array_elements(source, out, model, index, reference, scope)?;
+        read_array_elements(
+            source,
+            out,
+            model,
+            (index, context.origin()),
+            reference,
+            scope,
+        )?;
     } else {
         let word = get_value(
             source,
@@ -2039,6 +2090,84 @@ fn get_grouped_set<S: BitSource + ?Sized>(
     Ok(count)
 }
 
+/// Writes which elements of array field `field` (of `elements` elements)
+/// changed in a delta of origin `origin`, bit `e` of `mask` for element
+/// `e`: as a [`Context::Elements`] symbol when the model codes the field's
+/// sets so ([`Model::element_sets`]), the set itself gap-coded after the
+/// escape; otherwise gap-coded alone.
+fn put_elements<S: BitSink + ?Sized>(
+    sink: &mut S,
+    model: &Model<'_>,
+    (field, origin): (usize, Origin),
+    elements: usize,
+    mask: u32,
+) -> Result<(), BitError> {
+    let members = (0..elements.min(32)).filter(|e| mask & (1 << e) != 0);
+    match model.element_sets(field, origin) {
+        Some(sets) => {
+            let symbol = elements_symbol(sets, mask);
+            put_symbol(sink, model.codes, Context::Elements(field, origin), symbol)?;
+            if symbol == ELEMENTS_ESCAPE {
+                put_set(sink, members)?;
+            }
+            Ok(())
+        }
+        None => put_set(sink, members),
+    }
+}
+
+/// Reads what [`put_elements`] wrote for array field `field` of
+/// `elements` elements in a delta of origin `origin`: the changed
+/// elements' mask. A dictionary entry naming an element past the array is
+/// refused, as a corrupt model or stream would make it.
+fn get_elements<S: BitSource + ?Sized>(
+    source: &mut S,
+    model: &Model<'_>,
+    (field, origin): (usize, Origin),
+    elements: usize,
+) -> Result<u32, BitError> {
+    let position = source.bits_read();
+    let escaped = match model.element_sets(field, origin) {
+        Some(sets) => {
+            let symbol = get_symbol(source, model.codes, Context::Elements(field, origin))?;
+            if symbol == ELEMENTS_ESCAPE {
+                None
+            } else {
+                let mask = sets.get(usize::from(symbol) - 1).copied().ok_or_else(|| {
+                    BitError::invalid(
+                        "changed-element set",
+                        position,
+                        format!(
+                            "symbol {symbol} is past the field's {} common sets",
+                            sets.len()
+                        ),
+                    )
+                })?;
+                Some(mask)
+            }
+        }
+        None => None,
+    };
+    let mask = match escaped {
+        Some(mask) => mask,
+        None => {
+            let mut members = [0u16; 32];
+            let count = get_set(source, elements.min(32), &mut members)?;
+            members[..count]
+                .iter()
+                .fold(0u32, |mask, &member| mask | 1 << member)
+        }
+    };
+    if elements < 32 && mask >> elements != 0 {
+        return Err(BitError::invalid(
+            "changed-element set",
+            position,
+            format!("set {mask:#x} names an element past the {elements} of the array"),
+        ));
+    }
+    Ok(mask)
+}
+
 /// Writes an ascending set of indices: its size, then the gaps.
 fn put_set<S: BitSink + ?Sized>(
     sink: &mut S,
@@ -2087,10 +2216,49 @@ fn get_set<S: BitSource + ?Sized>(
     Ok(count)
 }
 
+/// Writes whether an entity list has entries before its first entry, or
+/// as an empty list's whole: a decision by the model's chance of entries
+/// ([`NativeModel::list_start`]; one bit, one for entries, in a bit
+/// stream), or without list-start counts the bit itself.
+fn put_list_start<S: BitSink + ?Sized>(
+    sink: &mut S,
+    model: &NativeModel,
+    entries: bool,
+) -> Result<(), BitError> {
+    match model.list_start() {
+        Some(chance) => sink.put_decision(entries, chance),
+        None => sink.put_bit(entries),
+    }
+}
+
+/// Reads what [`put_list_start`] wrote: whether the list has entries.
+fn get_list_start<S: BitSource + ?Sized>(
+    source: &mut S,
+    model: &NativeModel,
+) -> Result<bool, BitError> {
+    match model.list_start() {
+        Some(chance) => source.get_decision(chance),
+        None => source.get_bit(),
+    }
+}
+
+/// The most bits [`put_list_start`] can take for `entries` in any sink:
+/// one in a bit stream, what its chance prices it at in a range-coded
+/// one (more for an unlikely answer), whichever is more.
+fn list_start_bound_bits(model: &NativeModel, entries: bool) -> u32 {
+    match model.list_start() {
+        Some(chance) => {
+            let (_, frequency) = chance.span(entries);
+            (crate::range::PROB_BITS + 1 - frequency.max(1).ilog2()).max(1)
+        }
+        None => 1,
+    }
+}
+
 /// Writes an entry's number and whether it is removed. With a model: one
 /// symbol, the gap's class and the removed flag, in the context of the
 /// previous number, then the gap's bits below its leading one; the first
-/// entry is preceded by a bit saying the list is not empty. A present
+/// entry is preceded by the list's start (see [`put_list_start`]). A present
 /// entry's gap counts entity numbers after the previous entry; a removed
 /// one's counts the entities the receiver holds there (see
 /// [`HeldNumbers`]), since only those can be removed. Without a model: a
@@ -2125,7 +2293,7 @@ fn put_number<S: BitSink + ?Sized>(
             };
             let removed = removed.is_some();
             if last.is_none() {
-                sink.put_bit(true)?;
+                put_list_start(sink, model, true)?;
             }
             let code = ValueCode {
                 symbol: number_symbol(gap, removed),
@@ -2201,8 +2369,9 @@ pub(super) fn write_entities_end<T: Fields, S: BitSink + ?Sized>(
             Context::EntityNumber(number_context(last)),
             NUMBER_END,
         ),
-        // An empty list (with a model) or any list without one: one bit.
-        _ => sink.put_bit(false),
+        Some(model) => put_list_start(sink, model.get(), false),
+        // Any list without a model: one bit.
+        None => sink.put_bit(false),
     }
 }
 
@@ -2236,7 +2405,10 @@ pub(super) fn number_bound_bits<T: Fields>(
     match HeldModel::of(given, like) {
         // The gap is at most the number itself.
         Some(model) => {
-            1 + model.get().longest_number_code() + (32 - number.leading_zeros()).saturating_sub(1)
+            let model = model.get();
+            list_start_bound_bits(model, true)
+                + model.longest_number_code()
+                + (32 - number.leading_zeros()).saturating_sub(1)
         }
         None => 2 + exp_golomb_bits(number, 0),
     }
@@ -2245,8 +2417,13 @@ pub(super) fn number_bound_bits<T: Fields>(
 /// The most bits the end of a list can take, whatever its last entry.
 pub(super) fn end_bound_bits<T: Fields>(given: Option<&NativeModel>, like: &T) -> u32 {
     match HeldModel::of(given, like) {
-        // An empty list's end is one bit.
-        Some(model) => model.get().longest_number_end().max(1),
+        // An empty list's end is its start.
+        Some(model) => {
+            let model = model.get();
+            model
+                .longest_number_end()
+                .max(list_start_bound_bits(model, false))
+        }
         None => 1,
     }
 }
@@ -2264,7 +2441,7 @@ pub(super) fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
     let position = source.bits_read();
     let (gap, removed) = match HeldModel::of(given, like) {
         Some(model) => {
-            if last.is_none() && !source.get_bit()? {
+            if last.is_none() && !get_list_start(source, model.get())? {
                 return Ok(None);
             }
             let (symbol, extra) = get_symbol_and_extra(

@@ -2759,3 +2759,422 @@ mod fixed_speeds {
         }
     }
 }
+
+mod element_sets_and_list_starts {
+    //! Array fields' changed-element sets as dictionary symbols, and entity
+    //! lists' starts as decisions by the model's chance.
+
+    use super::*;
+    use crate::model::{
+        elements_table, trace_delta, AdaptPolicy, Adaptation, Context, ModelData, ModelTrainer,
+        NativeModel, Origin, SymbolTally, ELEMENTS_ESCAPE, ELEMENTS_SYMBOLS, LIST_EMPTY,
+        LIST_ENTRIES,
+    };
+    use crate::range::{RangeReader, RangeWriter};
+    use std::sync::{Arc, OnceLock};
+
+    net_struct! {
+        /// A player's state with arrays, like Quake 3's `stats` and `ammo`.
+        pub struct Gear {
+            pub time: i32 = signed(32),
+            pub stats: [i16; 16] = array(signed(16), 16),
+            pub ammo: [i16; 8] = array(signed(16), 8),
+        }
+    }
+
+    const STATS: usize = 1;
+    const AMMO: usize = 2;
+
+    /// 400 states: the time ticks; every other state the health
+    /// (`stats[0]`) drops, alone or with `stats[3]`, in turn; every
+    /// second state `ammo[2]` drops.
+    fn game() -> Vec<Gear> {
+        let mut state = Gear::default();
+        state.stats[0] = 100;
+        (0..400)
+            .map(|i| {
+                state.time += 50;
+                if i % 4 == 1 {
+                    state.stats[0] -= 1;
+                }
+                if i % 4 == 3 {
+                    state.stats[0] -= 1;
+                    state.stats[3] += 1;
+                }
+                if i % 2 == 0 {
+                    state.ammo[2] -= 1;
+                }
+                state
+            })
+            .collect()
+    }
+
+    /// Counts of the game's deltas and of 400 lists, one in four with an
+    /// entry.
+    fn data() -> ModelData {
+        let schema = Gear::TABLE.schema();
+        let mut trainer = ModelTrainer::new(schema.fingerprint(), schema.fields.len());
+        let states = game();
+        for pair in states.windows(2) {
+            trainer.learn_changes(&pair[0], &pair[1]);
+        }
+        trainer.freeze_grids();
+        for pair in states.windows(2) {
+            trainer.observe(&pair[0], &pair[1], &DeltaContext::default());
+        }
+        let held: &[u32] = &[1];
+        for i in 0..400 {
+            let entries: &[(u32, bool)] = if i % 4 == 0 { &[(1, false)] } else { &[] };
+            trainer.observe_entity_list(entries.iter().copied(), &held);
+        }
+        trainer.finish()
+    }
+
+    fn model() -> &'static Arc<NativeModel> {
+        static MODEL: OnceLock<Arc<NativeModel>> = OnceLock::new();
+        MODEL.get_or_init(|| Arc::new(NativeModel::new(data()).unwrap()))
+    }
+
+    /// The same counts without the element-set dictionaries and list-start
+    /// counts: arrays' sets gap-coded, lists' starts plain bits.
+    fn plain_model() -> NativeModel {
+        let mut data = data();
+        data.element_sets.clear();
+        data.elements.clear();
+        data.list_start.clear();
+        NativeModel::new(data).unwrap()
+    }
+
+    fn health_drop() -> (Gear, Gear) {
+        let mut base = Gear::default();
+        base.stats[0] = 90;
+        let mut new = base;
+        new.time = 50;
+        new.stats[0] = 89;
+        (base, new)
+    }
+
+    /// Writes the delta with `model` and reads it back; its bits.
+    fn delta_bits(model: &NativeModel, base: &Gear, new: &Gear) -> usize {
+        let codec = Codec::Native.with_model(Some(model));
+        let context = DeltaContext::default();
+        let mut buf = vec![0u8; 256];
+        let mut w = BitWriter::new(&mut buf);
+        codec.write_delta_in(&context, &mut w, base, new).unwrap();
+        let bits = w.bits_written();
+        let mut out = *base;
+        codec
+            .read_delta_in(&context, &mut BitReader::with_bit_len(&buf, bits), &mut out)
+            .unwrap();
+        assert!(!out.wire_differs(new));
+        bits
+    }
+
+    /// The traced symbols' code words and raw bits: every bit the delta
+    /// takes, when no set is escaped.
+    fn traced(model: &NativeModel, base: &Gear, new: &Gear) -> (Vec<(Context, u8)>, usize) {
+        let (mut symbols, mut bits) = (Vec::new(), 0);
+        trace_delta(model, base, new, &DeltaContext::default(), &mut |s| {
+            symbols.push((s.context, s.symbol));
+            bits += (model.stream_bits(s.context, s.symbol).unwrap() + s.raw_bits) as usize;
+        });
+        (symbols, bits)
+    }
+
+    #[test]
+    fn the_trainer_learns_element_sets_and_list_starts() {
+        let data = data();
+        // Sets seen 100 times each (a tie, by value); ammo's one set.
+        assert_eq!(data.element_sets[STATS], [0b1, 0b1001]);
+        assert_eq!(data.element_sets[AMMO], [0b100]);
+        assert!(data.element_sets[0].is_empty(), "time is no array");
+        let mut stats = vec![0u32; ELEMENTS_SYMBOLS];
+        stats[1] = 100;
+        stats[2] = 100;
+        assert_eq!(data.elements[elements_table(STATS, Origin::Held)], stats);
+        assert_eq!(
+            data.elements[elements_table(AMMO, Origin::Held)][..3],
+            [0, 199, 0]
+        );
+        // No delta from a spawn baseline in training.
+        assert!(data.elements[elements_table(STATS, Origin::Spawn)].is_empty());
+        assert!(data.elements[elements_table(0, Origin::Held)].is_empty());
+        assert_eq!(data.list_start, [300, 100]);
+        // (100 + ½) / (400 + 1) of 65,536.
+        assert_eq!(model().list_start().unwrap().yes(), 16_425);
+        assert!(model()
+            .code(Context::Elements(STATS, Origin::Held))
+            .is_some());
+        assert!(model().code(Context::Elements(0, Origin::Held)).is_none());
+        assert!(plain_model()
+            .code(Context::Elements(STATS, Origin::Held))
+            .is_none());
+        assert!(plain_model().list_start().is_none());
+        assert_ne!(model().id(), plain_model().id());
+    }
+
+    #[test]
+    fn a_common_element_set_is_one_symbol() {
+        let (base, new) = health_drop();
+        let (symbols, traced_bits) = traced(model(), &base, &new);
+        assert!(
+            symbols.contains(&(Context::Elements(STATS, Origin::Held), 1)),
+            "{symbols:?}"
+        );
+        let with = delta_bits(model(), &base, &new);
+        assert_eq!(with, traced_bits, "the trace accounts for every bit");
+        // Gap-coded, the set {0} is its size (1: 3 bits of exp-Golomb) and
+        // its one gap (0: 1 bit); as a symbol, its code word.
+        let word = model()
+            .code(Context::Elements(STATS, Origin::Held))
+            .unwrap()
+            .bits(1);
+        assert!(word < 4, "{word} bits");
+        let without = delta_bits(&plain_model(), &base, &new);
+        assert_eq!(without - with, 4 - word as usize);
+        let (symbols, _) = traced(&plain_model(), &base, &new);
+        assert!(!symbols
+            .iter()
+            .any(|(context, _)| matches!(context, Context::Elements(..))));
+    }
+
+    #[test]
+    fn an_uncommon_element_set_escapes_to_its_gaps() {
+        let (base, mut new) = health_drop();
+        new.stats[0] = base.stats[0];
+        new.stats[5] = 7;
+        new.stats[9] = 7;
+        let (symbols, traced_bits) = traced(model(), &base, &new);
+        assert!(symbols.contains(&(Context::Elements(STATS, Origin::Held), ELEMENTS_ESCAPE)));
+        let with = delta_bits(model(), &base, &new);
+        let without = delta_bits(&plain_model(), &base, &new);
+        let escape = model()
+            .code(Context::Elements(STATS, Origin::Held))
+            .unwrap()
+            .bits(ELEMENTS_ESCAPE);
+        assert_eq!(with - without, escape as usize);
+        // Not traced: the set's size (2: 3 bits) and gaps (5 and 3: 5 bits each).
+        assert_eq!(with - traced_bits, 13);
+    }
+
+    #[test]
+    fn a_dictionary_set_past_the_array_is_an_error() {
+        let (base, mut new) = health_drop();
+        new.ammo[2] = -1;
+        let mut bad = data();
+        bad.element_sets[AMMO] = vec![1 << 12];
+        let bad = NativeModel::new(bad).unwrap();
+        let context = DeltaContext::default();
+        let mut buf = vec![0u8; 256];
+        let mut w = BitWriter::new(&mut buf);
+        Codec::Native
+            .with_model(Some(model()))
+            .write_delta_in(&context, &mut w, &base, &new)
+            .unwrap();
+        let bits = w.bits_written();
+        let mut out = base;
+        let err = Codec::Native
+            .with_model(Some(&bad))
+            .read_delta_in(&context, &mut BitReader::with_bit_len(&buf, bits), &mut out)
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                BitError::Invalid {
+                    what: "changed-element set",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    /// `lists` entity lists (each empty, or one entry when `entries`)
+    /// written with `model` into a range coder, then a one bit (so the
+    /// coder cannot drop the lists' trailing zeros), and read back: the
+    /// coded bits.
+    fn range_coded_lists(model: &NativeModel, lists: usize, entries: bool) -> usize {
+        let codec = Codec::Native.with_model(Some(model));
+        let context = DeltaContext::default();
+        let (base, new) = health_drop();
+        let held: &[u32] = &[];
+        let mut w = RangeWriter::new();
+        for _ in 0..lists {
+            let mut last = None;
+            if entries {
+                let update = EntityUpdate::Delta {
+                    base: &base,
+                    new: &new,
+                    force: true,
+                };
+                assert!(codec
+                    .write_entity_in(&context, &mut w, None, 1, update)
+                    .unwrap());
+                last = Some(1);
+            }
+            codec.write_entities_end(&mut w, last, &base).unwrap();
+        }
+        w.put_bit(true).unwrap();
+        let (bytes, bits) = w.finish();
+        let bytes = bytes.to_vec();
+        let mut r = RangeReader::new(&bytes);
+        for _ in 0..lists {
+            let mut last = None;
+            if entries {
+                let header = codec
+                    .read_entity_number(&mut r, None, 1023, &base, &held)
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(header.number(), 1);
+                let mut out = base;
+                codec
+                    .read_entity_body_in(&context, &mut r, header, &mut out)
+                    .unwrap();
+                assert!(!out.wire_differs(&new));
+                last = Some(1);
+            }
+            assert!(codec
+                .read_entity_number(&mut r, last, 1023, &base, &held)
+                .unwrap()
+                .is_none());
+        }
+        assert!(r.get_bit().unwrap());
+        bits
+    }
+
+    #[test]
+    fn list_starts_are_decisions_by_the_trained_chance() {
+        // A bit stream: one bit, as without the counts.
+        let (base, _) = health_drop();
+        for model in [&**model(), &plain_model()] {
+            let mut buf = vec![0u8; 8];
+            let mut w = BitWriter::new(&mut buf);
+            Codec::Native
+                .with_model(Some(model))
+                .write_entities_end(&mut w, None, &base)
+                .unwrap();
+            assert_eq!(w.bits_written(), 1);
+        }
+        // Range-coded, 64 empty lists at a chance of 3 in 4: -log2(¾) =
+        // 0.415 bits each (26.6), against a plain bit each; then the one.
+        assert_eq!(range_coded_lists(model(), 64, false), 28);
+        assert_eq!(range_coded_lists(&plain_model(), 64, false), 65);
+        // A list with entries starts at a chance of 1 in 4: two bits, not
+        // one (the same model otherwise).
+        let mut data = data();
+        data.list_start.clear();
+        let bits_only = NativeModel::new(data).unwrap();
+        let (coded, plain) = (
+            range_coded_lists(model(), 16, true),
+            range_coded_lists(&bits_only, 16, true),
+        );
+        assert!(
+            (plain + 15..=plain + 17).contains(&coded),
+            "{coded} vs {plain}"
+        );
+    }
+
+    #[test]
+    fn an_adapting_model_counts_element_sets_and_list_starts() {
+        let (base, new) = health_drop();
+        let mut tally = SymbolTally::new();
+        tally.delta(model(), &base, &new, &DeltaContext::default());
+        let held: &[u32] = &[];
+        tally.entity_list(std::iter::empty(), &held);
+        assert!(tally
+            .symbols()
+            .contains(&(Context::Elements(STATS, Origin::Held), 1)));
+        assert_eq!(
+            tally.symbols().last(),
+            Some(&(Context::ListStart, LIST_EMPTY))
+        );
+        let policy = AdaptPolicy {
+            chain_length: 4,
+            weight: 16,
+            lead: 0,
+        };
+        let start = Adaptation::new(model().clone());
+        let mut state = start.clone();
+        for _ in 0..4 {
+            state = state.for_next(&policy).unwrap().after(&tally);
+        }
+        let next = state.for_next(&policy).unwrap();
+        let data = next.model().data();
+        assert_eq!(
+            data.elements[elements_table(STATS, Origin::Held)][1],
+            100 + 4 * 16
+        );
+        assert_eq!(data.list_start, [300 + 4 * 16, 100]);
+        assert!(next.model().list_start().unwrap().yes() < model().list_start().unwrap().yes());
+        // A model that writes plain bits does not start counting them.
+        let plain = Arc::new(plain_model());
+        let mut state = Adaptation::new(plain);
+        for _ in 0..4 {
+            state = state.for_next(&policy).unwrap().after(&tally);
+        }
+        let next = state.for_next(&policy).unwrap();
+        assert!(next.model().data().list_start.is_empty());
+        assert!(next.model().list_start().is_none());
+        let mut with_entries = SymbolTally::new();
+        with_entries.entity_list([(1, false)], &&[1u32][..]);
+        assert_eq!(
+            with_entries.symbols()[0],
+            (Context::ListStart, LIST_ENTRIES)
+        );
+    }
+
+    fn gear() -> impl Strategy<Value = Gear> {
+        (
+            any::<i32>(),
+            prop::array::uniform16(any::<i16>()),
+            prop::array::uniform8(any::<i16>()),
+        )
+            .prop_map(|(time, stats, ammo)| Gear { time, stats, ammo })
+    }
+
+    proptest! {
+        #[test]
+        fn arrays_with_random_changes_round_trip(base in gear(), values in gear(), stats_mask in any::<u16>(), ammo_mask in any::<u8>(), common in any::<bool>()) {
+            let mut new = base;
+            new.time = values.time;
+            for e in 0..16 {
+                if stats_mask & (1 << e) != 0 {
+                    new.stats[e] = values.stats[e];
+                }
+            }
+            for e in 0..8 {
+                if ammo_mask & (1 << e) != 0 {
+                    new.ammo[e] = values.ammo[e];
+                }
+            }
+            if common {
+                // A set of the dictionary.
+                new.stats = base.stats;
+                new.stats[0] = base.stats[0].wrapping_add(1);
+                new.stats[3] = base.stats[3].wrapping_add(1);
+            }
+            let codec = Codec::Native.with_model(Some(model()));
+            let context = DeltaContext::default();
+            let mut buf = vec![0u8; 1024];
+            let mut w = BitWriter::new(&mut buf);
+            codec.write_delta_in(&context, &mut w, &base, &new).unwrap();
+            let bits = w.bits_written();
+            let mut out = base;
+            codec.read_delta_in(&context, &mut BitReader::with_bit_len(&buf, bits), &mut out).unwrap();
+            prop_assert!(!out.wire_differs(&new));
+            for cut in [0, bits / 3, bits.saturating_sub(1)] {
+                if cut < bits {
+                    let mut out = base;
+                    prop_assert!(codec.read_delta_in(&context, &mut BitReader::with_bit_len(&buf, cut), &mut out).is_err());
+                }
+            }
+            let mut w = RangeWriter::new();
+            codec.write_delta_in(&context, &mut w, &base, &new).unwrap();
+            let (bytes, _) = w.finish();
+            let bytes = bytes.to_vec();
+            let mut out = base;
+            codec.read_delta_in(&context, &mut RangeReader::new(&bytes), &mut out).unwrap();
+            prop_assert!(!out.wire_differs(&new));
+        }
+    }
+}

@@ -375,6 +375,11 @@ fn rebuild(
     let mut link = chain;
     while let Some(l) = link {
         for &(context, symbol) in l.symbols.iter() {
+            // A list's start is tallied whatever the model; one that
+            // writes it as a raw bit does not count it.
+            if context == Context::ListStart && model.list_start().is_none() {
+                continue;
+            }
             data.add(context, symbol, weight);
             touched.mark(&data, context);
         }
@@ -398,6 +403,7 @@ fn halve_full_tables(data: &mut ModelData) -> Vec<(TableKind, usize)> {
         (TableKind::Groups, &mut data.groups),
         (TableKind::Values, &mut data.values),
         (TableKind::Numbers, &mut data.numbers),
+        (TableKind::Elements, &mut data.elements),
     ];
     for (kind, tables) in kinds {
         for (index, table) in tables.iter_mut().enumerate() {
@@ -407,6 +413,12 @@ fn halve_full_tables(data: &mut ModelData) -> Vec<(TableKind, usize)> {
                     halved.push((kind, index));
                 }
             }
+        }
+    }
+    while data.list_start.iter().map(|&c| u64::from(c)).sum::<u64>() > TABLE_TOTAL_LIMIT {
+        data.list_start.iter_mut().for_each(|c| *c = c.div_ceil(2));
+        if halved.last() != Some(&(TableKind::ListStart, 0)) {
+            halved.push((TableKind::ListStart, 0));
         }
     }
     halved

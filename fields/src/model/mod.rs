@@ -21,7 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::bits::{low_mask, BitSink, BitSource};
+use crate::bits::{low_mask, BitSink, BitSource, Chance};
 use crate::codec::HeldNumbers;
 use crate::error::BitError;
 use crate::huffman::{CodeWord, DecodeTable, HuffmanCode};
@@ -309,7 +309,25 @@ pub enum Context {
     /// seen, from the top, after a marker one (`1b₁b₂b₃`, or shorter when
     /// the value has fewer bits).
     TopBits(usize, u8),
+    /// Which elements of array field `f` changed, in a delta of the given
+    /// origin: a place in its dictionary of common element sets
+    /// ([`ModelData::element_sets`]), plus one, or [`ELEMENTS_ESCAPE`] for
+    /// a set written out in full (as nearly every set of a delta from a
+    /// spawn baseline or the zeroed dummy is).
+    Elements(usize, Origin),
+    /// Whether an entity list has entries: [`LIST_ENTRIES`] before its
+    /// first entry, [`LIST_EMPTY`] for a list without any.
+    ListStart,
 }
+
+/// The [`Context::ListStart`] symbol of an empty entity list.
+pub const LIST_EMPTY: u8 = 0;
+
+/// The [`Context::ListStart`] symbol of an entity list with entries.
+pub const LIST_ENTRIES: u8 = 1;
+
+/// Symbols of a [`Context::ListStart`] code.
+pub const LIST_START_SYMBOLS: usize = 2;
 
 /// Symbol counts for one struct: what a model is built from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -399,6 +417,64 @@ pub struct ModelData {
     /// bit stream ignores them.
     #[serde(default)]
     pub top_bits: Vec<Vec<u32>>,
+    /// Per field (or empty: none; a field's entry empty unless it is an
+    /// array), the sets of elements its changes change most often, as
+    /// masks (bit `e`: element `e`), at most [`ELEMENT_SETS_LEN`], most
+    /// frequent first. A change whose set is one of them is coded as one
+    /// [`Context::Elements`] symbol; any other as [`ELEMENTS_ESCAPE`] and
+    /// the set's size and gaps in exp-Golomb. Quake 3's player arrays
+    /// (`stats`, `persistant`, `ammo`) change one or two elements at a
+    /// time, nearly always the same few (health, the score, the held
+    /// weapon's ammunition). Learned with [`ModelTrainer::learn_changes`].
+    #[serde(default)]
+    pub element_sets: Vec<Vec<u32>>,
+    /// Per field and origin (or empty: none), at [`elements_table`], counts
+    /// of its [`Context::Elements`] symbol ([`ELEMENTS_SYMBOLS`] entries;
+    /// a table empty until training counts one). A field codes its
+    /// element sets in deltas of an origin as symbols only when it has
+    /// both that origin's counts and a dictionary.
+    #[serde(default)]
+    pub elements: Vec<Vec<u32>>,
+    /// Counts of the [`Context::ListStart`] symbol ([`LIST_START_SYMBOLS`]
+    /// entries, or empty: none, and an entity list's start is a raw bit).
+    /// Whether a snapshot changes any entity depends on the game and its
+    /// tick rate (half a 15 Hz duel's lists are empty, nine in ten of a
+    /// 30 Hz recording's): what a range coder gains on it comes mostly from
+    /// adapting to the stream.
+    #[serde(default)]
+    pub list_start: Vec<u32>,
+}
+
+/// Most element sets an array field's dictionary holds
+/// ([`ModelData::element_sets`]).
+pub const ELEMENT_SETS_LEN: usize = 16;
+
+/// Symbols of a [`Context::Elements`] code: the escape, then one per
+/// dictionary entry.
+pub const ELEMENTS_SYMBOLS: usize = ELEMENT_SETS_LEN + 1;
+
+/// The [`Context::Elements`] symbol of a set not in the field's
+/// dictionary, which follows it in exp-Golomb (its size, then the gaps).
+pub const ELEMENTS_ESCAPE: u8 = 0;
+
+/// Where the [`Context::Elements`] counts of `field` in deltas of `origin`
+/// are in [`ModelData::elements`]: two tables per field, held then spawn.
+#[inline]
+pub fn elements_table(field: usize, origin: Origin) -> usize {
+    2 * field
+        + match origin {
+            Origin::Held => 0,
+            Origin::Spawn => 1,
+        }
+}
+
+/// The [`Context::Elements`] symbol of element set `mask` with dictionary
+/// `sets`: its place plus one, or [`ELEMENTS_ESCAPE`].
+#[inline]
+pub fn elements_symbol(sets: &[u32], mask: u32) -> u8 {
+    sets.iter()
+        .position(|&set| set == mask)
+        .map_or(ELEMENTS_ESCAPE, |place| place as u8 + 1)
 }
 
 /// The first value symbol whose raw bits a model's top-bit trees cover:
@@ -683,6 +759,12 @@ const LOOSE_MARK: u64 = u64::MAX - 1;
 /// What a [`ModelData::fingerprint`] eats before a model's top-bit counts.
 const TOP_BITS_MARK: u64 = u64::MAX - 2;
 
+/// Marks the element-set dictionaries and counts in a fingerprint.
+const ELEMENTS_MARK: u64 = u64::MAX - 3;
+
+/// Marks the list-start counts in a fingerprint.
+const LIST_START_MARK: u64 = u64::MAX - 4;
+
 /// A predictor as four words, for fingerprints: its kind, then its fields.
 fn predictor_words(predictor: Predictor) -> [u64; 4] {
     let clock_word = |clock: Clock| match clock {
@@ -934,6 +1016,9 @@ impl ModelData {
             dictionaries: Vec::new(),
             loose_predictors: Vec::new(),
             top_bits: Vec::new(),
+            element_sets: Vec::new(),
+            elements: Vec::new(),
+            list_start: Vec::new(),
         }
     }
 
@@ -1009,6 +1094,30 @@ impl ModelData {
                     counts.iter().for_each(|&count| eat(u64::from(count)));
                 }
             }
+        }
+        // Models without element-set dictionaries keep theirs too.
+        if self.element_sets.iter().any(|sets| !sets.is_empty()) {
+            eat(ELEMENTS_MARK);
+            for (field, sets) in self.element_sets.iter().enumerate() {
+                if !sets.is_empty() {
+                    eat(field as u64);
+                    eat(sets.len() as u64);
+                    sets.iter().for_each(|&set| eat(u64::from(set)));
+                }
+            }
+            for (field, counts) in self.elements.iter().enumerate() {
+                if !counts.is_empty() {
+                    eat(field as u64);
+                    counts.iter().for_each(|&count| eat(u64::from(count)));
+                }
+            }
+        }
+        // And models without list-start counts.
+        if !self.list_start.is_empty() {
+            eat(LIST_START_MARK);
+            self.list_start
+                .iter()
+                .for_each(|&count| eat(u64::from(count)));
         }
         hash
     }
@@ -1091,11 +1200,43 @@ impl ModelData {
         }
     }
 
+    /// Adds `weight` to the count of element-set symbol `symbol` of field
+    /// `field` in deltas of `origin` (saturating), making the table on its
+    /// first count; anything outside the model's shape is ignored.
+    fn add_elements(&mut self, field: usize, origin: Origin, symbol: u8, weight: u32) {
+        let fields = self.fields();
+        if field >= fields || usize::from(symbol) >= ELEMENTS_SYMBOLS {
+            return;
+        }
+        if self.elements.len() != 2 * fields {
+            self.elements = vec![Vec::new(); 2 * fields];
+        }
+        let counts = &mut self.elements[elements_table(field, origin)];
+        if counts.is_empty() {
+            *counts = vec![0; ELEMENTS_SYMBOLS];
+        }
+        let slot = &mut counts[usize::from(symbol)];
+        *slot = slot.saturating_add(weight);
+    }
+
     /// Adds `weight` to the count of `symbol` in `context` (saturating;
     /// a context or symbol outside the model's shape is ignored).
     pub(crate) fn add(&mut self, context: Context, symbol: u8, weight: u32) {
         if let Context::TopBits(field, class) = context {
             self.add_top_bits(field, class, symbol, weight);
+            return;
+        }
+        if let Context::Elements(field, origin) = context {
+            self.add_elements(field, origin, symbol, weight);
+            return;
+        }
+        if context == Context::ListStart {
+            // Made on the first count, as a trainer's lists give it.
+            if usize::from(symbol) < LIST_START_SYMBOLS {
+                self.list_start.resize(LIST_START_SYMBOLS, 0);
+                let slot = &mut self.list_start[usize::from(symbol)];
+                *slot = slot.saturating_add(weight);
+            }
             return;
         }
         let Some((kind, index)) = self.table_of(context) else {
@@ -1106,6 +1247,8 @@ impl ModelData {
             TableKind::Groups => &mut self.groups,
             TableKind::Values => &mut self.values,
             TableKind::Numbers => &mut self.numbers,
+            TableKind::Elements => &mut self.elements,
+            TableKind::ListStart => return,
         };
         if let Some(slot) = tables
             .get_mut(index)
@@ -1138,6 +1281,16 @@ impl ModelData {
             ),
             Context::EntityNumber(c) => (TableKind::Numbers, usize::from(c), self.numbers.len()),
             Context::TopBits(..) => return None,
+            Context::Elements(f, origin) => {
+                let index = elements_table(f, origin);
+                if self.elements.get(index).is_none_or(|t| t.is_empty()) {
+                    return None;
+                }
+                (TableKind::Elements, index, self.elements.len())
+            }
+            Context::ListStart => {
+                return (!self.list_start.is_empty()).then_some((TableKind::ListStart, 0))
+            }
         };
         (index < len).then_some((kind, index))
     }
@@ -1393,6 +1546,12 @@ pub struct NativeModel {
     /// Per field (or empty: none), the chances its top-bit counts make
     /// ([`ModelData::top_bits`]).
     top_bits: Vec<Option<TopBitChances>>,
+    /// Per table of [`ModelData::elements`], its [`Context::Elements`]
+    /// code, if it has counts and its field a dictionary.
+    elements: Vec<Option<SymbolCode>>,
+    /// The chance of [`LIST_ENTRIES`] ([`NativeModel::list_start`]), if
+    /// the model has list-start counts.
+    list_start: Option<Chance>,
 }
 
 impl NativeModel {
@@ -1448,7 +1607,19 @@ impl NativeModel {
             && data
                 .top_bits
                 .iter()
-                .all(|counts| counts.is_empty() || counts.len() == TOP_BITS_COUNTS);
+                .all(|counts| counts.is_empty() || counts.len() == TOP_BITS_COUNTS)
+            && (data.element_sets.is_empty() || data.element_sets.len() == fields)
+            && data.element_sets.iter().all(|sets| {
+                sets.len() <= ELEMENT_SETS_LEN
+                    && sets.iter().all(|&set| set != 0)
+                    && sets.iter().enumerate().all(|(i, s)| !sets[..i].contains(s))
+            })
+            && (data.elements.is_empty() || data.elements.len() == 2 * fields)
+            && data
+                .elements
+                .iter()
+                .all(|counts| counts.is_empty() || counts.len() == ELEMENTS_SYMBOLS)
+            && (data.list_start.is_empty() || data.list_start.len() == LIST_START_SYMBOLS);
         if !shape_ok {
             return Err(BitError::invalid(
                 "native model",
@@ -1472,6 +1643,10 @@ impl NativeModel {
         let groups_code = codes(data.groups.len(), group_code)?;
         let values = codes(data.values.len(), value_code)?;
         let numbers = codes(data.numbers.len(), number_code)?;
+        let elements = (0..data.elements.len())
+            .map(|table| elements_code(&data, table))
+            .collect::<Result<Vec<_>, _>>()?;
+        let list_start = list_start_chance(&data);
         let mut model = NativeModel {
             id: data.fingerprint(),
             anchor_fields: {
@@ -1505,6 +1680,8 @@ impl NativeModel {
             longest_number_code: 0,
             longest_number_end: 0,
             top_bits: top_bit_chances(&data),
+            elements,
+            list_start,
             data,
         };
         model.measure_numbers();
@@ -1544,7 +1721,15 @@ impl NativeModel {
         let same_shape = data.last_group.len() == self.last_group.len()
             && data.groups.len() == self.groups.len()
             && data.values.len() == self.values.len()
-            && data.numbers.len() == self.numbers.len();
+            && data.numbers.len() == self.numbers.len()
+            && data.elements.len() == self.elements.len()
+            && data
+                .elements
+                .iter()
+                .zip(&self.data.elements)
+                .all(|(new, old)| new.is_empty() == old.is_empty())
+            && data.element_sets == self.data.element_sets
+            && data.list_start.len() == self.data.list_start.len();
         if !same_shape {
             return NativeModel::new(data);
         }
@@ -1574,6 +1759,14 @@ impl NativeModel {
         rebuild(&mut next.groups, &touched.groups, &next.data, group_code)?;
         rebuild(&mut next.values, &touched.values, &next.data, value_code)?;
         rebuild(&mut next.numbers, &touched.numbers, &next.data, number_code)?;
+        if touched.list_start {
+            next.list_start = list_start_chance(&next.data);
+        }
+        for (table, code) in next.elements.iter_mut().enumerate() {
+            if touched.elements.get(table).copied().unwrap_or(false) {
+                *code = elements_code(&next.data, table)?;
+            }
+        }
         next.top_bits
             .resize(next.data.top_bits.len().max(next.top_bits.len()), None);
         for (field, counts) in next.data.top_bits.iter().enumerate() {
@@ -1696,6 +1889,29 @@ impl NativeModel {
             Context::Value(f, c) => self.values.get(f * VALUE_CONTEXTS + c as usize),
             Context::EntityNumber(c) => self.numbers.get(usize::from(c)),
             Context::TopBits(..) => None,
+            Context::Elements(f, origin) => self.elements.get(elements_table(f, origin))?.as_ref(),
+            // A decision, not a symbol: see `NativeModel::list_start`.
+            Context::ListStart => None,
+        }
+    }
+
+    /// How likely an entity list is to have entries, if the model counts
+    /// [`Context::ListStart`]: the native codec writes a list's start as a
+    /// [`BitSink::put_decision`] with it, one bit in a bit stream (a code
+    /// word of a two-answer symbol could only be longer) and priced by
+    /// the chance in a range-coded one.
+    pub fn list_start(&self) -> Option<Chance> {
+        self.list_start
+    }
+
+    /// The bits a traced `symbol` of `context` takes in a bit stream: its
+    /// code word's, or one for a list's start when the model makes it a
+    /// decision ([`NativeModel::list_start`]). `None` for a context the
+    /// model does not code.
+    pub fn stream_bits(&self, context: Context, symbol: u8) -> Option<u32> {
+        match (context, self.list_start) {
+            (Context::ListStart, Some(_)) => Some(1),
+            _ => self.code(context).map(|code| code.bits(symbol)),
         }
     }
 
@@ -1723,6 +1939,10 @@ pub(crate) struct Touched {
     pub(crate) numbers: Vec<bool>,
     /// Per field, whether its top-bit counts changed.
     pub(crate) top_bits: Vec<bool>,
+    /// Per table of [`ModelData::elements`], whether its counts changed.
+    pub(crate) elements: Vec<bool>,
+    /// Whether the list-start counts changed.
+    pub(crate) list_start: bool,
 }
 
 impl Touched {
@@ -1734,6 +1954,8 @@ impl Touched {
             values: vec![false; data.values.len()],
             numbers: vec![false; data.numbers.len()],
             top_bits: vec![false; data.fields()],
+            elements: vec![false; data.elements.len()],
+            list_start: false,
         }
     }
 
@@ -1782,6 +2004,12 @@ impl Touched {
                 }
             }
             TableKind::Numbers => self.numbers.iter_mut().for_each(|t| *t = true),
+            TableKind::Elements => {
+                if let Some(t) = self.elements.get_mut(index) {
+                    *t = true;
+                }
+            }
+            TableKind::ListStart => self.list_start = true,
         }
     }
 }
@@ -1793,6 +2021,8 @@ pub(crate) enum TableKind {
     Groups,
     Values,
     Numbers,
+    Elements,
+    ListStart,
 }
 
 /// The code of counts `weights` (already smoothed) of a context whose
@@ -1859,6 +2089,33 @@ fn number_code(data: &ModelData, index: usize) -> Result<SymbolCode, BitError> {
     )
 }
 
+/// The [`Context::Elements`] code of table `table` of
+/// [`ModelData::elements`]: `None` unless it has counts and its field a
+/// dictionary.
+fn elements_code(data: &ModelData, table: usize) -> Result<Option<SymbolCode>, BitError> {
+    let sets = data.element_sets.get(table / 2).map_or(0, Vec::len);
+    match data.elements.get(table) {
+        Some(counts) if !counts.is_empty() && sets > 0 => {
+            code_of(smooth::elements(counts, sets), ELEMENTS_SYMBOLS).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The chance of [`LIST_ENTRIES`] by the list-start counts, each answer
+/// with half a count more (so neither is ever certain): `None` without
+/// counts.
+fn list_start_chance(data: &ModelData) -> Option<Chance> {
+    let [empty, entries] = data.list_start[..] else {
+        return None;
+    };
+    let (empty, entries) = (f64::from(empty) + 0.5, f64::from(entries) + 0.5);
+    let yes = (entries / (empty + entries) * 65_536.0)
+        .round()
+        .clamp(1.0, 65_535.0);
+    Some(Chance::in_65536(yes as u16))
+}
+
 /// Counts the symbols the native codec would write for a stream of deltas,
 /// and learns each float field's grid.
 #[derive(Debug, Clone)]
@@ -1868,6 +2125,9 @@ pub struct ModelTrainer {
     /// Per field, how often each integer change was seen (see
     /// [`ModelTrainer::learn_changes`]).
     change_counts: Vec<std::collections::HashMap<u32, u32>>,
+    /// Per array field, how often each set of changed elements was seen
+    /// (see [`ModelTrainer::learn_changes`]).
+    element_set_counts: Vec<std::collections::HashMap<u32, u32>>,
 }
 
 /// Primes whose powers a learned grid's odd factor may contain.
@@ -1988,6 +2248,7 @@ impl ModelTrainer {
             data: ModelData::empty(schema_fingerprint, fields),
             grid_evidence: vec![GridEvidence::new(); fields],
             change_counts: vec![std::collections::HashMap::new(); fields],
+            element_set_counts: vec![std::collections::HashMap::new(); fields],
         }
     }
 
@@ -2007,6 +2268,7 @@ impl ModelTrainer {
         trainer.data.predictors.clone_from(&model.predictors);
         trainer.data.axes.clone_from(&model.axes);
         trainer.data.dictionaries.clone_from(&model.dictionaries);
+        trainer.data.element_sets.clone_from(&model.element_sets);
         trainer.data.magnitudes.clone_from(&model.magnitudes);
         trainer
             .data
@@ -2093,10 +2355,19 @@ impl ModelTrainer {
 
     /// Gathers dictionary evidence from one delta (before
     /// [`ModelTrainer::freeze_grids`], like [`ModelTrainer::learn_grids`]):
-    /// the changes of its unpredicted integer fields. A change to zero is
-    /// left out (the zero symbol codes it), and so are changes of one
-    /// (their class costs no extra bits).
+    /// the changes of its unpredicted integer fields, and which elements
+    /// of each changed array field changed. A change to zero is left out
+    /// (the zero symbol codes it), and so are changes of one (their class
+    /// costs no extra bits).
     pub fn learn_changes<T: Fields>(&mut self, base: &T, new: &T) {
+        for field in 0..new.field_count().min(self.element_set_counts.len()) {
+            if new.field_kind(field).is_array() {
+                let mask = new.element_changes(base, field);
+                if mask != 0 {
+                    *self.element_set_counts[field].entry(mask).or_default() += 1;
+                }
+            }
+        }
         for field in 0..new.field_count().min(self.change_counts.len()) {
             let kind = new.field_kind(field);
             let element = kind.element();
@@ -2115,25 +2386,26 @@ impl ModelTrainer {
         }
     }
 
-    /// Freezes the learned grids (and dictionaries, if
-    /// [`ModelTrainer::learn_changes`] saw any) into the model data.
+    /// Freezes the learned grids (and dictionaries, of changes and of
+    /// element sets, if [`ModelTrainer::learn_changes`] saw any) into the
+    /// model data.
     pub fn freeze_grids(&mut self) {
+        if self
+            .element_set_counts
+            .iter()
+            .any(|counts| !counts.is_empty())
+        {
+            self.data.element_sets = self
+                .element_set_counts
+                .iter()
+                .map(|counts| most_common(counts, ELEMENT_SETS_LEN))
+                .collect();
+        }
         if self.change_counts.iter().any(|counts| !counts.is_empty()) {
             self.data.dictionaries = self
                 .change_counts
                 .iter()
-                .map(|counts| {
-                    let mut common: Vec<(u32, u32)> = counts
-                        .iter()
-                        .filter(|&(_, &count)| count >= DICTIONARY_MIN_COUNT)
-                        .map(|(&change, &count)| (change, count))
-                        .collect();
-                    // Most frequent first; ties by value, so training is
-                    // deterministic whatever the map's order.
-                    common.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-                    common.truncate(DICTIONARY_LEN);
-                    common.into_iter().map(|(change, _)| change).collect()
-                })
+                .map(|counts| most_common(counts, DICTIONARY_LEN))
                 .collect();
         }
         for (slot, evidence) in self.data.grids.iter_mut().zip(&self.grid_evidence) {
@@ -2152,6 +2424,7 @@ impl ModelTrainer {
         let magnitudes = data.magnitudes.clone();
         let axes = data.axes.clone();
         let dictionaries = data.dictionaries.clone();
+        let element_sets = data.element_sets.clone();
         let loose_predictors = data.loose_predictors.clone();
         let learned = crate::codec::native::Learned {
             loose_predictors: &loose_predictors,
@@ -2162,6 +2435,7 @@ impl ModelTrainer {
             spawn_key: data.spawn_key,
             axes: &axes,
             dictionaries: &dictionaries,
+            element_sets: &element_sets,
         };
         crate::codec::native::visit_symbols(base, new, &learned, context, &mut |traced| {
             data.count(traced.context, traced.symbol);
@@ -2187,10 +2461,42 @@ impl ModelTrainer {
         });
     }
 
+    /// Counts the number symbols of one entity list as
+    /// [`ModelTrainer::observe_entity_list`] does, but not its start
+    /// ([`Context::ListStart`]): for a list no stream sends as it stands,
+    /// such as a delta from an older base that training adds for its
+    /// entries, whose lists are seldom empty where the stream's often are.
+    pub fn observe_entity_list_entries(
+        &mut self,
+        entries: impl IntoIterator<Item = (u32, bool)>,
+        held: &dyn HeldNumbers,
+    ) {
+        let data = &mut self.data;
+        visit_entity_list(entries, held, &mut |context, symbol| {
+            if context != Context::ListStart {
+                data.add(context, symbol, 1)
+            }
+        });
+    }
+
     /// The counts and grids so far.
     pub fn finish(self) -> ModelData {
         self.data
     }
+}
+
+/// The keys of `counts` seen at least [`DICTIONARY_MIN_COUNT`] times, at
+/// most `len` of them, most frequent first (ties by value, so training is
+/// deterministic whatever the map's order).
+fn most_common(counts: &std::collections::HashMap<u32, u32>, len: usize) -> Vec<u32> {
+    let mut common: Vec<(u32, u32)> = counts
+        .iter()
+        .filter(|&(_, &count)| count >= DICTIONARY_MIN_COUNT)
+        .map(|(&key, &count)| (key, count))
+        .collect();
+    common.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    common.truncate(len);
+    common.into_iter().map(|(key, _)| key).collect()
 }
 
 /// Calls `visit` with the number symbols of one entity list: what
@@ -2247,10 +2553,10 @@ pub fn trace_delta<T: Fields>(
     crate::codec::native::trace_native_symbols(base, new, model, context, visit);
 }
 
-/// Calls `visit` with every number symbol, and the raw bits below each
-/// gap's leading one, of an entity list whose entries (number, removed)
-/// are `entries` against a receiver holding `held` (an empty list's one
-/// bit is no symbol).
+/// Calls `visit` with every symbol of an entity list whose entries
+/// (number, removed) are `entries` against a receiver holding `held`: its
+/// [`Context::ListStart`] symbol, then each entry's number symbol and the
+/// raw bits below its gap's leading one, then (after an entry) the end.
 pub fn trace_entity_list(
     entries: impl IntoIterator<Item = (u32, bool)>,
     held: &dyn HeldNumbers,
@@ -2266,6 +2572,9 @@ pub fn trace_entity_list(
         } else {
             continue;
         };
+        if last.is_none() {
+            visit(TracedSymbol::bare(Context::ListStart, LIST_ENTRIES));
+        }
         let raw_bits = (32 - gap.leading_zeros()).saturating_sub(1);
         visit(TracedSymbol {
             context: Context::EntityNumber(number_context(last)),
@@ -2275,13 +2584,14 @@ pub fn trace_entity_list(
         });
         last = Some(number);
     }
-    // An empty list is one bit of its own (see the native codec's
-    // `put_number`): no symbol to count.
-    if last.is_some() {
-        visit(TracedSymbol::bare(
+    // An empty list is its start symbol alone (see the native codec's
+    // `put_number`).
+    match last {
+        Some(_) => visit(TracedSymbol::bare(
             Context::EntityNumber(number_context(last)),
             NUMBER_END,
-        ));
+        )),
+        None => visit(TracedSymbol::bare(Context::ListStart, LIST_EMPTY)),
     }
 }
 

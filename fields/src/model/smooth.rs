@@ -39,6 +39,11 @@ const BACKOFF_COUNT: f64 = 16.0;
 const PATTERN_PRIOR: f64 = 0.1;
 /// Uniform floor of the last-group symbol, as a share of its counts.
 const LAST_GROUP_FLOOR: f64 = 0.05;
+/// Uniform floor of an element-set symbol, as a share of its counts.
+const ELEMENTS_FLOOR: f64 = 0.02;
+/// Counts every element-set symbol starts from: a set that training never
+/// saw in a field still gets a code of a few bits.
+const ELEMENTS_PRIOR: f64 = 0.5;
 
 fn to_weights(weights: impl Iterator<Item = f64>) -> [u32; 256] {
     let mut out = [0u32; 256];
@@ -211,6 +216,16 @@ pub(super) fn last_group(counts: &[u32], pooled: &[u32]) -> [u32; 256] {
     };
     let total: f64 = counts.iter().map(|&c| f64::from(c)).sum();
     back_off(&weights(counts), &weights(pooled), total)
+}
+
+/// Weights for one array field's element-set symbol: its counts, each
+/// symbol of its dictionary of `sets` entries (and the escape) with a
+/// small floor; no weight past the dictionary, where no symbol is valid.
+pub(super) fn elements(counts: &[u32], sets: usize) -> [u32; 256] {
+    let used = (sets + 1).min(counts.len());
+    let total: f64 = counts[..used].iter().map(|&c| f64::from(c)).sum();
+    let floor = ELEMENTS_FLOOR * total / used.max(1) as f64 + ELEMENTS_PRIOR;
+    to_weights(counts[..used].iter().map(|&c| f64::from(c) + floor))
 }
 
 #[cfg(test)]
