@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use crate::dynamic::{DynamicLayout, DynamicState};
 use crate::huffman::{CodeWord, HuffmanCode};
-use crate::model::{ModelTrainer, PatternKey};
+use crate::model::{ModelTrainer, PatternKey, Predictor};
 use crate::{
     array, boolean, net_struct, q3_float, quantized, signed, unsigned, BitReader, BitSink,
     BitSource, BitWriter, Codec, EntityBody, Fields, HuffmanReader, NetFields,
@@ -212,7 +212,23 @@ pub fn modelled_base() -> &'static DynamicState {
                 second_flag: None,
             })
             // x entering from zero is coded against the spawn pass's anchor.
-            .with_axis(usize::from(index("x")), 0);
+            .with_axis(usize::from(index("x")), 0)
+            // The predictors that read other fields of the new state, so
+            // the targets reach their paths: x as a velocity of fixed size
+            // from frame and yaw while `on` (a square root of any decoded
+            // words, NaN and negatives included), the time on 50 ms ticks.
+            .with_predictor(
+                usize::from(index("x")),
+                Predictor::FixedSpeed {
+                    speed: 600,
+                    components: [index("frame"), index("yaw")],
+                    gate: Some((index("on"), 1)),
+                },
+            )
+            .with_predictor(
+                usize::from(index("time")),
+                Predictor::TickStamp { tick_ms: 50 },
+            );
         let mut states = vec![everything_base()];
         for i in 0..64u32 {
             let mut next = states[states.len() - 1];
