@@ -614,44 +614,25 @@ impl<'a, P, E: Fields> History<'a, P, E> {
     }
 
     /// The snapshot of `chain` (in `ring`) that saves the most bits, if
-    /// any saves more than naming it costs: the entities of `want` that
-    /// `held` (the base's set) lacks, that have no spawn baseline and that
-    /// it holds, each coded from the cheaper start (their states in
-    /// `frame`), one bit of choice each.
-    #[allow(clippy::too_many_arguments)]
+    /// any saves more than naming it costs: the entities of `entering` (the
+    /// ones entering the view without a spawn baseline) that it holds, each
+    /// coded from the cheaper start (their states in `frame`), one bit of
+    /// choice each.
     fn choose(
         chain: &BaseChain,
         ring: &'a [Sent<P>],
         store: &'a FrameStore<E>,
         costs: StartCosts<'a, E>,
         now: u32,
-        want: &Bitset,
-        held: &Bitset,
+        entering: &Entering,
         frame: &Frame,
     ) -> Self {
-        let gamestate = costs.gamestate;
-        let saving = |sent: &Sent<P>, held_frame: &Frame| -> i64 {
-            let words = want
-                .words()
-                .iter()
-                .zip(held.words())
-                .zip(sent.visible.words());
-            let elapsed = now.wrapping_sub(sent.time) as i32;
-            let mut saved = 0;
-            for (index, ((&want, &held), &visible)) in words.enumerate() {
-                for bit in Ones(want & !held & visible) {
-                    let number = index as u32 * 64 + bit;
-                    if gamestate.baseline(number).is_some() {
-                        continue;
-                    }
-                    let new = frame.table[number as usize];
-                    let from_held =
-                        costs.held_bits(sent.state_of(held_frame, number), elapsed, new);
-                    saved += (costs.usual_bits(new) - from_held).max(0) - 1;
-                }
-            }
-            saved
-        };
+        // Each entering entity's usual start is weighed once, not once per
+        // snapshot of the chain.
+        let mut usual = [0i64; MAX_WEIGHED];
+        for (bits, &number) in usual.iter_mut().zip(entering.numbers()) {
+            *bits = costs.usual_bits(frame.table[number as usize]);
+        }
         let mut best = None;
         let mut best_saving = NAMING_BITS;
         for &member in chain.sequences() {
@@ -659,7 +640,16 @@ impl<'a, P, E: Fields> History<'a, P, E> {
             let Some(held_frame) = store.frame(sent.frame) else {
                 continue;
             };
-            let saved = saving(sent, held_frame);
+            let elapsed = now.wrapping_sub(sent.time) as i32;
+            let mut saved = 0;
+            for (&number, &usual_bits) in entering.numbers().iter().zip(&usual) {
+                if !sent.visible.contains(number) {
+                    continue;
+                }
+                let new = frame.table[number as usize];
+                let from_held = costs.held_bits(sent.state_of(held_frame, number), elapsed, new);
+                saved += (usual_bits - from_held).max(0) - 1;
+            }
             if saved > best_saving {
                 best = Some((sent, held_frame));
                 best_saving = saved;
@@ -692,6 +682,48 @@ impl<'a, P, E: Fields> History<'a, P, E> {
             elapsed,
             chosen: self.costs.held_bits(state, elapsed, new) < self.costs.usual_bits(new),
         })
+    }
+}
+
+/// Entering entities a history snapshot is weighed for, at most: a
+/// snapshot with more entering (a view that changed whole) is weighed on
+/// its first ones; each entity's own start is still chosen by
+/// [`History::offer`].
+const MAX_WEIGHED: usize = 256;
+
+/// The entities entering a client's view (wanted now, not in its base)
+/// that have no spawn baseline, in number order: what re-entry from
+/// history can code for less. Gathered once a message, so a client
+/// without any (the steady state) does not walk its base's chain.
+struct Entering {
+    numbers: [u32; MAX_WEIGHED],
+    len: usize,
+}
+
+impl Entering {
+    fn gather<E>(want: &Bitset, held: &Bitset, gamestate: &Gamestate<E>) -> Self {
+        let mut entering = Entering {
+            numbers: [0; MAX_WEIGHED],
+            len: 0,
+        };
+        for (index, (&want, &held)) in want.words().iter().zip(held.words()).enumerate() {
+            for bit in Ones(want & !held) {
+                let number = index as u32 * 64 + bit;
+                if gamestate.baseline(number).is_some() {
+                    continue;
+                }
+                if entering.len == MAX_WEIGHED {
+                    return entering;
+                }
+                entering.numbers[entering.len] = number;
+                entering.len += 1;
+            }
+        }
+        entering
+    }
+
+    fn numbers(&self) -> &[u32] {
+        &self.numbers[..self.len]
     }
 }
 
@@ -913,8 +945,19 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             gamestate,
             zero: zero_entity,
         };
-        let history = match (config.codec, base) {
+        let entering = match (config.codec, base) {
             (fields::Codec::Native, Some(sent)) if framing.carries_history() => {
+                Entering::gather(&work.want, &sent.visible, gamestate)
+            }
+            _ => Entering {
+                numbers: [0; MAX_WEIGHED],
+                len: 0,
+            },
+        };
+        let history = match (config.codec, base) {
+            (fields::Codec::Native, Some(sent))
+                if framing.carries_history() && !entering.numbers().is_empty() =>
+            {
                 let chain = BaseChain::walk(sequence, sent.sequence, sent.base, |member| {
                     let sent = &ring[member as usize % RING_SIZE];
                     match sent.valid && sent.sequence == member {
@@ -922,16 +965,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
                         false => Link::Missing,
                     }
                 });
-                History::choose(
-                    &chain,
-                    ring,
-                    store,
-                    costs,
-                    now,
-                    &work.want,
-                    &sent.visible,
-                    frame,
-                )
+                History::choose(&chain, ring, store, costs, now, &entering, frame)
             }
             _ => History::none(costs, now),
         };
