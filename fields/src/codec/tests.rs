@@ -2195,7 +2195,7 @@ mod stamps {
             .collect()
     }
 
-    fn spawn_context(now: u32) -> DeltaContext {
+    pub(super) fn spawn_context(now: u32) -> DeltaContext {
         DeltaContext::default()
             .with_spawn(true)
             .with_server_time(Some(now))
@@ -2211,7 +2211,7 @@ mod stamps {
         DynamicLayout::with_model(Shot::TABLE.schema(), Some(trainer.finish())).unwrap()
     }
 
-    fn state_in(layout: &Arc<DynamicLayout>, shot: &Shot) -> DynamicState {
+    pub(super) fn state_in(layout: &Arc<DynamicLayout>, shot: &Shot) -> DynamicState {
         let mut d = layout.zeroed();
         d.set_word(0, 0, shot.word(0, 0));
         d.set_word(1, 0, shot.word(1, 0));
@@ -2219,7 +2219,7 @@ mod stamps {
     }
 
     /// Bits of one delta under `layout` in `context`, read back equal.
-    fn delta_bits(
+    pub(super) fn delta_bits(
         layout: &Arc<DynamicLayout>,
         context: &DeltaContext,
         base: &Shot,
@@ -2354,18 +2354,11 @@ mod tick_stamps {
     //! coded in whole ticks against the snapshot's server time, entering
     //! the view or changed in a held slot.
 
+    use super::stamps::{delta_bits, spawn_context, state_in, Shot};
     use super::*;
-    use crate::dynamic::{DynamicLayout, DynamicState};
+    use crate::dynamic::DynamicLayout;
     use crate::model::{ModelTrainer, Predictor};
     use std::sync::Arc;
-
-    net_struct! {
-        /// A missile: its launch time and its kind.
-        pub struct Shot {
-            pub launched: u32 = unsigned(32),
-            pub kind: u8 = unsigned(4),
-        }
-    }
 
     /// (snapshot server time, missile) pairs on 50 ms ticks: a missile
     /// launched 0 to 8 ticks before a snapshot of a game 10 to 20
@@ -2390,12 +2383,6 @@ mod tick_stamps {
             .collect()
     }
 
-    fn spawn_context(now: u32) -> DeltaContext {
-        DeltaContext::default()
-            .with_spawn(true)
-            .with_server_time(Some(now))
-    }
-
     const TICKS: Predictor = Predictor::TickStamp { tick_ms: 50 };
 
     fn layout(predictor: Predictor) -> Arc<DynamicLayout> {
@@ -2406,39 +2393,6 @@ mod tick_stamps {
             trainer.observe(&Shot::default(), &shot, &spawn_context(now));
         }
         DynamicLayout::with_model(Shot::TABLE.schema(), Some(trainer.finish())).unwrap()
-    }
-
-    fn state_in(layout: &Arc<DynamicLayout>, shot: &Shot) -> DynamicState {
-        let mut d = layout.zeroed();
-        d.set_word(0, 0, shot.word(0, 0));
-        d.set_word(1, 0, shot.word(1, 0));
-        d
-    }
-
-    /// Bits of one delta under `layout` in `context`, read back equal.
-    fn delta_bits(
-        layout: &Arc<DynamicLayout>,
-        context: &DeltaContext,
-        base: &Shot,
-        new: &Shot,
-    ) -> usize {
-        let (base, new) = (state_in(layout, base), state_in(layout, new));
-        let mut buf = vec![0u8; 64];
-        let mut w = BitWriter::new(&mut buf);
-        Codec::Native
-            .write_delta_in(context, &mut w, &base, &new)
-            .unwrap();
-        let written = w.bits_written();
-        let mut out = base.clone();
-        Codec::Native
-            .read_delta_in(
-                context,
-                &mut BitReader::with_bit_len(&buf, written),
-                &mut out,
-            )
-            .unwrap();
-        assert!(!out.wire_differs(&new));
-        written
     }
 
     #[test]
