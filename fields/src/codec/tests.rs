@@ -2,10 +2,12 @@
 
 use super::*;
 use crate::bits::{BitReader, BitWriter};
+use crate::dynamic::{DynamicLayout, DynamicState};
 use crate::kind::{array, boolean, q3_float, quantized, signed, unsigned};
 use crate::net_struct;
 use crate::table::{Fields, NetFields};
 use proptest::prelude::*;
+use std::sync::Arc;
 
 net_struct! {
     /// Every field kind, in a Quake 3-like order.
@@ -34,6 +36,38 @@ net_struct! {
 }
 
 const CODECS: [Codec; 2] = [Codec::Q3, Codec::Native];
+
+/// `value`'s scalar fields copied word for word into a state of `layout`:
+/// the predictor tests code their small tables as dynamic states, under a
+/// model trained for the table's schema.
+fn dynamic_state(layout: &Arc<DynamicLayout>, value: &impl Fields) -> DynamicState {
+    let mut state = layout.zeroed();
+    for field in 0..value.field_count() {
+        state.set_word(field, 0, value.word(field, 0));
+    }
+    state
+}
+
+/// Bits of one native delta from `base` to `new` in `context` (a bit
+/// stream), after checking it reads back equal.
+fn native_delta_bits(context: &DeltaContext, base: &DynamicState, new: &DynamicState) -> usize {
+    let mut buf = vec![0u8; 64];
+    let mut w = BitWriter::new(&mut buf);
+    Codec::Native
+        .write_delta_in(context, &mut w, base, new)
+        .unwrap();
+    let written = w.bits_written();
+    let mut out = base.clone();
+    Codec::Native
+        .read_delta_in(
+            context,
+            &mut BitReader::with_bit_len(&buf, written),
+            &mut out,
+        )
+        .unwrap();
+    assert!(!out.wire_differs(new));
+    written
+}
 
 fn float() -> impl Strategy<Value = f32> {
     prop_oneof![
@@ -1523,7 +1557,7 @@ mod derived {
     //! (`pmove_float 1`) do, and whose position moves at the new velocity.
 
     use super::*;
-    use crate::dynamic::{DynamicLayout, DynamicState};
+    use crate::dynamic::DynamicLayout;
     use crate::model::{Clock, ModelTrainer, Predictor};
     use std::sync::Arc;
 
@@ -1910,7 +1944,7 @@ mod timers {
     //! `bobCycle` by each command's milliseconds.
 
     use super::*;
-    use crate::dynamic::{DynamicLayout, DynamicState};
+    use crate::dynamic::DynamicLayout;
     use crate::model::{Clock, ModelTrainer, Predictor};
     use std::sync::Arc;
 
@@ -1981,41 +2015,22 @@ mod timers {
         DynamicLayout::with_model(Pmove::TABLE.schema(), Some(trainer.finish())).unwrap()
     }
 
-    fn state_in(layout: &Arc<DynamicLayout>, p: &Pmove) -> DynamicState {
-        let mut d = layout.zeroed();
-        for f in 0..3 {
-            d.set_word(f, 0, p.word(f, 0));
-        }
-        d
-    }
-
     /// Bits of `states`' deltas under `layout`, each read back equal.
     fn bits(layout: &Arc<DynamicLayout>, states: &[(Pmove, i32)]) -> usize {
-        let mut buf = vec![0u8; 64];
-        let mut total = 0;
-        for pair in states.windows(2) {
-            let (base, new) = (state_in(layout, &pair[0].0), state_in(layout, &pair[1].0));
-            let context = DeltaContext {
-                elapsed_ms: pair[1].1,
-                ..DeltaContext::default()
-            };
-            let mut w = BitWriter::new(&mut buf);
-            Codec::Native
-                .write_delta_in(&context, &mut w, &base, &new)
-                .unwrap();
-            let written = w.bits_written();
-            let mut out = base.clone();
-            Codec::Native
-                .read_delta_in(
-                    &context,
-                    &mut BitReader::with_bit_len(&buf, written),
-                    &mut out,
-                )
-                .unwrap();
-            assert!(!out.wire_differs(&new));
-            total += written;
-        }
-        total
+        states
+            .windows(2)
+            .map(|pair| {
+                let context = DeltaContext {
+                    elapsed_ms: pair[1].1,
+                    ..DeltaContext::default()
+                };
+                let (base, new) = (
+                    dynamic_state(layout, &pair[0].0),
+                    dynamic_state(layout, &pair[1].0),
+                );
+                native_delta_bits(&context, &base, &new)
+            })
+            .sum()
     }
 
     #[test]
@@ -2037,8 +2052,8 @@ mod timers {
                                        elapsed in any::<i32>()) {
             static LAYOUT: std::sync::OnceLock<Arc<DynamicLayout>> = std::sync::OnceLock::new();
             let layout = LAYOUT.get_or_init(|| layout(true));
-            let base = state_in(layout, &Pmove { time: base.0, weapon: i32::from(base.1), bob: i32::from(base.2) });
-            let new = state_in(layout, &Pmove { time: new.0, weapon: i32::from(new.1), bob: i32::from(new.2) });
+            let base = dynamic_state(layout, &Pmove { time: base.0, weapon: i32::from(base.1), bob: i32::from(base.2) });
+            let new = dynamic_state(layout, &Pmove { time: new.0, weapon: i32::from(new.1), bob: i32::from(new.2) });
             let context = DeltaContext { elapsed_ms: elapsed, ..DeltaContext::default() };
             let mut buf = vec![0u8; 64];
             let mut w = BitWriter::new(&mut buf);
@@ -2057,7 +2072,7 @@ mod top_bits {
     //! they are.
 
     use super::*;
-    use crate::dynamic::{DynamicLayout, DynamicState};
+    use crate::dynamic::DynamicLayout;
     use crate::model::ModelTrainer;
     use crate::range::{RangeReader, RangeWriter};
     use std::sync::Arc;
@@ -2105,12 +2120,6 @@ mod top_bits {
         DynamicLayout::with_model(schema, Some(data)).unwrap()
     }
 
-    fn state_in(layout: &Arc<DynamicLayout>, s: &Speed) -> DynamicState {
-        let mut d = layout.zeroed();
-        d.set_word(0, 0, s.word(0, 0));
-        d
-    }
-
     /// Bits of `states`' deltas under `layout` range-coded (every delta
     /// read back equal), and as a bit stream.
     fn bits(layout: &Arc<DynamicLayout>, states: &[Speed]) -> (usize, usize) {
@@ -2119,7 +2128,10 @@ mod top_bits {
         let mut buf = vec![0u8; 4096];
         let mut plain = BitWriter::new(&mut buf);
         for pair in states.windows(2) {
-            let (base, new) = (state_in(layout, &pair[0]), state_in(layout, &pair[1]));
+            let (base, new) = (
+                dynamic_state(layout, &pair[0]),
+                dynamic_state(layout, &pair[1]),
+            );
             Codec::Native
                 .write_delta_in(&context, &mut w, &base, &new)
                 .unwrap();
@@ -2131,7 +2143,10 @@ mod top_bits {
         let (bytes, range_bits) = w.finish();
         let mut r = RangeReader::new(bytes);
         for pair in states.windows(2) {
-            let (base, new) = (state_in(layout, &pair[0]), state_in(layout, &pair[1]));
+            let (base, new) = (
+                dynamic_state(layout, &pair[0]),
+                dynamic_state(layout, &pair[1]),
+            );
             let mut out = base.clone();
             Codec::Native
                 .read_delta_in(&context, &mut r, &mut out)
@@ -2161,7 +2176,7 @@ mod stamps {
     //! server time, a held one advances with the elapsed time.
 
     use super::*;
-    use crate::dynamic::{DynamicLayout, DynamicState};
+    use crate::dynamic::DynamicLayout;
     use crate::model::{ModelTrainer, Predictor};
     use std::sync::Arc;
 
@@ -2211,13 +2226,6 @@ mod stamps {
         DynamicLayout::with_model(Shot::TABLE.schema(), Some(trainer.finish())).unwrap()
     }
 
-    pub(super) fn state_in(layout: &Arc<DynamicLayout>, shot: &Shot) -> DynamicState {
-        let mut d = layout.zeroed();
-        d.set_word(0, 0, shot.word(0, 0));
-        d.set_word(1, 0, shot.word(1, 0));
-        d
-    }
-
     /// Bits of one delta under `layout` in `context`, read back equal.
     pub(super) fn delta_bits(
         layout: &Arc<DynamicLayout>,
@@ -2225,23 +2233,11 @@ mod stamps {
         base: &Shot,
         new: &Shot,
     ) -> usize {
-        let (base, new) = (state_in(layout, base), state_in(layout, new));
-        let mut buf = vec![0u8; 64];
-        let mut w = BitWriter::new(&mut buf);
-        Codec::Native
-            .write_delta_in(context, &mut w, &base, &new)
-            .unwrap();
-        let written = w.bits_written();
-        let mut out = base.clone();
-        Codec::Native
-            .read_delta_in(
-                context,
-                &mut BitReader::with_bit_len(&buf, written),
-                &mut out,
-            )
-            .unwrap();
-        assert!(!out.wire_differs(&new));
-        written
+        native_delta_bits(
+            context,
+            &dynamic_state(layout, base),
+            &dynamic_state(layout, new),
+        )
     }
 
     #[test]
@@ -2325,8 +2321,8 @@ mod stamps {
                              elapsed in any::<i32>(), now in any::<Option<u32>>(), spawn in any::<bool>()) {
             static LAYOUT: std::sync::OnceLock<Arc<DynamicLayout>> = std::sync::OnceLock::new();
             let layout = LAYOUT.get_or_init(|| layout(Predictor::Stamp));
-            let base = state_in(layout, &Shot { launched: base.0, kind: base.1 });
-            let new = state_in(layout, &Shot { launched: new.0, kind: new.1 });
+            let base = dynamic_state(layout, &Shot { launched: base.0, kind: base.1 });
+            let new = dynamic_state(layout, &Shot { launched: new.0, kind: new.1 });
             let context = DeltaContext { elapsed_ms: elapsed, spawn, server_time: now, ..DeltaContext::default() };
             let mut buf = vec![0u8; 64];
             let mut w = BitWriter::new(&mut buf);
@@ -2354,7 +2350,7 @@ mod tick_stamps {
     //! coded in whole ticks against the snapshot's server time, entering
     //! the view or changed in a held slot.
 
-    use super::stamps::{delta_bits, spawn_context, state_in, Shot};
+    use super::stamps::{delta_bits, spawn_context, Shot};
     use super::*;
     use crate::dynamic::DynamicLayout;
     use crate::model::{ModelTrainer, Predictor};
@@ -2468,8 +2464,8 @@ mod tick_stamps {
                                   elapsed in any::<i32>(), now in any::<Option<u32>>(), spawn in any::<bool>()) {
             static LAYOUT: std::sync::OnceLock<Arc<DynamicLayout>> = std::sync::OnceLock::new();
             let layout = LAYOUT.get_or_init(|| layout(TICKS));
-            let base = state_in(layout, &Shot { launched: base.0, kind: base.1 });
-            let new = state_in(layout, &Shot { launched: new.0, kind: new.1 });
+            let base = dynamic_state(layout, &Shot { launched: base.0, kind: base.1 });
+            let new = dynamic_state(layout, &Shot { launched: new.0, kind: new.1 });
             let context = DeltaContext { elapsed_ms: elapsed, spawn, server_time: now, ..DeltaContext::default() };
             let mut buf = vec![0u8; 64];
             let mut w = BitWriter::new(&mut buf);
@@ -2486,8 +2482,8 @@ mod tick_stamps {
             static LAYOUT: std::sync::OnceLock<Arc<DynamicLayout>> = std::sync::OnceLock::new();
             let layout = LAYOUT.get_or_init(|| layout(TICKS));
             let launched = now.wrapping_add((ticks * 50) as u32);
-            let base = state_in(layout, &Shot { launched: base, kind: 2 });
-            let new = state_in(layout, &Shot { launched, kind: 2 });
+            let base = dynamic_state(layout, &Shot { launched: base, kind: 2 });
+            let new = dynamic_state(layout, &Shot { launched, kind: 2 });
             let context = DeltaContext { spawn, server_time: Some(now), ..DeltaContext::default() };
             let mut buf = vec![0u8; 64];
             let mut w = BitWriter::new(&mut buf);
@@ -2516,7 +2512,7 @@ mod fixed_speeds {
     //! from the size the other two leave.
 
     use super::*;
-    use crate::dynamic::{DynamicLayout, DynamicState};
+    use crate::dynamic::DynamicLayout;
     use crate::model::{ModelTrainer, NativeModel, Predictor};
     use std::sync::Arc;
 
@@ -2586,14 +2582,6 @@ mod fixed_speeds {
         DynamicLayout::with_model(Body::TABLE.schema(), Some(trainer.finish())).unwrap()
     }
 
-    fn state_in(layout: &Arc<DynamicLayout>, body: &Body) -> DynamicState {
-        let mut d = layout.zeroed();
-        for field in 0..4 {
-            d.set_word(field, 0, body.word(field, 0));
-        }
-        d
-    }
-
     /// Bits of one delta under `layout` in `context`, read back equal.
     fn delta_bits(
         layout: &Arc<DynamicLayout>,
@@ -2601,23 +2589,11 @@ mod fixed_speeds {
         base: &Body,
         new: &Body,
     ) -> usize {
-        let (base, new) = (state_in(layout, base), state_in(layout, new));
-        let mut buf = vec![0u8; 64];
-        let mut w = BitWriter::new(&mut buf);
-        Codec::Native
-            .write_delta_in(context, &mut w, &base, &new)
-            .unwrap();
-        let written = w.bits_written();
-        let mut out = base.clone();
-        Codec::Native
-            .read_delta_in(
-                context,
-                &mut BitReader::with_bit_len(&buf, written),
-                &mut out,
-            )
-            .unwrap();
-        assert!(!out.wire_differs(&new));
-        written
+        native_delta_bits(
+            context,
+            &dynamic_state(layout, base),
+            &dynamic_state(layout, new),
+        )
     }
 
     /// Bits of the measured missiles and players entering the view.
@@ -2683,7 +2659,7 @@ mod fixed_speeds {
                 vy: f32::from_bits(words[1]),
                 vz: f32::from_bits(words[2]),
             };
-            let (base, new) = (state_in(layout, &body(base)), state_in(layout, &body(new)));
+            let (base, new) = (dynamic_state(layout, &body(base)), dynamic_state(layout, &body(new)));
             let context = DeltaContext::default().with_spawn(spawn);
             let mut buf = vec![0u8; 64];
             let mut w = BitWriter::new(&mut buf);
