@@ -67,6 +67,9 @@ net_struct! {
         pub stats: [i16; 16] = array(signed(16), 16),
         /// An array of 32-bit fields.
         pub power: [u32; 3] = array(unsigned(32), 3),
+        /// A Quake 3 float falling while `frame` holds 3 (the fuzzing
+        /// model's [`Predictor::Fall`], its gravity from `yaw`).
+        pub z: f32 = q3_float(),
     }
 }
 
@@ -228,6 +231,16 @@ pub fn modelled_base() -> &'static DynamicState {
             .with_predictor(
                 usize::from(index("time")),
                 Predictor::TickStamp { tick_ms: 50 },
+            )
+            // z falls while frame holds 3 before and after, at the gravity
+            // yaw holds (any decoded word: NaN, infinite, negative).
+            .with_predictor(
+                usize::from(index("z")),
+                Predictor::Fall {
+                    gravity: Some(index("yaw")),
+                    acceleration: 0,
+                    ground: (index("frame"), 3),
+                },
             );
         let mut states = vec![everything_base()];
         for i in 0..64u32 {
@@ -237,6 +250,7 @@ pub fn modelled_base() -> &'static DynamicState {
             next.frame = ((i * 3) % 512) as u16;
             next.on ^= i % 5 == 0;
             next.stats[(i % 16) as usize] -= 1;
+            next.z -= (i % 3) as f32;
             states.push(next);
         }
         // Dictionaries of common changes: the time's 50 and the frame's 3.

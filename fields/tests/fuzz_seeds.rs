@@ -47,9 +47,11 @@ fn bit_reader_seeds() -> Vec<Vec<u8>> {
 fn changed() -> [Everything; 3] {
     let base = everything_base();
     [
+        // z changed with frame 3 before and after: the fall path.
         Everything {
             time: 1050,
             x: 17.5,
+            z: -40.0,
             ..base
         },
         // `on` with x changed: the fuzzing model's fixed-speed path.
@@ -258,9 +260,9 @@ fn codec_range_replays() {
     write_seeds(CRATE, "codec_range", &seeds).unwrap();
     assert_eq!(
         fuzzing::codec_range(&seeds[3]),
-        5,
+        6,
         "the list's 4 entities (and its first bits read as a struct delta: \
-         one of held and spawn accepts them under the fuzzing model's predictors)"
+         held and spawn both accept them under the fuzzing model's codes)"
     );
     assert_eq!(replay("codec_range", 1, fuzzing::codec_range), seeds.len());
 }

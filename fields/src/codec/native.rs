@@ -640,7 +640,8 @@ fn predictor_of<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> Option
             Predictor::Integrate { .. }
             | Predictor::Extrapolate { .. }
             | Predictor::Differentiate { .. }
-            | Predictor::FixedSpeed { .. } => kind.element().is_float_bits(),
+            | Predictor::FixedSpeed { .. }
+            | Predictor::Fall { .. } => kind.element().is_float_bits(),
             Predictor::Advance
             | Predictor::Stamp
             | Predictor::TickStamp { .. }
@@ -887,6 +888,26 @@ fn predicted_reference<'a, T: Fields>(
                 } else {
                     rate
                 }
+            }
+            Predictor::Fall {
+                gravity,
+                acceleration,
+                ground: (ground, word),
+            } => {
+                // Standing on something before or after (on the ground,
+                // jumping, landing): no fall to predict.
+                let ground = usize::from(ground);
+                if base_word(ground) != word || new_word(ground) != word {
+                    return None;
+                }
+                let gravity = match gravity {
+                    Some(field) => {
+                        let field = usize::from(field);
+                        numeric(new.field_kind(field).element(), new_word(field))
+                    }
+                    None => f64::from(acceleration),
+                };
+                base_value as f64 - gravity * context.elapsed_ms as f64 / 1000.0
             }
             Predictor::Advance
             | Predictor::Stamp

@@ -150,7 +150,7 @@ impl PatternKey {
 /// When a field's value is decoded within a delta: 0 unpredicted, 1
 /// predicted from the delta's context and unpredicted fields alone
 /// ([`Predictor::Advance`], [`Predictor::Stamp`], [`Predictor::TickStamp`],
-/// [`Predictor::FixedSpeed`]), 2
+/// [`Predictor::FixedSpeed`], [`Predictor::Fall`]), 2
 /// predicted from other fields ([`Predictor::Integrate`],
 /// [`Predictor::Countdown`] and [`Predictor::Run`], whose inputs a model
 /// may only take from tiers 0 and 1, and [`Predictor::Extrapolate`],
@@ -164,7 +164,8 @@ pub fn decode_tier(predictor: Option<Predictor>) -> u8 {
             Predictor::Advance
             | Predictor::Stamp
             | Predictor::TickStamp { .. }
-            | Predictor::FixedSpeed { .. },
+            | Predictor::FixedSpeed { .. }
+            | Predictor::Fall { .. },
         ) => 1,
         Some(
             Predictor::Integrate { .. }
@@ -709,6 +710,29 @@ pub enum Predictor {
         /// (`None`: always).
         gate: Option<(u16, u32)>,
     },
+    /// The field is a vertical velocity (units per second, up positive)
+    /// of a body in free fall while both the baseline and the new state
+    /// hold the word `ground.1` in the field `ground.0` (Quake 3's
+    /// `groundEntityNum` of `ENTITYNUM_NONE`: standing on nothing): it
+    /// falls by the gravity over the delta's elapsed time, `new ≈ base −
+    /// g × elapsed`, where g is the new value of the field `gravity`
+    /// (Quake 3's `ps.gravity`, in units per second²), or `acceleration`
+    /// without one. Elsewhere (on the ground, jumping, landing) the field
+    /// is coded from its baseline. Coded from the baseline, a player in
+    /// the air for a 200 ms delta changes its vertical velocity by 160
+    /// units a second, eight bits or so; from the fall, by what its
+    /// commands' snapping and timing left, three or four. The gravity and
+    /// ground fields must be unpredicted (decoded first); the field
+    /// itself is decoded with the context-predicted ones, so a position
+    /// may [`Predictor::Integrate`] it.
+    Fall {
+        /// The field holding the gravity (`None`: `acceleration`).
+        gravity: Option<u16>,
+        /// The gravity without a gravity field, in units per second².
+        acceleration: u16,
+        /// The field and word that say the body stands on nothing.
+        ground: (u16, u32),
+    },
 }
 
 /// Every field the predictors read (their rates and clock fields), sorted.
@@ -736,6 +760,8 @@ pub(crate) fn predictor_inputs(predictors: &[Option<Predictor>]) -> Vec<u16> {
             | Predictor::Stamp
             | Predictor::TickStamp { .. }
             | Predictor::FixedSpeed { .. } => [None, None],
+            // The ground's baseline is read; the gravity only new.
+            Predictor::Fall { ground, .. } => [Some(ground.0), None],
         })
         .flatten()
         .collect();
@@ -793,6 +819,16 @@ fn predictor_words(predictor: Predictor) -> [u64; 4] {
             u64::from(speed) | u64::from(a) << 16 | u64::from(b) << 32,
             gate.map_or(u64::MAX, |(field, _)| u64::from(field)),
             gate.map_or(0, |(_, word)| u64::from(word)),
+        ],
+        Predictor::Fall {
+            gravity,
+            acceleration,
+            ground: (ground, word),
+        } => [
+            9,
+            gravity.map_or(u64::MAX, u64::from),
+            u64::from(acceleration) | u64::from(ground) << 16,
+            u64::from(word),
         ],
     }
 }
@@ -871,6 +907,15 @@ fn predictors_fit(predictors: &[Option<Predictor>], fields: usize) -> bool {
             .into_iter()
             .chain(gate.map(|(field, _)| field))
             .all(|f| usize::from(f) < fields && predictors.get(f as usize) == Some(&None)),
+        // The gravity and the ground are read new (and the ground's
+        // baseline), and the field is decoded with the context-predicted
+        // ones: they must be unpredicted.
+        Predictor::Fall {
+            gravity, ground, ..
+        } => gravity
+            .into_iter()
+            .chain([ground.0])
+            .all(|f| usize::from(f) < fields && predictors.get(f as usize) == Some(&None)),
         Predictor::Advance | Predictor::Stamp | Predictor::TickStamp { .. } => true,
     })
 }
@@ -901,7 +946,8 @@ fn loose_clocks(replacements: &[Option<Predictor>]) -> Vec<u16> {
             Predictor::Advance
             | Predictor::Stamp
             | Predictor::TickStamp { .. }
-            | Predictor::FixedSpeed { .. } => None,
+            | Predictor::FixedSpeed { .. }
+            | Predictor::Fall { .. } => None,
         })
         .collect();
     clocks.sort_unstable();
@@ -961,7 +1007,8 @@ fn rate_inputs(predictors: &[Option<Predictor>]) -> Vec<u16> {
             | Predictor::TickStamp { .. }
             | Predictor::Countdown { .. }
             | Predictor::Run { .. }
-            | Predictor::FixedSpeed { .. } => None,
+            | Predictor::FixedSpeed { .. }
+            | Predictor::Fall { .. } => None,
         })
         .collect();
     rates.sort_unstable();
