@@ -41,7 +41,10 @@ use snapshot::{ClientSettings, Compact, Framing, Models};
 /// entities re-entering the view are coded from (`snapshot::history`):
 /// a peer of version 11 would misread every delta header with an
 /// exception.
-pub const SESSION_VERSION: u32 = 12;
+/// 13: a range-coded entity entry's choice of start
+/// (`fields::StartChoice`) takes the older state at chance 7/8, not 1/3:
+/// a peer of version 12 would misread every re-entering entity.
+pub const SESSION_VERSION: u32 = 13;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec, the snapshot framing
