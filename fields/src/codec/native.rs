@@ -1371,11 +1371,30 @@ fn zero_word(
 }
 
 /// The members of `set` in the order their values are sent, into `out`;
-/// returns how many. By [`crate::model::decode_tier`], so every
-/// prediction's inputs are decoded before it, and within a tier by field.
-/// The writer and the reader both take it straight from the set: one step
-/// per member, with no per-field look-up of its tier.
+/// returns how many (see [`visit_in_value_order`]).
 fn value_order(set: &FieldSet, model: &Model<'_>, out: &mut [u16; MAX_FIELDS]) -> usize {
+    let mut count = 0;
+    let visited: Result<(), std::convert::Infallible> = visit_in_value_order(set, model, |field| {
+        out[count] = field as u16;
+        count += 1;
+        Ok(())
+    });
+    let Ok(()) = visited;
+    count
+}
+
+/// Calls `visit` with each member of `set` in the order their values are
+/// sent, stopping at its first error. By [`crate::model::decode_tier`], so
+/// every prediction's inputs are decoded before it, and within a tier by
+/// field. The writer and the reader both take it straight from the set:
+/// one step per member, with no per-field look-up of its tier, and no
+/// list of members to fill first.
+#[inline(always)]
+fn visit_in_value_order<E>(
+    set: &FieldSet,
+    model: &Model<'_>,
+    mut visit: impl FnMut(usize) -> Result<(), E>,
+) -> Result<(), E> {
     let tiers = model
         .tier_sets
         .map_or(std::slice::from_ref(&EVERY_FIELD), |sets| &sets[..]);
@@ -1386,18 +1405,16 @@ fn value_order(set: &FieldSet, model: &Model<'_>, out: &mut [u16; MAX_FIELDS]) -
         .rposition(|&bits| bits != 0)
         .map_or(0, |last| last + 1);
     let set = &set[..used];
-    let mut count = 0;
     for tier in tiers {
         for (word, (&bits, &mask)) in set.iter().zip(tier).enumerate() {
             let mut bits = bits & mask;
             while bits != 0 {
-                out[count] = (word * 64 + bits.trailing_zeros() as usize) as u16;
-                count += 1;
+                visit(word * 64 + bits.trailing_zeros() as usize)?;
                 bits &= bits - 1;
             }
         }
     }
-    count
+    Ok(())
 }
 
 /// Whether a clock field went from `base` to `new` in exactly the delta's
@@ -1418,6 +1435,12 @@ fn value_order_after(
     if first.is_empty() {
         return value_order(set, model, out);
     }
+    value_order(&without(set, first), model, out)
+}
+
+/// `set` without the fields of `first`.
+#[inline]
+fn without(set: &FieldSet, first: &[u16]) -> FieldSet {
     let mut rest = *set;
     for &field in first {
         let field = usize::from(field);
@@ -1425,7 +1448,7 @@ fn value_order_after(
             *word &= !(1u64 << (field % 64));
         }
     }
-    value_order(&rest, model, out)
+    rest
 }
 
 /// The indices of the fields that differ, into `out`; returns how many.
@@ -1974,26 +1997,23 @@ fn read_scalar_words<T: Fields, S: BitSource + ?Sized>(
             )?;
         }
     }
+    // Borrowed unless the clocks replace the codings: the model is too
+    // large to copy per delta for nothing.
+    let for_clocks;
     let model = match clocks {
-        Some(clocks) => model.for_clocks(clocks.iter().all(|&clock| {
-            let clock = usize::from(clock);
-            clock_advanced(context, word_of(base, clock), word_of(&new, clock))
-        })),
-        None => *model,
+        Some(clocks) => {
+            for_clocks = model.for_clocks(clocks.iter().all(|&clock| {
+                let clock = usize::from(clock);
+                clock_advanced(context, word_of(base, clock), word_of(&new, clock))
+            }));
+            &for_clocks
+        }
+        None => model,
     };
-    let mut order = [0u16; MAX_FIELDS];
-    let ordered = value_order_after(set, first, &model, &mut order);
-    for &index in &order[..ordered] {
-        read_scalar_value(
-            source,
-            out,
-            &model,
-            usize::from(index),
-            (base, &mut new),
-            context,
-            scope,
-        )?;
-    }
+    let rest = without(set, first);
+    visit_in_value_order(&rest, model, |index| {
+        read_scalar_value(source, out, model, index, (base, &mut new), context, scope)
+    })?;
     out.store_scalar_words(&new, set);
     Ok(())
 }
@@ -2091,9 +2111,13 @@ fn get_grouped_set<S: BitSource + ?Sized>(
         ));
     }
     let mut count = 0;
+    let codes = model.group_codes(set);
     for group in 0..last_group {
         let position = source.bits_read();
-        let pattern = get_symbol(source, Some(model), Context::Group(set, group))?;
+        let pattern = match codes.get(group) {
+            Some(code) => source.get_coded_symbol(code)?,
+            None => get_symbol(source, None, Context::Group(set, group))?,
+        };
         if pattern != 0 {
             let highest = group * GROUP_FIELDS + 7 - pattern.leading_zeros() as usize;
             if highest >= fields {

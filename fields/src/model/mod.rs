@@ -1923,6 +1923,16 @@ impl NativeModel {
         self.id
     }
 
+    /// The [`Context::Group`] codes of pattern set `set`, by group: what
+    /// [`code`](Self::code) gives for each group, looked up once for a
+    /// whole changed set (empty, or short, where the model has none).
+    #[inline]
+    pub(crate) fn group_codes(&self, set: PatternSet) -> &[SymbolCode] {
+        let start = usize::from(set) * self.groups_per_set;
+        let end = (start + self.groups_per_set).min(self.groups.len());
+        self.groups.get(start..end).unwrap_or(&[])
+    }
+
     /// The code for a context (`None` for a context outside the model's shape).
     // Inline: every symbol the native decoder reads looks its code up here,
     // and out of line the match costs a call per symbol (≈ 9 M instructions
