@@ -731,7 +731,7 @@ pub fn render_markdown(report: &BoundReport) -> String {
 pub fn parts_table(d: &DemoBound) -> String {
     let per = |bits: f64| bits / d.messages.max(1) as f64;
     let mut out = format!(
-        "{} (bits per message) | Huffman today | cross-entropy | in-sample | raw today | raw adaptive | raw in-sample |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        "| {} (bits per message) | Huffman today | cross-entropy | in-sample | raw today | raw adaptive | raw in-sample |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
         d.name
     );
     for p in &d.parts {
@@ -753,7 +753,7 @@ pub fn parts_table(d: &DemoBound) -> String {
 /// updates and bits per update (symbols at their cross-entropy).
 pub fn entity_kinds_table(d: &DemoBound) -> String {
     let mut out = format!(
-        "{} entities | updates | bits/update | number | pattern | values | costliest values (bits/update) |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |\n",
+        "| {} entities | updates | bits/update | number | pattern | values | costliest values (bits/update) |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |\n",
         d.name
     );
     for k in &d.entity_kinds {
@@ -781,7 +781,7 @@ pub fn entity_kinds_table(d: &DemoBound) -> String {
 pub fn fields_table(d: &DemoBound, top: usize) -> String {
     let per = |bits: f64| bits / d.messages.max(1) as f64;
     let mut out = format!(
-        "{} (bits per message) | values | Huffman today | cross-entropy | raw bits |\n| --- | ---: | ---: | ---: | ---: |\n",
+        "| {} (bits per message) | values | Huffman today | cross-entropy | raw bits |\n| --- | ---: | ---: | ---: | ---: |\n",
         d.name
     );
     for cost in d.fields.iter().take(top) {
