@@ -48,6 +48,21 @@ fn dynamic_state(layout: &Arc<DynamicLayout>, value: &impl Fields) -> DynamicSta
     state
 }
 
+/// Bits of one native delta between two values of a test table, coded as
+/// states of `layout` ([`dynamic_state`]) in `context`, read back equal.
+fn delta_bits(
+    layout: &Arc<DynamicLayout>,
+    context: &DeltaContext,
+    base: &impl Fields,
+    new: &impl Fields,
+) -> usize {
+    native_delta_bits(
+        context,
+        &dynamic_state(layout, base),
+        &dynamic_state(layout, new),
+    )
+}
+
 /// Bits of one native delta from `base` to `new` in `context` (a bit
 /// stream), after checking it reads back equal.
 fn native_delta_bits(context: &DeltaContext, base: &DynamicState, new: &DynamicState) -> usize {
@@ -2226,20 +2241,6 @@ mod stamps {
         DynamicLayout::with_model(Shot::TABLE.schema(), Some(trainer.finish())).unwrap()
     }
 
-    /// Bits of one delta under `layout` in `context`, read back equal.
-    pub(super) fn delta_bits(
-        layout: &Arc<DynamicLayout>,
-        context: &DeltaContext,
-        base: &Shot,
-        new: &Shot,
-    ) -> usize {
-        native_delta_bits(
-            context,
-            &dynamic_state(layout, base),
-            &dynamic_state(layout, new),
-        )
-    }
-
     #[test]
     fn launch_times_entering_the_view_cost_their_age_not_the_clock() {
         let measured = shots(500, 11);
@@ -2350,7 +2351,7 @@ mod tick_stamps {
     //! coded in whole ticks against the snapshot's server time, entering
     //! the view or changed in a held slot.
 
-    use super::stamps::{delta_bits, spawn_context, Shot};
+    use super::stamps::{spawn_context, Shot};
     use super::*;
     use crate::dynamic::DynamicLayout;
     use crate::model::{ModelTrainer, Predictor};
@@ -2580,20 +2581,6 @@ mod fixed_speeds {
             trainer.observe(&Body::default(), &body, &spawn());
         }
         DynamicLayout::with_model(Body::TABLE.schema(), Some(trainer.finish())).unwrap()
-    }
-
-    /// Bits of one delta under `layout` in `context`, read back equal.
-    fn delta_bits(
-        layout: &Arc<DynamicLayout>,
-        context: &DeltaContext,
-        base: &Body,
-        new: &Body,
-    ) -> usize {
-        native_delta_bits(
-            context,
-            &dynamic_state(layout, base),
-            &dynamic_state(layout, new),
-        )
     }
 
     /// Bits of the measured missiles and players entering the view.
@@ -3204,20 +3191,6 @@ mod falls {
             trainer.observe(base, new, &context);
         }
         DynamicLayout::with_model(schema, Some(trainer.finish())).unwrap()
-    }
-
-    /// Bits of one delta under `layout`, read back equal.
-    fn delta_bits(
-        layout: &Arc<DynamicLayout>,
-        context: &DeltaContext,
-        base: &Jumper,
-        new: &Jumper,
-    ) -> usize {
-        native_delta_bits(
-            context,
-            &dynamic_state(layout, base),
-            &dynamic_state(layout, new),
-        )
     }
 
     /// Bits of another run's deltas: (in the air before and after, the
