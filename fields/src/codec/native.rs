@@ -746,10 +746,9 @@ fn reference_of<'a, T: Fields>(
     base_word: impl Fn(usize) -> u32,
     new_word: impl Fn(usize) -> u32,
     new: &T,
-    field: usize,
+    (field, coding): (usize, &FieldCoding),
     (context, clocks): (&DeltaContext, &impl ClockReadings),
 ) -> Reference<'a> {
-    let coding = model.coding(field);
     if coding.predictor.is_some() || coding.axis.is_some() {
         return predicted_reference(model, base_word, new_word, new, field, (context, clocks));
     }
@@ -802,43 +801,45 @@ fn predicted_reference<'a, T: Fields>(
     let kind = *new.field_kind(field).element();
     if !matches!(kind, ScalarKind::Q3Float) {
         // Only a tier-1 or tier-2 integer can hold a prediction: skip the
-        // look-up for the rest.
-        let advanced = match model.coding(field).tier {
-            1 | 2 => match predictor_of(model, new, field) {
-                Some(Predictor::Advance) => {
-                    Some(base_word(field).wrapping_add(context.elapsed_ms as u32))
-                }
-                Some(Predictor::Stamp) => {
-                    let base = base_word(field);
-                    Some(match context.server_time {
-                        // Entering the view, or a slot a new entity took:
-                        // a moment shortly before the snapshot.
-                        Some(now) if context.spawn || base == 0 => now,
-                        _ => base.wrapping_add(context.elapsed_ms as u32),
-                    })
-                }
-                // A launch time never moves: a changed one is a new
-                // entity's, launched shortly before the snapshot.
-                Some(Predictor::TickStamp { .. }) => Some(match context.server_time {
-                    Some(now) => now,
-                    None => base_word(field).wrapping_add(context.elapsed_ms as u32),
-                }),
-                Some(Predictor::Countdown { clock }) => {
-                    let left = numeric(&kind, base_word(field)) - elapsed_ms(clock);
-                    // Whole milliseconds; a timer already at or below zero
-                    // stays where it is.
-                    let base = numeric(&kind, base_word(field));
-                    let predicted = if base <= 0.0 { base } else { left.max(0.0) };
-                    Some(predicted as i64 as u32)
-                }
-                Some(Predictor::Run { per_1024, clock }) => {
-                    let steps = (f64::from(per_1024) * elapsed_ms(clock) / 1024.0).round();
-                    // Any clock (even a corrupt one) gives some word: the
-                    // cast saturates and the sum wraps in the field's width.
-                    Some(base_word(field).wrapping_add(steps as i64 as u32))
-                }
-                _ => None,
-            },
+        // look-up for the rest. Looked up once, for the prediction and
+        // its tick.
+        let predictor = match model.coding(field).tier {
+            1 | 2 => predictor_of(model, new, field),
+            _ => None,
+        };
+        let advanced = match predictor {
+            Some(Predictor::Advance) => {
+                Some(base_word(field).wrapping_add(context.elapsed_ms as u32))
+            }
+            Some(Predictor::Stamp) => {
+                let base = base_word(field);
+                Some(match context.server_time {
+                    // Entering the view, or a slot a new entity took:
+                    // a moment shortly before the snapshot.
+                    Some(now) if context.spawn || base == 0 => now,
+                    _ => base.wrapping_add(context.elapsed_ms as u32),
+                })
+            }
+            // A launch time never moves: a changed one is a new
+            // entity's, launched shortly before the snapshot.
+            Some(Predictor::TickStamp { .. }) => Some(match context.server_time {
+                Some(now) => now,
+                None => base_word(field).wrapping_add(context.elapsed_ms as u32),
+            }),
+            Some(Predictor::Countdown { clock }) => {
+                let left = numeric(&kind, base_word(field)) - elapsed_ms(clock);
+                // Whole milliseconds; a timer already at or below zero
+                // stays where it is.
+                let base = numeric(&kind, base_word(field));
+                let predicted = if base <= 0.0 { base } else { left.max(0.0) };
+                Some(predicted as i64 as u32)
+            }
+            Some(Predictor::Run { per_1024, clock }) => {
+                let steps = (f64::from(per_1024) * elapsed_ms(clock) / 1024.0).round();
+                // Any clock (even a corrupt one) gives some word: the
+                // cast saturates and the sum wraps in the field's width.
+                Some(base_word(field).wrapping_add(steps as i64 as u32))
+            }
             _ => None,
         };
         // An unpredicted integer may have a dictionary of common changes.
@@ -846,7 +847,7 @@ fn predicted_reference<'a, T: Fields>(
             None => model.dictionary(field),
             Some(_) => &[],
         };
-        let tick = match (advanced, predictor_of(model, new, field)) {
+        let tick = match (advanced, predictor) {
             (Some(_), Some(Predictor::TickStamp { tick_ms })) => u32::from(tick_ms),
             _ => 0,
         };
@@ -1377,7 +1378,7 @@ fn put_value<S: BitSink + ?Sized>(
 fn get_value<S: BitSource + ?Sized>(
     source: &mut S,
     model: &Model<'_>,
-    field: usize,
+    (field, replaced): (usize, bool),
     kind: &ScalarKind,
     base: u32,
     reference: Reference,
@@ -1392,7 +1393,7 @@ fn get_value<S: BitSource + ?Sized>(
         base,
         scope.origin,
         scope.demotes(model, field),
-        model.coding(field).replaced,
+        replaced,
     );
     let extra_bits = match (kind, reference.grid_step) {
         (ScalarKind::Q3Float, Some(_)) => &GRID_EXTRA_BITS,
@@ -1702,7 +1703,7 @@ fn visit_model_symbols<T: Fields>(
             |f| base.word(f, 0),
             |f| new.word(f, 0),
             new,
-            field,
+            (field, model.coding(field)),
             (context, &clocks),
         );
         if let Some(sets) = model.element_sets(field, origin) {
@@ -1836,7 +1837,14 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
     let clocks = Unkept;
     let mut write_value = |index: usize| -> Result<(), BitError> {
         let kind = new.field_kind(index);
-        let reference = reference_of(&model, base_word, new_word, new, index, (context, &clocks));
+        let reference = reference_of(
+            &model,
+            base_word,
+            new_word,
+            new,
+            (index, model.coding(index)),
+            (context, &clocks),
+        );
         if kind.is_array() {
             let mask = new.element_changes(base, index);
             put_elements(sink, &model, (index, origin), kind.elements(), mask)?;
@@ -1983,7 +1991,7 @@ fn read_held_value<T: Fields, S: BitSource + ?Sized>(
             base_word,
             |f| current.word(f, 0),
             current,
-            index,
+            (index, model.coding(index)),
             (context, clocks),
         )
     };
@@ -2000,7 +2008,7 @@ fn read_held_value<T: Fields, S: BitSource + ?Sized>(
         let word = get_value(
             source,
             model,
-            index,
+            (index, model.coding(index).replaced),
             kind.element(),
             out.word(index, 0),
             reference,
@@ -2024,10 +2032,11 @@ fn read_array_elements<T: Fields, S: BitSource + ?Sized>(
 ) -> Result<(), BitError> {
     let kind = out.field_kind(index);
     let mask = get_elements(source, model, (index, origin), kind.elements())?;
+    let value = (index, model.coding(index).replaced);
     for element in Ones(u64::from(mask)) {
         let element = element as usize;
         let old = out.word(index, element);
-        let word = get_value(source, model, index, kind.element(), old, reference, scope)?;
+        let word = get_value(source, model, value, kind.element(), old, reference, scope)?;
         out.set_word(index, element, word);
     }
     Ok(())
@@ -2138,12 +2147,14 @@ fn read_scalar_value<T: Fields, S: BitSource + ?Sized>(
 ) -> Result<(), BitError> {
     let (base, new) = words;
     let kind = out.field_kind(index);
+    // One look-up of the field's coding for its reference and its value.
+    let coding = model.coding(index);
     let reference = reference_of(
         model,
         |f| word_of(base, f),
         |f| word_of(new, f),
         out,
-        index,
+        (index, coding),
         (context, clocks),
     );
     let word = if kind.is_array() {
@@ -2163,7 +2174,7 @@ fn read_scalar_value<T: Fields, S: BitSource + ?Sized>(
         get_value(
             source,
             model,
-            index,
+            (index, coding.replaced),
             kind.element(),
             word_of(base, index),
             reference,
