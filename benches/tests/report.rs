@@ -503,7 +503,10 @@ fn the_entropy_bounds_today_is_the_reports_native_loo() {
     // became a traced decision, one bit each in the bit stream: 634 more
     // symbols, from 14,640 and 64,178 bits. Vertical velocities falling
     // with the gravity, `Predictor::Fall`, took the raw bits from 54,565
-    // to 51,253 and the symbols' from 64,812 to 64,960.)
+    // to 51,253 and the symbols' from 64,812 to 64,960. Adapting chains
+    // that start at 16 messages and double, not 128 from the start,
+    // took the symbols' bits to 51,902: models trained on one small demo
+    // are far from this one, and the first rebuilds come early.)
     assert_eq!(
         (
             bound.symbols,
@@ -511,9 +514,10 @@ fn the_entropy_bounds_today_is_the_reports_native_loo() {
             bound.raw_bits,
             bound.header_bits
         ),
-        (15_274, 64_960, 51_253, 3_920)
+        (15_274, 51_902, 51_253, 3_920)
     );
     // Range-coded, the same symbols take fewer whole bytes (15,593 with
-    // each list's start a plain bit; 15,983 and 15,577 before the fall).
-    assert_eq!((bound.native_bytes, bound.range_bytes), (15_587, 15_186));
+    // each list's start a plain bit; 15,983 and 15,577 before the fall;
+    // 15,587 and 15,186 with 128-message chains from the start).
+    assert_eq!((bound.native_bytes, bound.range_bytes), (13_959, 13_466));
 }

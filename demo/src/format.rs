@@ -123,7 +123,12 @@ pub const FORMAT_NAME: &str = "native";
 /// a list's start are coded by them.
 /// 19: a range-coded entity entry's choice of start
 /// (`fields::StartChoice`) takes the older state at chance 7/8, not 1/3.
-pub const VERSION: u16 = 19;
+/// 20: an adapting stream's chains start short and double
+/// (`fields::model::AdaptPolicy::first_chain`, carried in the header's
+/// policy), and a chain whose rebuild started early carries the symbols
+/// after its start to the next chain: a version 19 player would rebuild
+/// other models.
+pub const VERSION: u16 = 20;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

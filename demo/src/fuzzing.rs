@@ -544,6 +544,7 @@ impl HeaderMutation {
             HeaderMutation::Adaptation(policy) => {
                 header.adaptation = policy.map(|(chain, weight, lead)| AdaptPolicy {
                     chain_length: u32::from(chain % 64) + 1,
+                    first_chain: u32::from(chain % 5),
                     weight: u32::from(weight % 4096) + 1,
                     lead: u32::from(lead % 3),
                 })

@@ -129,6 +129,7 @@ fn trained<T: fields::NetFields>(pairs: impl Iterator<Item = (T, T)>) -> Arc<Nat
 fn an_adapting_stream_recorded_server_side_replays_and_is_not_rebased() {
     let policy = AdaptPolicy {
         chain_length: 16,
+        first_chain: 0,
         weight: 256,
         lead: 0,
     };

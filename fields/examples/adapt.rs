@@ -55,6 +55,7 @@ fn main() -> Result<(), netq3_fields::BitError> {
 
     let policy = AdaptPolicy {
         chain_length: 16,
+        first_chain: 0,
         weight: 64,
         lead: 0,
     };

@@ -44,7 +44,11 @@ use snapshot::{ClientSettings, Compact, Framing, Models};
 /// 13: a range-coded entity entry's choice of start
 /// (`fields::StartChoice`) takes the older state at chance 7/8, not 1/3:
 /// a peer of version 12 would misread every re-entering entity.
-pub const SESSION_VERSION: u32 = 13;
+/// 14: adapting models' chains start short and double
+/// (`fields::model::AdaptPolicy::first_chain`), and a chain whose rebuild
+/// started early carries the symbols after its start to the next chain:
+/// a peer of version 13 would rebuild other models.
+pub const SESSION_VERSION: u32 = 14;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec, the snapshot framing

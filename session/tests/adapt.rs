@@ -15,10 +15,12 @@ use support::{link, other_habits_models, Sim};
 
 #[test]
 fn adapting_models_stay_in_step_through_loss_duplication_reordering_and_a_restart() {
-    // Short chains, so a run of a few thousand ticks rebuilds many times;
-    // the rebuild starts 4 messages early on a background thread.
+    // Short chains, so a run of a few thousand ticks rebuilds many times:
+    // 4, 8, then 16 messages after each full snapshot. The rebuild starts
+    // 4 messages early on a background thread (2 in the first chain).
     let policy = AdaptPolicy {
         chain_length: 16,
+        first_chain: 4,
         weight: 256,
         lead: 4,
     };

@@ -174,6 +174,7 @@ fn a_header_framed_otherwise_than_the_server_is_refused() {
 fn an_adapting_session_records_a_demo_that_plays_and_verifies() {
     let policy = AdaptPolicy {
         chain_length: 16,
+        first_chain: 4,
         weight: 256,
         lead: 4,
     };
@@ -193,8 +194,9 @@ fn an_adapting_session_records_a_demo_that_plays_and_verifies() {
     assert_eq!(gamestates, 2);
     assert_eq!(map, Some(2));
     // The player's models changed along the chains, as the server's did:
-    // the trained model, and a rebuild in each chain that ran past 16
-    // messages before a keyframe restarted it from the trained one.
+    // the trained model, and the rebuilds after 4, 12 and 28 messages (and
+    // every 16 after) of each stretch before a keyframe restarted it from
+    // the trained one.
     let mut player = Player::new(reader).expect("player");
     let mut entity_models = std::collections::HashSet::new();
     while let Some(played) = player.next_record() {
@@ -207,7 +209,7 @@ fn an_adapting_session_records_a_demo_that_plays_and_verifies() {
             );
         }
     }
-    assert_eq!(entity_models.len(), 5);
+    assert_eq!(entity_models.len(), 11);
 }
 
 #[test]

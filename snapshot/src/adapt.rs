@@ -3,10 +3,12 @@
 //! With [`Models::with_adaptation`], a snapshot is coded not with the
 //! trained models but with the ones its base holds, and the snapshot it
 //! delivers holds those plus the symbols it coded
-//! ([`fields::model::adapt`]). Every [`AdaptPolicy::chain_length`]
-//! messages of a chain, the next one is coded with models rebuilt from the
-//! trained counts plus the chain's symbols. A full snapshot starts again
-//! from the trained models.
+//! ([`fields::model::adapt`]). Once a chain is as long as the policy's
+//! schedule makes it ([`AdaptPolicy::chain_at`]: short chains at a
+//! stream's start, doubling up to [`AdaptPolicy::chain_length`]), the
+//! next message is coded with models rebuilt from the trained counts plus
+//! the chain's symbols. A full snapshot starts again from the trained
+//! models and the first chain's length.
 //!
 //! Both ends keep an adaptation per snapshot of their ring: the server per
 //! record it sent, the client per snapshot it decoded. The server codes

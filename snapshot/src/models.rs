@@ -159,6 +159,7 @@ impl Models {
         // a rebuild holds).
         if let Some(policy) = self.adapt {
             hash.u32(policy.chain_length);
+            hash.u32(policy.first_chain);
             hash.u32(policy.weight);
             hash.u32(policy.lead);
         }

@@ -79,6 +79,7 @@ fn models() -> Models {
 
 const POLICY: AdaptPolicy = AdaptPolicy {
     chain_length: 8,
+    first_chain: 0,
     weight: 256,
     lead: 0,
 };
@@ -350,6 +351,33 @@ fn adapting_with_a_lead_rebuilds_off_the_frame_path_and_stays_in_step() {
     let live = AdaptPolicy { lead: 3, ..POLICY };
     let outcome = run(models().with_adaptation(Some(live)), 2, 300, None);
     assert!(outcome.entity_models > 10, "{outcome:?}");
+}
+
+#[test]
+fn short_early_chains_stay_in_step_under_loss_duplication_reordering_and_a_reconnect() {
+    // Chains of 2, 4, then 8 messages after each full snapshot, with
+    // their rebuilds made at the chain's end or started early (a lead of
+    // 3, one message in the first chain): both ends count each chain's
+    // generation along it, so they agree on every chain's length.
+    let schedule = AdaptPolicy {
+        first_chain: 2,
+        ..POLICY
+    };
+    let mut models_seen = Vec::new();
+    for policy in [
+        schedule,
+        AdaptPolicy {
+            lead: 3,
+            ..schedule
+        },
+    ] {
+        let outcome = run(models().with_adaptation(Some(policy)), 3, 600, Some(300));
+        assert_eq!(outcome.decoded, 1430, "{policy:?}");
+        models_seen.push(outcome.entity_models);
+    }
+    // The entity models the clients' snapshots were coded with (fixed
+    // chains of 8 code with 84).
+    assert_eq!(models_seen, [98, 73]);
 }
 
 #[test]

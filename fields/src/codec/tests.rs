@@ -3007,6 +3007,7 @@ mod element_sets_and_list_starts {
         );
         let policy = AdaptPolicy {
             chain_length: 4,
+            first_chain: 0,
             weight: 16,
             lead: 0,
         };

@@ -14,18 +14,32 @@
 //! * A message from a base is coded with the base's model, and its state's
 //!   adaptation is the base's plus the message's own symbols
 //!   ([`Adaptation::after`]).
-//! * Once a chain is [`AdaptPolicy::chain_length`] messages long, the next
-//!   message from it is coded with a model rebuilt from the chain's model's
-//!   counts plus the chain's symbols, each worth [`AdaptPolicy::weight`]
-//!   training symbols ([`Adaptation::for_next`]), and starts a new chain.
+//! * Once a chain is as long as the policy's schedule says
+//!   ([`AdaptPolicy::chain_at`]), the next message from it is coded with a
+//!   model rebuilt from the chain's model's counts plus the chain's
+//!   symbols, each worth [`AdaptPolicy::weight`] training symbols
+//!   ([`Adaptation::for_next`]), and starts a new chain, one generation
+//!   later.
+//! * The schedule adapts fast at a stream's start and then settles: the
+//!   first chain is [`AdaptPolicy::first_chain`] messages long and each
+//!   later one twice the one before, up to [`AdaptPolicy::chain_length`].
+//!   A stream's first messages are where the trained model is furthest
+//!   from the game, and a few dozen messages already show its habits; the
+//!   later rebuilds each add less, so they come rarer. Each state counts
+//!   its chain's generation, so both ends agree on every chain's length.
 //!
 //! * With [`AdaptPolicy::lead`], the rebuild starts earlier, on a
 //!   background thread: when a chain is `lead` messages short of its
-//!   length, from the chain as it stands then. Every state after it in
-//!   the chain shares that rebuild, and the next chain starts with it. Both
-//!   ends start it from the same state, so it holds the same symbols
-//!   whenever it finishes; a message only waits for it if it is still not
-//!   done `lead` messages later ([`Adaptation::would_wait`]).
+//!   length, from the chain as it stands then. A chain shorter than twice
+//!   the lead starts it halfway instead ([`AdaptPolicy::lead_at`]), so a
+//!   short early chain still gives the rebuild half its messages' time
+//!   and its rebuild still holds half its symbols. Every state after it
+//!   in the chain shares that rebuild, and the next chain starts with it
+//!   and with the symbols of the messages after its start, which the
+//!   next rebuild counts: no message's symbols go uncounted. Both ends
+//!   start it from the same state, so it holds the same symbols whenever
+//!   it finishes; a message only waits for it if it is still not done
+//!   when the chain ends ([`Adaptation::would_wait`]).
 //!
 //! A client decodes a message only from a base it holds, and it holds
 //! that base's adaptation because it decoded every message of the chain;
@@ -50,6 +64,11 @@ pub struct AdaptPolicy {
     /// model (1 to [`AdaptPolicy::MAX_CHAIN`]; larger values are taken as
     /// that).
     pub chain_length: u32,
+    /// Messages in a stream's first chain (and a full snapshot's): each
+    /// later chain is twice as long as the one before, until they are
+    /// [`AdaptPolicy::chain_length`] long. 0, or not below
+    /// `chain_length`: every chain is `chain_length` long.
+    pub first_chain: u32,
     /// What one symbol of the stream counts for against one symbol of the
     /// training data. Trained counts come from many games, so a symbol of
     /// the game being coded is worth far more than one of them.
@@ -67,13 +86,25 @@ impl AdaptPolicy {
     pub const MAX_CHAIN: u32 = 1024;
 
     /// What the delta-size report uses on Quake 3's demos (see
-    /// `benches/README.md`): a rebuild every 128 messages of a chain, a
-    /// stream symbol worth 4096 training ones. A weight of 256 or 1024
-    /// saved less (duel leave-one-out 0.4404 and 0.4362 × Quake 3's bytes
-    /// with 64-message chains, against 0.4351 at 4096); chains of 16 or 32
-    /// saved a little more (0.4343) for twice to four times the rebuilds.
+    /// `benches/README.md`): a first chain of 16 messages, then 32, 64,
+    /// and a rebuild every 128 messages from then on; a stream symbol
+    /// worth 4096 training ones.
+    ///
+    /// Leave-one-out, range-coded (delta-size's `native_loo_range`), the
+    /// short early chains took the eight shared demos from 501,389 to
+    /// 500,556 bytes (0.3976 → 0.3969 × Quake 3's): the short demos most
+    /// (one_frag_only_with_plasma 0.3430 → 0.3350, truncated 0.3480 →
+    /// 0.3417, cpma_core_gameplay_dev 0.2009 → 0.1795), the duel 0.4091 →
+    /// 0.4088. First chains of 4 or 8 did as well (500,395 and 500,529
+    /// bytes) for one or two more rebuilds; a weight of 8192 helped the
+    /// short demos (plasma 0.3341, truncated 0.3396) and cost the duel
+    /// (0.4091; 500,831 bytes in all), 2048 and 16,384 cost more (500,870
+    /// and 501,626), chains growing to 256 too (501,230). Earlier, with
+    /// fixed 64-message chains, weights of 256 or 1024 saved less (duel
+    /// leave-one-out 0.4404 and 0.4362, against 0.4351 at 4096).
     pub const DEFAULT: AdaptPolicy = AdaptPolicy {
         chain_length: 128,
+        first_chain: 16,
         weight: 4096,
         lead: 0,
     };
@@ -81,7 +112,17 @@ impl AdaptPolicy {
     /// What a live engine uses: [`AdaptPolicy::DEFAULT`]'s chains and
     /// weight, with the rebuild started 16 messages (0.8 s at 20 Hz)
     /// before the chain's end on a background thread, so no frame waits
-    /// for it.
+    /// for it. The first chain's rebuild starts 8 messages early (half its
+    /// 16: [`AdaptPolicy::lead_at`]), 0.4 s at 20 Hz, against a rebuild's
+    /// few tens of milliseconds.
+    ///
+    /// On the same demos, leave-one-out and range-coded, this policy took
+    /// 499,828 bytes with fixed 128-message chains (one_frag_only_with_plasma,
+    /// truncated, door_lift, cpma_core_gameplay_dev and the duel) and
+    /// 499,214 with the short early chains. Without the symbols an early
+    /// rebuild missed carried to the next chain, short chains (whose
+    /// rebuilds miss half their messages) gained little (truncated 0.3497
+    /// × Quake 3's bytes, against 0.3499 fixed and 0.3462 carried).
     pub const LIVE: AdaptPolicy = AdaptPolicy {
         lead: 16,
         ..Self::DEFAULT
@@ -91,9 +132,33 @@ impl AdaptPolicy {
         self.chain_length.clamp(1, Self::MAX_CHAIN)
     }
 
-    /// The chain length at which an early rebuild starts (`None`: no lead).
-    fn early_start(&self) -> Option<u32> {
-        (self.lead > 0).then(|| self.chain().saturating_sub(self.lead).max(1))
+    /// Messages in the chain of `generation` (0: a stream's first chain,
+    /// after a full snapshot or the stream's start; each rebuild starts
+    /// the next): [`AdaptPolicy::first_chain`] doubled once per
+    /// generation, up to [`AdaptPolicy::chain_length`].
+    pub fn chain_at(&self, generation: u32) -> u32 {
+        let longest = self.chain();
+        if self.first_chain == 0 || self.first_chain >= longest {
+            return longest;
+        }
+        let length = u64::from(self.first_chain) << generation.min(32);
+        u32::try_from(length).map_or(longest, |length| length.min(longest))
+    }
+
+    /// Messages before the end of the chain of `generation` at which its
+    /// rebuild starts: [`AdaptPolicy::lead`], but no more than half the
+    /// chain (rounded down), so a short early chain's rebuild still holds
+    /// its first half. 0: the rebuild is made when the chain ends (no
+    /// lead, or a chain of one message).
+    pub fn lead_at(&self, generation: u32) -> u32 {
+        self.lead.min(self.chain_at(generation) / 2)
+    }
+
+    /// The chain length at which the early rebuild of the chain of
+    /// `generation` starts (`None`: none starts early).
+    fn early_start(&self, generation: u32) -> Option<u32> {
+        let lead = self.lead_at(generation);
+        (lead > 0).then(|| self.chain_at(generation) - lead)
     }
 }
 
@@ -200,13 +265,18 @@ struct Link {
 pub struct Adaptation {
     /// The model the chain's messages were coded with.
     model: Arc<NativeModel>,
-    /// The symbols of the chain's messages, newest first.
+    /// The symbols of the chain's messages, newest first, then those of
+    /// the previous chain's messages its early rebuild did not hold.
     chain: Option<Arc<Link>>,
     /// Messages in the chain.
     length: u32,
-    /// The model rebuilt from this chain, once a message needed it: every
-    /// message sent from the same base shares it.
-    rebuilt: Arc<OnceLock<Arc<NativeModel>>>,
+    /// The model rebuilt from this chain, once a message needed it, and
+    /// the symbols the next chain carries: every message sent from the
+    /// same base shares them.
+    rebuilt: Arc<OnceLock<NextChain>>,
+    /// Rebuilds since the trained model: which of the policy's chain
+    /// lengths this chain has ([`AdaptPolicy::chain_at`]).
+    generation: u32,
     /// The policy of the chain's messages (set by [`Adaptation::for_next`]).
     policy: Option<AdaptPolicy>,
     /// The rebuild started early from a prefix of the chain
@@ -214,10 +284,22 @@ pub struct Adaptation {
     early: Option<Arc<EarlyRebuild>>,
 }
 
+/// What a chain's rebuild hands the next chain: its model, and the
+/// symbols of the messages after the rebuild's start (an early one's),
+/// which it did not hold, for the next rebuild to count.
+#[derive(Debug)]
+struct NextChain {
+    model: Arc<NativeModel>,
+    carried: Option<Arc<Link>>,
+}
+
 /// A rebuild running on a background thread.
 struct EarlyRebuild {
     result: Mutex<Option<Result<Arc<NativeModel>, BitError>>>,
     done: Condvar,
+    /// The chain as it stood at the start: the messages after it are
+    /// carried to the next chain.
+    from: Option<Arc<Link>>,
 }
 
 impl std::fmt::Debug for EarlyRebuild {
@@ -234,6 +316,7 @@ impl EarlyRebuild {
         let job = Arc::new(EarlyRebuild {
             result: Mutex::new(None),
             done: Condvar::new(),
+            from: chain.clone(),
         });
         let worker = Arc::clone(&job);
         let inputs = (Arc::clone(&model), chain.clone());
@@ -284,6 +367,7 @@ impl Adaptation {
             chain: None,
             length: 0,
             rebuilt: Arc::default(),
+            generation: 0,
             policy: None,
             early: None,
         }
@@ -293,7 +377,7 @@ impl Adaptation {
     /// for a rebuild: the chain is due and its rebuild is not done (an
     /// early one still running, or none started).
     pub fn would_wait(&self, policy: &AdaptPolicy) -> bool {
-        self.length >= policy.chain()
+        self.length >= policy.chain_at(self.generation)
             && match &self.early {
                 Some(early) => !early.is_ready(),
                 None => self.rebuilt.get().is_none(),
@@ -310,28 +394,48 @@ impl Adaptation {
         self.length
     }
 
+    /// Rebuilds since the trained model (0: the stream's first chain).
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
     /// The adaptation that codes a message from a base holding this one:
-    /// this one, or, once its chain is [`AdaptPolicy::chain_length`]
-    /// messages long, a new chain with the rebuilt model. Fails only if
-    /// the rebuilt counts make no model (they cannot, from a valid one).
+    /// this one, or, once its chain is as long as `policy` makes its
+    /// generation's chains ([`AdaptPolicy::chain_at`]), a new chain with
+    /// the rebuilt model, one generation later. Fails only if the rebuilt
+    /// counts make no model (they cannot, from a valid one).
     pub fn for_next(&self, policy: &AdaptPolicy) -> Result<Adaptation, BitError> {
-        if self.length < policy.chain() {
+        if self.length < policy.chain_at(self.generation) {
             return Ok(Adaptation {
                 policy: Some(*policy),
                 ..self.clone()
             });
         }
-        let model = match (&self.early, self.rebuilt.get()) {
-            (Some(early), _) => early.wait()?,
-            (None, Some(model)) => Arc::clone(model),
-            (None, None) => {
-                let model = Arc::new(rebuild(&self.model, self.chain.as_deref(), policy.weight)?);
-                Arc::clone(self.rebuilt.get_or_init(|| model))
+        let next = match self.rebuilt.get() {
+            Some(next) => next,
+            None => {
+                let next = match &self.early {
+                    Some(early) => NextChain {
+                        model: early.wait()?,
+                        carried: carried_after(self.chain.as_ref(), early.from.as_ref()),
+                    },
+                    None => NextChain {
+                        model: Arc::new(rebuild(
+                            &self.model,
+                            self.chain.as_deref(),
+                            policy.weight,
+                        )?),
+                        carried: None,
+                    },
+                };
+                self.rebuilt.get_or_init(|| next)
             }
         };
         Ok(Adaptation {
+            chain: next.carried.clone(),
             policy: Some(*policy),
-            ..Adaptation::new(model)
+            generation: self.generation.saturating_add(1),
+            ..Adaptation::new(Arc::clone(&next.model))
         })
     }
 
@@ -347,7 +451,7 @@ impl Adaptation {
         let length = self.length.saturating_add(1);
         let early = match (&self.early, self.policy) {
             (Some(early), _) => Some(Arc::clone(early)),
-            (None, Some(policy)) if policy.early_start() == Some(length) => Some(
+            (None, Some(policy)) if policy.early_start(self.generation) == Some(length) => Some(
                 EarlyRebuild::start(Arc::clone(&self.model), chain.clone(), policy.weight),
             ),
             _ => None,
@@ -357,10 +461,32 @@ impl Adaptation {
             chain,
             length,
             rebuilt: Arc::default(),
+            generation: self.generation,
             policy: self.policy,
             early,
         }
     }
+}
+
+/// The symbols of the links of `chain` newer than `from`, in one link:
+/// what an early rebuild started at `from` did not hold. `None` if there
+/// are none.
+fn carried_after(chain: Option<&Arc<Link>>, from: Option<&Arc<Link>>) -> Option<Arc<Link>> {
+    let mut symbols = Vec::new();
+    let mut link = chain;
+    while let Some(l) = link {
+        if from.is_some_and(|from| Arc::ptr_eq(l, from)) {
+            break;
+        }
+        symbols.extend_from_slice(&l.symbols);
+        link = l.parent.as_ref();
+    }
+    (!symbols.is_empty()).then(|| {
+        Arc::new(Link {
+            parent: None,
+            symbols: symbols.into_boxed_slice(),
+        })
+    })
 }
 
 /// `model`'s counts plus the symbols of `chain`, `weight` each; only the
@@ -492,6 +618,7 @@ mod tests {
 
     const POLICY: AdaptPolicy = AdaptPolicy {
         chain_length: 4,
+        first_chain: 0,
         weight: 16,
         lead: 0,
     };
@@ -684,6 +811,108 @@ mod tests {
         assert_ne!(whole.model().id(), rebuilt.model().id());
     }
 
+    /// The message counts after which `policy` rebuilt, over `messages`
+    /// messages of one chain-following stream.
+    fn rebuilds(policy: &AdaptPolicy, messages: u32) -> Vec<u32> {
+        let mut state = Adaptation::new(trained());
+        let mut at = Vec::new();
+        for message in 0..messages {
+            let coding = state.for_next(policy).unwrap();
+            if !Arc::ptr_eq(coding.model(), state.model()) {
+                assert_eq!(coding.generation(), state.generation() + 1);
+                at.push(message);
+            }
+            state = coding.after(&tally_of(coding.model()));
+        }
+        at
+    }
+
+    #[test]
+    fn early_chains_are_short_and_double_up_to_the_chain_length() {
+        let policy = AdaptPolicy {
+            chain_length: 16,
+            first_chain: 2,
+            ..POLICY
+        };
+        assert_eq!(
+            (0..6).map(|g| policy.chain_at(g)).collect::<Vec<_>>(),
+            [2, 4, 8, 16, 16, 16]
+        );
+        // Chains of 2, 4, 8, then 16 each.
+        assert_eq!(rebuilds(&policy, 64), [2, 6, 14, 30, 46, 62]);
+        // Without a first chain, every chain is the chain length.
+        let fixed = AdaptPolicy {
+            first_chain: 0,
+            ..policy
+        };
+        assert_eq!(rebuilds(&fixed, 64), [16, 32, 48]);
+        let too_long = AdaptPolicy {
+            first_chain: 20,
+            ..policy
+        };
+        assert_eq!(rebuilds(&too_long, 64), [16, 32, 48]);
+        // The shipped schedules: 16, 32, 64, then every 128 messages.
+        for shipped in [AdaptPolicy::DEFAULT, AdaptPolicy::LIVE] {
+            assert_eq!(
+                (0..5).map(|g| shipped.chain_at(g)).collect::<Vec<_>>(),
+                [16, 32, 64, 128, 128]
+            );
+        }
+        assert_eq!(
+            rebuilds(&AdaptPolicy::DEFAULT, 400),
+            [16, 48, 112, 240, 368]
+        );
+        // Far generations stay at the chain length.
+        assert_eq!(policy.chain_at(u32::MAX), 16);
+    }
+
+    #[test]
+    fn a_short_chain_starts_its_early_rebuild_halfway() {
+        let policy = AdaptPolicy {
+            chain_length: 64,
+            first_chain: 4,
+            lead: 16,
+            ..POLICY
+        };
+        // Chains of 4, 8, 16, 32, 64: leads of 2, 4, 8, 16, 16.
+        assert_eq!(
+            (0..5).map(|g| policy.lead_at(g)).collect::<Vec<_>>(),
+            [2, 4, 8, 16, 16]
+        );
+        let single = AdaptPolicy {
+            first_chain: 1,
+            ..policy
+        };
+        assert_eq!(single.lead_at(0), 0, "a chain of one rebuilds at its end");
+        // The first chain's rebuild starts after 2 of its 4 messages, so
+        // it holds those two: `a`'s class counted 2 × the weight.
+        let mut state = Adaptation::new(trained());
+        for _ in 0..4 {
+            let coding = state.for_next(&policy).unwrap();
+            state = coding.after(&tally_of(coding.model()));
+        }
+        let next = state.for_next(&policy).unwrap();
+        assert_eq!(next.generation(), 1);
+        let class = tally_of(&trained()).symbols[2].1;
+        let count = |model: &NativeModel| {
+            model.data().values[ValueContext::Zero as usize][usize::from(class)]
+        };
+        assert_eq!(count(next.model()), 2 * policy.weight);
+        // The two it missed are carried to the next chain (of 8, rebuilt
+        // from its first 4): its rebuild counts 2 + 4 more, and misses
+        // only the 4 the chain after it carries.
+        let mut state = next.after(&tally_of(next.model()));
+        for _ in 1..8 {
+            let coding = state.for_next(&policy).unwrap();
+            state = coding.after(&tally_of(coding.model()));
+        }
+        let next = state.for_next(&policy).unwrap();
+        assert_eq!(next.generation(), 2);
+        assert_eq!(count(next.model()), (4 + 8 - 4) * policy.weight);
+        // The same stream rebuilds at the schedule's lengths with a lead.
+        assert_eq!(rebuilds(&policy, 64), [4, 12, 28, 60]);
+    }
+
     #[test]
     fn full_tables_are_halved_below_the_limit() {
         let mut data = trained().data().clone();
@@ -703,6 +932,7 @@ mod tests {
         let mut state = Adaptation::new(model);
         let policy = AdaptPolicy {
             chain_length: u32::MAX,
+            first_chain: 0,
             weight: 1,
             lead: 0,
         };
