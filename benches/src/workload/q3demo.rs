@@ -266,10 +266,11 @@ impl Workload for Q3Demo {
         let policy = AdaptPolicy::DEFAULT;
         let note = format!(
             "native_loo: models trained on {} other demos ({}), not on this one, adapting to \
-             the stream as both ends code it (chains of {} messages, a stream symbol worth {} \
-             training ones); native_loo_static: the same models, fixed",
+             the stream as both ends code it (chains of {} messages doubling to {}, a stream \
+             symbol worth {} training ones); native_loo_static: the same models, fixed",
             models.trained_on.len(),
             models.trained_on.join(", "),
+            policy.chain_at(0),
             policy.chain_length,
             policy.weight
         );
