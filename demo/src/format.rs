@@ -128,7 +128,11 @@ pub const FORMAT_NAME: &str = "native";
 /// policy), and a chain whose rebuild started early carries the symbols
 /// after its start to the next chain: a version 19 player would rebuild
 /// other models.
-pub const VERSION: u16 = 20;
+/// 21: a range-coded value codes four more bits below its leading one by
+/// its model's chances, one per position (`fields::top_bits::DEEP_BITS`),
+/// and the models a header carries hold their counts
+/// (`fields::model::ModelData::top_bits`, longer per field).
+pub const VERSION: u16 = 21;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

@@ -48,7 +48,11 @@ use snapshot::{ClientSettings, Compact, Framing, Models};
 /// (`fields::model::AdaptPolicy::first_chain`), and a chain whose rebuild
 /// started early carries the symbols after its start to the next chain:
 /// a peer of version 13 would rebuild other models.
-pub const SESSION_VERSION: u32 = 14;
+/// 15: a range-coded value codes four more bits below its leading one by
+/// its model's chances, one per position (`fields::top_bits::DEEP_BITS`),
+/// and models carry their counts: a peer of version 14 would misread
+/// every value of five or more bits.
+pub const SESSION_VERSION: u32 = 15;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec, the snapshot framing

@@ -731,7 +731,7 @@ mod tests {
         let trained = Arc::new(NativeModel::new(trainer.finish()).unwrap());
         // The first bit's (zeros, ones) in class 4's tree of field `b`.
         let root = |model: &NativeModel| {
-            let tree = &model.data().top_bits[1][2 * crate::top_bits::TREE_NODES * 2..];
+            let tree = &model.data().top_bits[1][2 * crate::top_bits::CLASS_CHANCES * 2..];
             (tree[0], tree[1])
         };
         assert_eq!(root(&trained), (100, 0));

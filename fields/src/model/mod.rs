@@ -27,7 +27,7 @@ use crate::error::BitError;
 use crate::huffman::{CodeWord, DecodeTable, HuffmanCode};
 use crate::kind::ScalarKind;
 use crate::table::{FieldSet, FieldTable, Fields, NetFields, MAX_FIELDS};
-use crate::top_bits::{TopBitChances, TOP_BITS, TREE_NODES};
+use crate::top_bits::{TopBitChances, CLASS_CHANCES, MODELLED_BITS, TOP_BITS, TREE_NODES};
 use std::sync::Arc;
 
 pub mod adapt;
@@ -307,8 +307,10 @@ pub enum Context {
     /// The first bits below the leading one of a value of field `f` whose
     /// class is the given symbol ([`crate::top_bits`]): not a coded symbol,
     /// but what an adapting model counts of them. Its "symbol" is the bits
-    /// seen, from the top, after a marker one (`1b₁b₂b₃`, or shorter when
-    /// the value has fewer bits).
+    /// seen, from the top, after a marker one (`1b₁…b₇`: the tree's
+    /// [`crate::top_bits::TOP_BITS`] and the deep
+    /// [`crate::top_bits::DEEP_BITS`], or fewer when the value has fewer
+    /// bits).
     TopBits(usize, u8),
     /// Which elements of array field `f` changed, in a delta of the given
     /// origin: a place in its dictionary of common element sets
@@ -413,7 +415,8 @@ pub struct ModelData {
     /// sees one), counts of the first bits below its values' leading ones
     /// ([`crate::top_bits`]): for each integer class symbol from
     /// [`TOP_BITS_FIRST_SYMBOL`] on ([`TOP_BITS_SYMBOLS`] of them),
-    /// [`TREE_NODES`] pairs of (zeros, ones), one per node of its tree.
+    /// [`CLASS_CHANCES`] pairs of (zeros, ones), one per node of its tree
+    /// and per deep position.
     /// A range-coding sink codes those bits by the chances they make; a
     /// bit stream ignores them.
     #[serde(default)]
@@ -489,7 +492,7 @@ pub const TOP_BITS_FIRST_SYMBOL: u8 = 2;
 pub const TOP_BITS_SYMBOLS: usize = 31;
 
 /// Counts in one field's [`ModelData::top_bits`].
-pub const TOP_BITS_COUNTS: usize = TOP_BITS_SYMBOLS * 2 * TREE_NODES;
+pub const TOP_BITS_COUNTS: usize = TOP_BITS_SYMBOLS * 2 * CLASS_CHANCES;
 
 /// Imaginary observations of each answer a top-bit chance starts from
 /// (see [`TopBitChances::from_counts`]).
@@ -519,7 +522,7 @@ pub(crate) fn top_bits_seen(traced: &TracedSymbol) -> Option<(Context, u8)> {
     if traced.raw_bits == 0 || usize::from(index) >= TOP_BITS_SYMBOLS {
         return None;
     }
-    let bits = traced.raw_bits.min(TOP_BITS);
+    let bits = traced.raw_bits.min(MODELLED_BITS);
     let top = (traced.raw >> (traced.raw_bits - bits)) & low_mask(bits);
     Some((
         Context::TopBits(field, traced.symbol),
@@ -1215,8 +1218,9 @@ impl ModelData {
     }
 
     /// Adds `weight` along the path `seen` (see [`Context::TopBits`]) of
-    /// field `field`'s tree for class symbol `class` (saturating; anything
-    /// outside the model's shape is ignored).
+    /// field `field`'s tree for class symbol `class`, and to its deep
+    /// positions' counts for the bits after the tree's (saturating;
+    /// anything outside the model's shape is ignored).
     fn add_top_bits(&mut self, field: usize, class: u8, seen: u8, weight: u32) {
         let Some(index) = class.checked_sub(TOP_BITS_FIRST_SYMBOL) else {
             return;
@@ -1226,7 +1230,7 @@ impl ModelData {
         // zero, which no tally writes).
         let bits = (u8::BITS - 1)
             .saturating_sub(seen.leading_zeros())
-            .min(TOP_BITS);
+            .min(MODELLED_BITS);
         if usize::from(index) >= TOP_BITS_SYMBOLS || field >= fields || bits == 0 {
             return;
         }
@@ -1237,11 +1241,18 @@ impl ModelData {
         if counts.is_empty() {
             *counts = vec![0; TOP_BITS_COUNTS];
         }
-        let tree = &mut counts[usize::from(index) * 2 * TREE_NODES..][..2 * TREE_NODES];
+        let class_counts =
+            &mut counts[usize::from(index) * 2 * CLASS_CHANCES..][..2 * CLASS_CHANCES];
         let mut node = 0;
         for below in 1..=bits {
             let bit = usize::from((seen >> (bits - below)) & 1);
-            let slot = &mut tree[2 * node + bit];
+            // The tree's nodes first, then one chance per deep position.
+            let chance = if below <= TOP_BITS {
+                node
+            } else {
+                TREE_NODES + (below - TOP_BITS - 1) as usize
+            };
+            let slot = &mut class_counts[2 * chance + bit];
             *slot = slot.saturating_add(weight);
             node = 2 * node + 1 + bit;
         }
@@ -2696,6 +2707,44 @@ mod tests {
     }
     crate::net_struct! {
         struct Other { a: u8 = crate::kind::unsigned(7), b: f32 = crate::kind::q3_float() }
+    }
+
+    #[test]
+    fn top_bit_counts_take_the_tree_path_then_the_deep_positions() {
+        let mut data = ModelTrainer::new(Small::TABLE.schema().fingerprint(), 2).finish();
+        // Class 12 of field 1: a marker one, tree bits 010, deep bits 1011.
+        data.add(Context::TopBits(1, 12), 0b1010_1011, 3);
+        // Class 12 again, only two bits seen: 11.
+        data.add(Context::TopBits(1, 12), 0b1_11, 1);
+        assert!(data.top_bits[0].is_empty());
+        let counts = &data.top_bits[1];
+        assert_eq!(counts.len(), TOP_BITS_COUNTS);
+        let class = &counts[10 * 2 * CLASS_CHANCES..][..2 * CLASS_CHANCES];
+        let mut expected = [0u32; 2 * CLASS_CHANCES];
+        // Root: a zero (3), a one (1); node 1 (after a zero): a one;
+        // node 2 (after a one): a one; node 4 (after 01): a zero.
+        expected[0] = 3;
+        expected[1] = 1;
+        expected[3] = 3;
+        expected[2 * 2 + 1] = 1;
+        expected[2 * 4] = 3;
+        // The deep positions: 1, 0, 1, 1.
+        for (depth, bit) in [1usize, 0, 1, 1].into_iter().enumerate() {
+            expected[2 * (TREE_NODES + depth) + bit] = 3;
+        }
+        assert_eq!(class, expected);
+        assert_eq!(counts.iter().sum::<u32>(), 3 * 7 + 2);
+        // The traced value a model counts: the class's first seven bits.
+        let traced = TracedSymbol {
+            context: Context::Value(1, ValueContext::Zero),
+            symbol: 12,
+            raw: 0b010_1011_0110,
+            raw_bits: 11,
+        };
+        assert_eq!(
+            top_bits_seen(&traced),
+            Some((Context::TopBits(1, 12), 0b1010_1011))
+        );
     }
 
     #[test]
