@@ -156,8 +156,9 @@ pub fn delta_context(snapshot: &Snapshot, base: Option<&Snapshot>) -> DeltaConte
     }
 }
 
-/// `groundEntityNum` of a body standing on nothing (`ENTITYNUM_NONE`).
-const NOTHING_BELOW: u32 = 1023;
+/// `groundEntityNum` of a body standing on nothing (`ENTITYNUM_NONE`,
+/// the last entity slot).
+const NOTHING_BELOW: u32 = (crate::tables::MAX_GENTITIES - 1) as u32;
 
 /// Quake 3's default gravity (`g_gravity`), in units per second²: the
 /// fall of an entity, whose state does not say the server's.
