@@ -165,11 +165,6 @@ impl LookupTable {
         (entry & KIND_MASK == KIND_LEAF).then_some((entry as u8, (entry >> 8) & 0x3F))
     }
 
-    /// Entry `index` of the primary table.
-    pub(super) fn entry(&self, index: usize) -> u32 {
-        self.entries[index]
-    }
-
     /// [`lookup`](Self::lookup) from `entry`, the primary table's entry for
     /// `window` (which a caller may keep elsewhere).
     #[inline]

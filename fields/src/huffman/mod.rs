@@ -191,41 +191,57 @@ impl fmt::Debug for HuffmanCode {
 }
 
 /// Window bits the first level of a [`DecodeTable`] decodes.
-const HEAD_BITS: u32 = 5;
+const HEAD_BITS: u32 = 6;
+
+/// Window bits of the table behind a [`DecodeTable`]'s head (its first
+/// level), which decodes the longer code words.
+const REST_BITS: u32 = 5;
+
+/// A [`DecodeTable`] head entry whose code word is longer than the head
+/// (or invalid): the look-up continues in the table behind it. No code word
+/// has the length its bits 8..16 would give (255).
+const HEAD_MISS: u16 = u16::MAX;
 
 /// A code's decoding table without its code words and tree (see
 /// [`HuffmanCode::decode_table`]), for a program that holds many codes and
 /// decodes a few symbols with each, such as one code per symbol context.
 ///
-/// Its first level (the code words of at most five bits, which are most
+/// Its first level (the code words of at most six bits, which are most
 /// of what a skewed code reads) lies inline, on two cache lines of its
-/// own; longer code words continue in sub-tables behind a pointer. A
-/// symbol read from a code not used lately then costs one cache miss, not
-/// one for the table's address and another for its entry. (Four bits, one
-/// line, took more sub-table walks: more instructions, mispredicted
-/// branches and misses per duel snapshot; six, more misses.)
+/// own, a symbol and a length in 16 bits an entry; longer code words
+/// continue in tables behind a pointer. A symbol read from a code not
+/// used lately then costs one cache miss, not one for the table's address
+/// and another for its entry. (The head held 32-bit entries of five bits
+/// before, on the same two lines: a six-bit word took a second level's
+/// walk; decoding the duel, 3.9 M instructions more. Seven bits, on four
+/// lines, saved no more.)
 #[derive(Debug, Clone)]
 #[repr(align(64))]
 pub struct DecodeTable {
-    head: [u32; 1 << HEAD_BITS],
+    head: [u16; 1 << HEAD_BITS],
     rest: decode::LookupTable,
 }
 
 impl DecodeTable {
     fn new(tree: &decode::Tree) -> Self {
-        let rest = decode::LookupTable::build_with(tree, HEAD_BITS);
-        // A code shallower than the head fills a smaller primary table: its
-        // entries repeat over the window bits it does not read.
-        let mask = low_mask(rest.primary_bits()) as usize;
-        let head = std::array::from_fn(|i| rest.entry(i & mask));
+        let rest = decode::LookupTable::build_with(tree, REST_BITS);
+        // A window whose low bits hold a whole code word decodes the same
+        // whatever the bits above them.
+        let head = std::array::from_fn(|i| match rest.lookup(i as u32) {
+            Ok((symbol, len)) if len <= HEAD_BITS => u16::from(symbol) | (len as u16) << 8,
+            _ => HEAD_MISS,
+        });
         DecodeTable { head, rest }
     }
 
     /// As [`HuffmanCode::lookup`].
     #[inline]
     pub fn lookup(&self, window: u32) -> Result<(u8, u32), u32> {
-        let first = self.head[(window & low_mask(HEAD_BITS)) as usize];
-        self.rest.resolve(first, window)
+        let entry = self.head[(window & low_mask(HEAD_BITS)) as usize];
+        if entry != HEAD_MISS {
+            return Ok((entry as u8, u32::from(entry >> 8)));
+        }
+        self.rest.lookup(window)
     }
 }
 
