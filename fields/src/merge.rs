@@ -395,6 +395,7 @@ where
     out.clear();
     let mut cursor = BaseCursor::new(held);
     let mut last = None;
+    let mut scratch: Option<E> = None;
     loop {
         let from = source.bits_spent();
         let Some(mut header) = codec
@@ -427,11 +428,20 @@ where
         };
         // Decoded in place at the end of `out`: one copy of the start
         // state per entity, not a copy and then a move of a large state.
+        // An entry whose number says it removes its entity (two in five of
+        // the duel's) changes no state: its body is read into a scratch
+        // state, copied once per list, not a copy of its start pushed and
+        // taken off again.
         let slot = out.len();
-        out.push((number, start.clone()));
+        let removes = header.removes();
+        let target = if removes {
+            &mut *scratch.get_or_insert_with(|| start.clone())
+        } else {
+            out.push((number, start.clone()));
+            &mut out[slot].1
+        };
         let at = source.bits_read();
-        let body = match codec.read_entity_body_in(&entry_context, source, header, &mut out[slot].1)
-        {
+        let body = match codec.read_entity_body_in(&entry_context, source, header, target) {
             Ok(body) => body,
             Err(error) => {
                 out.truncate(slot);
@@ -439,13 +449,21 @@ where
             }
         };
         let removed = body == EntityBody::Removed;
+        if removes && !removed {
+            // A codec whose header says "removed" reads a removal's body.
+            return Err(ListError::Body {
+                number,
+                error: BitError::invalid("entity body", at, "a removal's body changed the entity"),
+            });
+        }
         let seen = visit(ListRead::Entry {
             number,
             held: previous.is_some(),
             start,
             context: entry_context,
             choice,
-            new: (!removed).then_some(&out[slot].1),
+            // No slot was pushed for a removal its number announced.
+            new: if removed { None } else { Some(&out[slot].1) },
             at,
             from,
             to: source.bits_spent(),

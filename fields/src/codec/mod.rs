@@ -683,6 +683,13 @@ impl EntityHeader {
     pub fn number(&self) -> u32 {
         self.number
     }
+
+    /// Whether the header already says the entry removes its entity (the
+    /// native codec's numbers carry the flag): its body then changes no
+    /// state.
+    pub(crate) fn removes(&self) -> bool {
+        self.removed == Some(true)
+    }
 }
 
 /// What to write for one entity.
