@@ -620,8 +620,20 @@ fn value_from_code(
     Ok(word)
 }
 
-/// A field's value as a number, for predictions.
+/// A field's value as a number, for predictions: inline for a Quake 3
+/// float (the rates and positions the predictions read), whose word is
+/// its bits.
+#[inline]
 fn numeric(kind: &ScalarKind, word: u32) -> f64 {
+    match kind {
+        ScalarKind::Q3Float => f32::from_bits(word) as f64,
+        _ => numeric_other(kind, word),
+    }
+}
+
+/// [`numeric`] of any kind.
+#[inline(never)]
+fn numeric_other(kind: &ScalarKind, word: u32) -> f64 {
     let raw = kind.from_word(word);
     match kind {
         ScalarKind::Q3Float | ScalarKind::Quantized { .. } => f32::from_bits(raw) as f64,
