@@ -132,7 +132,11 @@ pub const FORMAT_NAME: &str = "native";
 /// its model's chances, one per position (`fields::top_bits::DEEP_BITS`),
 /// and the models a header carries hold their counts
 /// (`fields::model::ModelData::top_bits`, longer per field).
-pub const VERSION: u16 = 21;
+/// 22: a range-coded float's bit-pattern and grid classes, and an
+/// integer's tick classes, code their first bits below the leading one by
+/// their model's chances too (`fields::model::TOP_BITS_SYMBOLS`), and the
+/// models a header carries hold those counts (longer per field).
+pub const VERSION: u16 = 22;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

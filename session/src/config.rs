@@ -52,7 +52,12 @@ use snapshot::{ClientSettings, Compact, Framing, Models};
 /// its model's chances, one per position (`fields::top_bits::DEEP_BITS`),
 /// and models carry their counts: a peer of version 14 would misread
 /// every value of five or more bits.
-pub const SESSION_VERSION: u32 = 15;
+/// 16: a range-coded float's bit-pattern and grid classes, and an
+/// integer's tick classes, code their first bits below the leading one by
+/// their model's chances too (`fields::model::TOP_BITS_SYMBOLS`), and
+/// models carry those counts: a peer of version 15 would misread every
+/// such value of two or more bits.
+pub const SESSION_VERSION: u32 = 16;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec, the snapshot framing

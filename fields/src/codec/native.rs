@@ -63,6 +63,15 @@ const FLOAT_BITS_SYMBOLS: u8 = 33;
 /// Value symbols from here on are grid-step classes.
 const GRID_SYMBOLS: u8 = 66;
 
+// The top-bit trees span the grid classes and leave the float
+// bit-pattern classes uncounted (`crate::model::TOP_BITS_SYMBOLS`).
+const _: () = assert!(
+    crate::model::FLOAT_BITS_CLASSES.start == FLOAT_BITS_SYMBOLS
+        && crate::model::FLOAT_BITS_CLASSES.end == GRID_SYMBOLS
+        && crate::model::TOP_BITS_FIRST_SYMBOL as usize + crate::model::TOP_BITS_SYMBOLS
+            == GRID_SYMBOLS as usize + 33
+);
+
 /// One coded value: a class symbol and the bits below the class's leading one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct ValueCode {

@@ -413,8 +413,10 @@ pub struct ModelData {
     pub loose_predictors: Vec<Option<Predictor>>,
     /// Per field (or empty: none; a field's entry empty until training
     /// sees one), counts of the first bits below its values' leading ones
-    /// ([`crate::top_bits`]): for each integer class symbol from
-    /// [`TOP_BITS_FIRST_SYMBOL`] on ([`TOP_BITS_SYMBOLS`] of them),
+    /// ([`crate::top_bits`]): for each value symbol from
+    /// [`TOP_BITS_FIRST_SYMBOL`] on ([`TOP_BITS_SYMBOLS`] of them: the
+    /// integer and grid classes, the float bit-pattern classes between
+    /// left at zero),
     /// [`CLASS_CHANCES`] pairs of (zeros, ones), one per node of its tree
     /// and per deep position.
     /// A range-coding sink codes those bits by the chances they make; a
@@ -486,10 +488,25 @@ pub fn elements_symbol(sets: &[u32], mask: u32) -> u8 {
 /// leading one.
 pub const TOP_BITS_FIRST_SYMBOL: u8 = 2;
 
-/// How many value symbols the top-bit trees cover: the integer classes
-/// of 2 to 32 bits (dictionary, float-bits and grid symbols have their
-/// own raw bits, left as they are).
-pub const TOP_BITS_SYMBOLS: usize = 31;
+/// How many value symbols the top-bit trees span: every symbol from
+/// [`TOP_BITS_FIRST_SYMBOL`] to the last grid class (symbol 98), so the
+/// integer classes of 2 to 32 bits and the grid-step classes (a float's
+/// steps, an integer's ticks) each have a tree. A grid class's bits below
+/// the leading one lean small like an integer's (a move of 100.125 units
+/// is likelier than one of 127.875). Symbols without raw bits (dictionary
+/// entries, the classes of zero and one) never use theirs, and the float
+/// bit-pattern classes between ([`FLOAT_BITS_CLASSES`]) are never counted,
+/// so their trees stay even.
+pub const TOP_BITS_SYMBOLS: usize = 97;
+
+/// The value symbols of float bit-pattern classes (a float neither whole
+/// nor on its grid, coded by its distance in representable floats), whose
+/// bits no tree counts: below the leading one they are a mantissa's, as
+/// good as even, and chances learned from other games' floats cost more
+/// than they save. Counted, they cost the leave-one-out duel 543 bytes
+/// (`delta-size`'s `native_loo_range`, 475,201 to 475,744) where the grid
+/// classes alone save 57.
+pub const FLOAT_BITS_CLASSES: std::ops::Range<u8> = 33..66;
 
 /// Counts in one field's [`ModelData::top_bits`].
 pub const TOP_BITS_COUNTS: usize = TOP_BITS_SYMBOLS * 2 * CLASS_CHANCES;
@@ -519,7 +536,10 @@ pub(crate) fn top_bits_seen(traced: &TracedSymbol) -> Option<(Context, u8)> {
         return None;
     };
     let index = traced.symbol.checked_sub(TOP_BITS_FIRST_SYMBOL)?;
-    if traced.raw_bits == 0 || usize::from(index) >= TOP_BITS_SYMBOLS {
+    if traced.raw_bits == 0
+        || usize::from(index) >= TOP_BITS_SYMBOLS
+        || FLOAT_BITS_CLASSES.contains(&traced.symbol)
+    {
         return None;
     }
     let bits = traced.raw_bits.min(MODELLED_BITS);
@@ -2745,6 +2765,16 @@ mod tests {
             top_bits_seen(&traced),
             Some((Context::TopBits(1, 12), 0b1010_1011))
         );
+        // A grid class's bits are counted like an integer class's (grid
+        // class 12 is symbol 78); a float bit-pattern class's (symbol 45)
+        // are not, nor those of a symbol past the grid classes.
+        let with_symbol = |symbol| TracedSymbol { symbol, ..traced };
+        assert_eq!(
+            top_bits_seen(&with_symbol(78)),
+            Some((Context::TopBits(1, 78), 0b1010_1011))
+        );
+        assert_eq!(top_bits_seen(&with_symbol(45)), None);
+        assert_eq!(top_bits_seen(&with_symbol(99)), None);
     }
 
     #[test]
