@@ -553,7 +553,7 @@ pub fn demo_bound_with(demo: &Q3Demo, models: &TrainedModels) -> Result<DemoBoun
         bound.messages += 1;
         bound.q3_bytes += owned.reference.reencoded_bits.div_ceil(8) as u64;
         bound.native_bits += bits as u64;
-        bound.native_bytes += bits.div_ceil(8) as u64;
+        bound.native_bytes += breakdown.sent_bytes.unwrap_or(bits.div_ceil(8)) as u64;
         bound.header_bits += breakdown.header_bits as u64;
         bound.symbols += trace.symbols.len() as u64;
         bound.symbol_bits += symbol_bits;

@@ -52,6 +52,10 @@ pub struct Breakdown {
     pub removal_bits: usize,
     /// Bits of the end marker.
     pub end_bits: usize,
+    /// The bytes the message is sent in, when that is not its bits in
+    /// whole bytes (the engine's bit-stream messages leave a last zero
+    /// byte out: `snapshot::framing::MessageCoding::sent_len`).
+    pub sent_bytes: Option<usize>,
 }
 
 impl Breakdown {
@@ -65,6 +69,7 @@ impl Breakdown {
         self.removed = 0;
         self.removal_bits = 0;
         self.end_bits = 0;
+        self.sent_bytes = None;
     }
 
     /// Bits of all state-carrying entity updates.

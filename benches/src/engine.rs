@@ -445,6 +445,7 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> EngineEncoder<E, P> {
             });
         }
         breakdown.clear();
+        breakdown.sent_bytes = Some(replayed.bytes.len());
         if let Some(trace) = replayed.trace {
             breakdown.header_bits = trace.header_bits;
             breakdown.player_bits = trace.player_bits;

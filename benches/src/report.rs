@@ -179,7 +179,11 @@ struct Totals {
 impl Totals {
     fn add(&mut self, bits: usize, breakdown: &Breakdown) {
         self.bits += bits as u64;
-        self.bytes.push(bytes_of_bits(bits));
+        self.bytes.push(
+            breakdown
+                .sent_bytes
+                .map_or_else(|| bytes_of_bits(bits), |bytes| bytes as u64),
+        );
         self.updates
             .extend(breakdown.updates.iter().map(|&b| u64::from(b)));
         let sections = [

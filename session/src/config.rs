@@ -57,7 +57,10 @@ use snapshot::{ClientSettings, Compact, Framing, Models};
 /// their model's chances too (`fields::model::TOP_BITS_SYMBOLS`), and
 /// models carry those counts: a peer of version 15 would misread every
 /// such value of two or more bits.
-pub const SESSION_VERSION: u32 = 16;
+/// 17: a bit-stream snapshot message leaves out its last byte when it is
+/// zero (`snapshot::framing::MessageCoding::sent_len`): a peer of version
+/// 16 would run out of bits in a quarter of the messages.
+pub const SESSION_VERSION: u32 = 17;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec, the snapshot framing

@@ -1255,6 +1255,9 @@ impl<E: Fields + PartialEq, P: Fields + PartialEq> Server<E, P> {
             BitError::Overflow { .. } => too_large(bound, max_bytes),
             error => error.into(),
         })?;
+        // What is sent: a bit stream's trailing zero byte is left out
+        // (`build_snapshot_into` copies the coded bits, not the bytes).
+        let len = message_coding.sent_len(&buf[..len]);
 
         let base_sequence = base.map(|sent| sent.sequence);
         let held = record.visible.len() as u32;

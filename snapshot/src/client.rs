@@ -26,7 +26,7 @@ use crate::config::RING_SIZE;
 use crate::error::{ClientError, ConfigError};
 use crate::framing::{BaseInfo, Bases, Compact, Framing, MessageCoding, SnapshotHeader};
 use crate::gamestate::{read_configstring, read_gamestate, Gamestate};
-use crate::message::{expect_end, MessageKind};
+use crate::message::{expect_end, expect_end_restored, MessageKind};
 use crate::models::{model_of, Models};
 use crate::received::Snapshot;
 use crate::server::zeroed;
@@ -137,6 +137,9 @@ pub struct Client<E, P> {
     /// The last message's symbols, when tracing them.
     symbols: Option<SymbolTrace>,
     text: Vec<u8>,
+    /// The last bit-stream snapshot message with the zero byte its sender
+    /// may have left out put back ([`MessageCoding::sent_len`]).
+    restored: Vec<u8>,
 }
 
 impl<E: Fields + Default, P: Fields + Default> Default for Client<E, P> {
@@ -191,6 +194,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
             trace: None,
             symbols: None,
             text: Vec::new(),
+            restored: Vec::new(),
         }
     }
 
@@ -302,10 +306,18 @@ impl<E: Fields, P: Fields> Client<E, P> {
         let framing = Arc::clone(&self.framing);
         let decoded = match framing.coding() {
             MessageCoding::Bits => {
-                let mut reader = reader;
-                let decoded =
-                    self.decode_snapshot(&*framing, &mut reader, sequence, trace, symbols)?;
-                decoded.ended(|| expect_end(&mut reader))?
+                // The sender leaves a last zero byte out: read the message
+                // with one after it, which may be read or left as padding.
+                let mut restored = std::mem::take(&mut self.restored);
+                restored.clear();
+                restored.extend_from_slice(bytes);
+                restored.push(0);
+                let mut reader = BitReader::new(&restored);
+                let decoded = self
+                    .decode_snapshot(&*framing, &mut reader, sequence, trace, symbols)
+                    .and_then(|decoded| decoded.ended(|| expect_end_restored(&mut reader)));
+                self.restored = restored;
+                decoded?
             }
             MessageCoding::Huffman(code) => {
                 let mut source = HuffmanReader::new(reader, code);

@@ -386,6 +386,26 @@ pub enum MessageCoding {
     Split,
 }
 
+impl MessageCoding {
+    /// How many of a finished message's `bytes` are sent: all of them,
+    /// except that a bit stream ([`MessageCoding::Bits`]) leaves out its
+    /// last byte when that byte is zero (and not the only one).
+    /// [`Client::read_snapshot`](crate::Client::read_snapshot) reads a bit
+    /// stream with a zero byte after its end, so it need not be sent: a
+    /// message's last bits are mostly zeros (an empty entity list's start,
+    /// the padding to a byte), so a quarter of a live Quake 3 stream's
+    /// messages, and a third to a half of the shared demos', are a byte
+    /// shorter. A Huffman-coded message is read through its code, whose
+    /// words a dropped byte would cut, and a split message's range-coded
+    /// symbols end at its last byte.
+    pub fn sent_len(self, bytes: &[u8]) -> usize {
+        match (self, bytes) {
+            (MessageCoding::Bits, [.., _, 0]) => bytes.len() - 1,
+            _ => bytes.len(),
+        }
+    }
+}
+
 /// The engine's own framing: a compact header, raw bits (the native codec
 /// codes its symbols with trained codes already, so a second entropy coder
 /// would only cost time).
@@ -397,14 +417,18 @@ pub enum MessageCoding {
 /// | **full:** flags, area-mask length and bytes | 8 + 6 + 8 × length |
 /// | **full:** checksum flag, stated-delivery flag (then distance 5, frames and ms exp-Golomb 0) | 2 (+ …) |
 /// | **delta:** distance less one | exp-Golomb 1 |
-/// | **delta:** frames since the base less the distance and less the frames the base's message skipped, zigzagged | exp-Golomb 0 |
-/// | **delta:** "as usual" | 1 |
+/// | **delta:** steady | 1 |
+/// | **delta, unless steady:** frames since the base less the distance and less the frames the base's message skipped, zigzagged | exp-Golomb 0 |
+/// | **delta, unless steady, if frames were skipped:** "as usual" | 1 |
 /// | **delta, unless as usual:** the exceptions below | |
 ///
 /// A delta is "as usual" when its time is its base's plus its frames at the
 /// base's frame length ([`Delivery::frame_ms`]), its flags and area mask
 /// are the base's, and it is neither chained nor checksummed, nor states
-/// its delivery; a stream in steady state sends 6-bit headers. Otherwise
+/// its delivery; it is steady when it is as usual and skipped no more
+/// frames than its base's message did: a stream in steady state sends
+/// 5-bit headers (a delta that is not steady and skipped none is not as
+/// usual, which then costs no bit). Otherwise
 /// one bit says whether the only exception is [`RATE_DELAYED`] toggling
 /// (a server short of its client's rate toggles it from message to
 /// message), and if not, a flag per exception follows: time (then the milliseconds since the base,
@@ -474,12 +498,17 @@ const DISTANCE_TWO: Chance = Chance::of(1, 5);
 /// late acknowledgements come three to six frames late far more often
 /// than seven or more.
 const DISTANCE_PREFIX_ENDS: Chance = Chance::of(4, 5);
-/// No frames skipped beyond the usual: a server sends every frame its rate
-/// allows, so a change in the frames between snapshots is rare.
-const NO_FRAMES_SKIPPED: Chance = Chance::of(31, 32);
-/// The "as usual" bit: a steady stream's deltas are as usual; a server
-/// short of its client's rate toggles a flag in a quarter of them (the
-/// OSP duel).
+/// A steady delta: no frames skipped beyond the usual and as usual (the
+/// two chances below together).
+const STEADY: Chance = Chance::of(27, 32);
+/// No frames skipped beyond the usual, in a delta that is not steady: a
+/// server sends every frame its rate allows, so a change in the frames
+/// between snapshots is rare, and most deltas that are not steady are
+/// not as usual.
+const NO_FRAMES_SKIPPED: Chance = Chance::of(4, 5);
+/// The "as usual" bit of a delta that skipped frames: a steady stream's
+/// deltas are as usual; a server short of its client's rate toggles a
+/// flag in a quarter of them (the OSP duel).
 const AS_USUAL: Chance = Chance::of(7, 8);
 /// A delta with exceptions names a history snapshot: entities re-enter
 /// the view in a few messages of a hundred (see [`crate::history`]).
@@ -811,7 +840,6 @@ impl Framing for Compact {
         let skipped = frames
             .wrapping_sub(distance)
             .wrapping_sub(base.delivery.skipped_frames());
-        put_skipped(sink, skipped as i32)?;
 
         let time_usual = usual_time(&base, frames) == Some(header.server_time);
         let flags_usual = header.flags == base.flags;
@@ -824,12 +852,22 @@ impl Framing for Compact {
             && header.via_time.is_none()
             && !header.has_checksum
             && header.history.is_none();
-        sink.put_decision(usual, AS_USUAL)?;
-        if usual {
+        let steady = skipped == 0 && usual;
+        sink.put_decision(steady, STEADY)?;
+        if steady {
             return Ok(());
         }
+        put_skipped(sink, skipped as i32)?;
+        // Not steady with no frames skipped: not as usual, said already.
+        if skipped != 0 {
+            sink.put_decision(usual, AS_USUAL)?;
+            if usual {
+                return Ok(());
+            }
+        }
         // The OSP duel's flags change in a quarter of its deltas, always
-        // the rate-delayed bit alone: that costs one bit more.
+        // the rate-delayed bit alone: that costs one bit more than the
+        // skipped frames' answer.
         let toggle_only = time_usual
             && mask_usual
             && delivery_usual
@@ -901,7 +939,13 @@ impl Framing for Compact {
             base: named,
         })?;
         let distance = sequence - base.sequence;
-        let skipped = get_skipped(source)? as u32;
+        let steady = source.get_decision(STEADY)?;
+        let skipped = if steady {
+            0
+        } else {
+            get_skipped(source)? as u32
+        };
+        let usual = steady || (skipped != 0 && source.get_decision(AS_USUAL)?);
         let frames = skipped
             .wrapping_add(distance)
             .wrapping_add(base.delivery.skipped_frames());
@@ -918,7 +962,6 @@ impl Framing for Compact {
             delivery: Delivery::FULL,
             history: None,
         };
-        let usual = source.get_decision(AS_USUAL)?;
         let usual_time = usual_time(&base, frames).ok_or_else(|| {
             ClientError::invalid(
                 "snapshot header",
@@ -979,6 +1022,19 @@ mod tests {
     use super::*;
     use fields::varcode::exp_golomb_bits;
     use fields::{BitReader, BitWriter};
+
+    #[test]
+    fn a_bit_stream_leaves_out_one_last_zero_byte_and_no_other_coding_does() {
+        let bits = MessageCoding::Bits;
+        assert_eq!(bits.sent_len(&[7, 0]), 1);
+        assert_eq!(bits.sent_len(&[7, 0, 0]), 2);
+        assert_eq!(bits.sent_len(&[7, 1]), 2);
+        assert_eq!(bits.sent_len(&[0]), 1);
+        assert_eq!(bits.sent_len(&[]), 0);
+        let huffman = MessageCoding::Huffman(HuffmanCode::quake3());
+        assert_eq!(huffman.sent_len(&[7, 0]), 2);
+        assert_eq!(MessageCoding::Split.sent_len(&[7, 0]), 2);
+    }
 
     /// A base one 50 ms frame after its own base, one message back.
     fn base(sequence: u32) -> BaseInfo {
@@ -1066,10 +1122,10 @@ mod tests {
     #[test]
     fn range_coded_headers_read_back_and_a_steady_one_costs_two_bits() {
         let held: Vec<BaseInfo> = (0..40).map(base).collect();
-        // A steady delta: six bits raw, under two range-coded (its answers
+        // A steady delta: five bits raw, under two range-coded (its answers
         // at their chances, 1.6 bits, and the coder's end).
         let steady = next(&held[39], 1);
-        assert_eq!(round_trip(&steady, &held[39..]), 6);
+        assert_eq!(round_trip(&steady, &held[39..]), 5);
         assert!(split_round_trip(&steady, &held[39..]) <= 3);
         // Every distance the ring allows, as usual and not.
         for distance in 1..=MAX_DELTA_DISTANCE {
@@ -1156,16 +1212,18 @@ mod tests {
     }
 
     #[test]
-    fn a_steady_delta_header_is_six_bits() {
+    fn a_steady_delta_header_is_five_bits() {
         let held = [base(9)];
-        assert_eq!(round_trip(&next(&held[0], 1), &held), 6);
+        // Kind 2, distance 2, steady 1.
+        assert_eq!(round_trip(&next(&held[0], 1), &held), 5);
     }
 
     #[test]
     fn each_exception_costs_its_flags_and_fields() {
         let held = [base(9)];
         let plain = next(&held[0], 1);
-        // The flags' rate-delayed bit toggles, alone: one bit more.
+        // The flags' rate-delayed bit toggles, alone: two bits more than
+        // a steady header (no frames skipped, and the toggle).
         let toggled = SnapshotHeader {
             flags: RATE_DELAYED,
             ..plain
@@ -1260,9 +1318,10 @@ mod tests {
             },
             history: None,
         };
-        // The distance in 4 bits (exp-Golomb 1 of 3), the frames in 1.
-        assert_eq!(round_trip(&header, &[b]), 2 + 4 + 1 + 1);
-        // One message nearer and one frame fewer skipped: the frames 3 bits.
+        // The distance in 4 bits (exp-Golomb 1 of 3), steady in 1.
+        assert_eq!(round_trip(&header, &[b]), 2 + 4 + 1);
+        // One message nearer and one frame fewer skipped: not steady, the
+        // frames in 3 bits, then as usual.
         let nearer = SnapshotHeader {
             sequence: 23,
             frame: b.frame + 6,
@@ -1274,7 +1333,7 @@ mod tests {
             },
             ..header
         };
-        assert_eq!(round_trip(&nearer, &[b]), 2 + 4 + 3 + 1);
+        assert_eq!(round_trip(&nearer, &[b]), 2 + 4 + 1 + 3 + 1);
     }
 
     #[test]

@@ -70,8 +70,19 @@ impl MessageKind {
 
 /// Checks that at most zero padding (fewer than 8 zero bits) is left.
 pub(crate) fn expect_end(reader: &mut fields::BitReader<'_>) -> Result<(), ClientError> {
+    expect_zeros_below(reader, 8)
+}
+
+/// [`expect_end`] for a message read with the zero byte its sender may have
+/// left out put back ([`MessageCoding::sent_len`](crate::framing::MessageCoding::sent_len)):
+/// fewer than 16 zero bits, that byte and the padding before it.
+pub(crate) fn expect_end_restored(reader: &mut fields::BitReader<'_>) -> Result<(), ClientError> {
+    expect_zeros_below(reader, 16)
+}
+
+fn expect_zeros_below(reader: &mut fields::BitReader<'_>, limit: usize) -> Result<(), ClientError> {
     let left = reader.remaining_bits();
-    if left >= 8 || (left > 0 && reader.peek_bits(left as u32) != 0) {
+    if left >= limit || (left > 0 && reader.peek_bits(left as u32) != 0) {
         return Err(ClientError::TrailingData { bits: left });
     }
     Ok(())

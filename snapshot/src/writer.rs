@@ -341,7 +341,7 @@ impl PieceArena {
 
 /// Encodes a message into `out` (replacing its contents) with `encode`,
 /// coded as `coding` says, growing the buffer from `initial` bytes until
-/// it fits.
+/// it fits; `out` holds the bytes sent ([`MessageCoding::sent_len`]).
 pub(crate) fn encode_message(
     out: &mut Vec<u8>,
     initial: usize,
@@ -356,6 +356,7 @@ pub(crate) fn encode_message(
         let mut writer = MessageWriter::new(out, coding, &mut range);
         match encode(&mut writer).and_then(|()| writer.finish()) {
             Ok((len, _)) => {
+                let len = coding.sent_len(&out[..len]);
                 out.truncate(len);
                 return Ok(());
             }

@@ -311,8 +311,10 @@ fn adapting_clients_stay_in_step_under_loss_duplication_reordering_and_a_reconne
     // header's history flag, one more bit in every header with
     // exceptions, costs these streams 3 and 12 bytes: 47,264 and 72,526 B
     // before it. None of their messages gains enough to name a history
-    // snapshot.)
-    assert_eq!((adapting.bytes, fixed.bytes), (47_267, 72_538));
+    // snapshot. Leaving out a message's last zero byte saved them 182 and
+    // 868 bytes, 47,267 and 72,538 B before it, and a steady header's one
+    // answer for two 115 and 137 more.)
+    assert_eq!((adapting.bytes, fixed.bytes), (46_970, 71_533));
 }
 
 #[test]
@@ -345,8 +347,10 @@ fn range_coded_messages_stay_in_step_through_the_shared_caches() {
     // 4 bytes (79,725 before). The next four bits' chances, one per
     // position below each tree (`fields::top_bits::DEEP_BITS`), took
     // 4,084 more off the adapting stream and 71 off the fixed one (32,349
-    // and 79,733 before).
-    assert_eq!((adapting.bytes, fixed.bytes), (28_265, 79_662));
+    // and 79,733 before). A steady header's one answer at chance 27/32
+    // instead of two at 31/32 and 7/8 moved them by -3 and +11 bytes
+    // (these streams skip frames; 28,265 and 79,662 before).
+    assert_eq!((adapting.bytes, fixed.bytes), (28_262, 79_673));
 }
 
 #[test]

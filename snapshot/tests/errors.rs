@@ -84,7 +84,8 @@ fn read(client: &mut Client<Ent, Player>, message: &[u8]) -> Result<Received, Cl
 }
 
 #[test]
-fn every_truncation_of_every_message_kind_is_rejected() {
+fn every_truncation_of_every_message_kind_is_rejected_or_read_as_another_snapshot() {
+    let mut accepted_prefixes = 0;
     for codec in CODECS {
         let (mut server, client, _, second) = setup(codec);
         let mut gamestate = Vec::new();
@@ -101,7 +102,20 @@ fn every_truncation_of_every_message_kind_is_rejected() {
             };
             for len in 0..message.len() {
                 let mut probe = client.clone();
-                let error = read(&mut probe, &message[..len]).unwrap_err();
+                let result = read(&mut probe, &message[..len]);
+                if snapshot && result.is_ok() {
+                    // A bit-stream snapshot's reader puts back the last
+                    // zero byte its sender may leave out
+                    // (`MessageCoding::sent_len`), and zeros read as
+                    // little news: a prefix may read as another snapshot
+                    // (never as this one). The transport carries the length.
+                    let mut whole = client.clone();
+                    read(&mut whole, message).unwrap();
+                    assert_ne!(probe.newest(), whole.newest(), "{codec:?} prefix {len}");
+                    accepted_prefixes += 1;
+                    continue;
+                }
+                let error = result.unwrap_err();
                 assert!(
                     matches!(error, ClientError::Malformed(_)),
                     "{codec:?} prefix {len}: {error}"
@@ -114,6 +128,7 @@ fn every_truncation_of_every_message_kind_is_rejected() {
             read(&mut client.clone(), message).unwrap();
         }
     }
+    assert_eq!(accepted_prefixes, 1);
 }
 
 #[test]
