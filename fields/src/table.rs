@@ -342,6 +342,20 @@ pub mod __private {
         kind.element()
     }
 
+    /// The scalar (non-array) fields of `table`, as a set: the fields
+    /// `store_scalar_field_words` may store.
+    pub const fn scalar_fields(table: &crate::FieldTable) -> crate::table::FieldSet {
+        let mut set = [0u64; crate::table::MAX_FIELDS.div_ceil(64)];
+        let mut field = 0;
+        while field < table.fields.len() && field < crate::table::MAX_FIELDS {
+            if !table.fields[field].kind.is_array() {
+                set[field / 64] |= 1 << (field % 64);
+            }
+            field += 1;
+        }
+        set
+    }
+
     /// Whether any element of `a` from `from` on differs from `b`'s on the
     /// wire (no branch per element: which ones changed is data).
     #[inline(always)]
@@ -461,6 +475,10 @@ macro_rules! net_struct {
                     },
                 )*
             ];
+            /// The fields `store_scalar_field_words` stores (the arrays'
+            /// elements are stored where they are read).
+            const __SCALARS: $crate::table::FieldSet =
+                $crate::table::__private::scalar_fields(&<$name as $crate::NetFields>::TABLE);
         }
 
         impl $crate::NetFields for $name {
@@ -522,26 +540,24 @@ macro_rules! net_struct {
 
             #[inline]
             fn store_scalar_field_words(&mut self, words: &[u32], set: &$crate::table::FieldSet) {
-                let mut field = 0usize;
-                $(
-                    // A select, not a branch: which fields changed is data.
-                    // Unchanged fields keep their value as it is (storing
-                    // their word could normalize it).
-                    if !<$ty as $crate::table::__private::FieldValue>::IS_ARRAY {
-                        let old = self.$field;
-                        let mut stored = old;
-                        $crate::table::__private::FieldValue::set_word(
-                            &mut stored,
-                            &*$crate::table::__private::element_kind(&$kind),
-                            0,
-                            words.get(field).copied().unwrap_or(0),
-                        );
-                        let take = $crate::table::field_in(set, field) && field < words.len();
-                        self.$field = if take { stored } else { old };
+                // Only the fields in `set`, found a word of the set at a
+                // time: a delta changes a few fields of many, and a select
+                // per field (what this was) cost the duel's decode more
+                // than a setter call per changed field. Unchanged fields
+                // keep their value as it is (storing their word could
+                // normalize it).
+                for (chunk, (&bits, &scalars)) in set.iter().zip(&Self::__SCALARS).enumerate() {
+                    let mut bits = bits & scalars;
+                    while bits != 0 {
+                        let field = chunk * 64 + bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        if let (Some(&word), Some(store)) =
+                            (words.get(field), Self::__SETTERS.get(field))
+                        {
+                            store(self, 0, word);
+                        }
                     }
-                    field += 1;
-                )*
-                let _ = field;
+                }
             }
 
             fn normalized(&self) -> Self {
