@@ -139,7 +139,14 @@ pub const FORMAT_NAME: &str = "native";
 /// 23: a bit-stream snapshot message leaves out its last byte when it is
 /// zero (`snapshot::framing::MessageCoding::sent_len`), so a version 22
 /// player would run out of bits in a quarter of the records.
-pub const VERSION: u16 = 23;
+/// 24: a range-coded value class its model never counted (the float
+/// bit-pattern classes, any class a field never used in training) has
+/// its bits below the leading one read raw, not by an even tree
+/// (`fields::top_bits::TopBitChances::from_counts`), and the models a
+/// header carries store their top-bit counts with runs of zeros
+/// shortened: a version 23 player would misread those values' bits and
+/// the header's models.
+pub const VERSION: u16 = 24;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

@@ -59,16 +59,20 @@ pub const CLASS_CHANCES: usize = TREE_NODES + DEEP_BITS as usize;
 pub type Tree = [Chance; CLASS_CHANCES];
 
 /// Per symbol from a first one on, the tree of chances of the raw bits
-/// that follow it: what a model gives a range-coding sink for one field.
+/// that follow it, or none: what a model gives a range-coding sink for
+/// one field. A symbol without a tree has its bits read as they are, in
+/// one step, where an even tree would cost the same bits decided one at a
+/// time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopBitChances {
     first: u8,
-    trees: Box<[Tree]>,
+    trees: Box<[Option<Tree>]>,
 }
 
 impl TopBitChances {
-    /// Chances for symbols `first`, `first + 1`, … (one tree each).
-    pub fn new(first: u8, trees: Vec<Tree>) -> Self {
+    /// Chances for symbols `first`, `first + 1`, … (one tree each, or
+    /// none: raw bits).
+    pub fn new(first: u8, trees: Vec<Option<Tree>>) -> Self {
         TopBitChances {
             first,
             trees: trees.into_boxed_slice(),
@@ -79,8 +83,12 @@ impl TopBitChances {
     /// pairs of (zeros, ones) seen at each tree node and deep position,
     /// flat. Each chance leans
     /// towards even by `prior` imaginary observations of each answer, so a
-    /// node seen a few times does not claim certainty. `None` if `counts`
-    /// holds no observation (nothing to model) or is not whole trees.
+    /// node seen a few times does not claim certainty. A symbol whose
+    /// counts are all zero gets no tree: its bits would be even anyway
+    /// (the float bit-pattern classes no model counts, the classes a
+    /// field never used in training), and raw bits decode in one step.
+    /// `None` if `counts` holds no observation (nothing to model) or is
+    /// not whole trees.
     pub fn from_counts(first: u8, counts: &[u32], prior: u32) -> Option<Self> {
         let per_tree = 2 * CLASS_CHANCES;
         if counts.is_empty()
@@ -93,7 +101,10 @@ impl TopBitChances {
         let trees = counts
             .chunks_exact(per_tree)
             .map(|tree| {
-                std::array::from_fn(|node| {
+                if tree.iter().all(|&c| c == 0) {
+                    return None;
+                }
+                Some(std::array::from_fn(|node| {
                     let zeros = u64::from(tree[2 * node]);
                     let ones = u64::from(tree[2 * node + 1]);
                     let prior = u64::from(prior.max(1));
@@ -102,16 +113,18 @@ impl TopBitChances {
                     let shift = 64 - total.leading_zeros();
                     let shift = shift.saturating_sub(31);
                     Chance::of(((ones + prior) >> shift) as u32, (total >> shift) as u32)
-                })
+                }))
             })
             .collect();
         Some(TopBitChances::new(first, trees))
     }
 
-    /// The tree for `symbol`, if these chances cover it.
+    /// The tree for `symbol`, if these chances cover it and it has one.
     #[inline]
     pub fn tree(&self, symbol: u8) -> Option<&Tree> {
-        self.trees.get(usize::from(symbol.checked_sub(self.first)?))
+        self.trees
+            .get(usize::from(symbol.checked_sub(self.first)?))?
+            .as_ref()
     }
 }
 
@@ -244,10 +257,47 @@ mod tests {
         assert_eq!(chances.tree(2).unwrap()[0].yes(), 719);
         // A node never seen is even.
         assert_eq!(chances.tree(2).unwrap()[1], Chance::EVEN);
-        assert_eq!(chances.tree(3).unwrap()[0], Chance::EVEN);
+        // A symbol never counted has no tree: its bits go raw.
+        assert!(chances.tree(3).is_none());
         assert!(TopBitChances::from_counts(2, &[0; 2 * CLASS_CHANCES], 1).is_none());
         assert!(TopBitChances::from_counts(2, &[1; 5], 1).is_none());
         assert!(TopBitChances::from_counts(255, &[1; 4 * CLASS_CHANCES], 1).is_none());
+    }
+
+    #[test]
+    fn a_symbol_never_counted_writes_its_bits_raw() {
+        // Symbol 3 has no counts: after it, the same bytes as a plain
+        // symbol and raw bits, where an even tree's decisions would differ
+        // (and decode one at a time).
+        let chances = skewed();
+        let mut weights = [0u32; 256];
+        weights[..4].copy_from_slice(&[1, 1, 5, 3]);
+        let code = crate::model::code_of(weights, 4).unwrap();
+        let values = [(3u8, 0b101_1101u32, 7u32), (3, 0b1_0000_0001, 9)];
+        let mut with_chances = RangeWriter::new();
+        let mut raw = RangeWriter::new();
+        let mut even = RangeWriter::new();
+        for _ in 0..16 {
+            for (symbol, value, bits) in values {
+                put_symbol_then_top_bits(&mut with_chances, &code, symbol, value, bits, &chances)
+                    .unwrap();
+                raw.put_coded_symbol(&code, symbol).unwrap();
+                raw.put_bits(value, bits).unwrap();
+                even.put_coded_symbol(&code, symbol).unwrap();
+                put_top_bits(&mut even, value, bits, &[Chance::EVEN; CLASS_CHANCES]).unwrap();
+            }
+        }
+        let (with_chances, _) = with_chances.finish();
+        let with_chances = with_chances.to_vec();
+        assert_eq!(with_chances, raw.finish().0);
+        assert_ne!(with_chances, even.finish().0);
+        let mut extra_bits = [0u8; 256];
+        extra_bits[3] = 7;
+        let mut r = RangeReader::new(&with_chances);
+        assert_eq!(
+            get_symbol_then_top_bits(&mut r, &code, &extra_bits, &chances).unwrap(),
+            (3, 0b101_1101)
+        );
     }
 
     #[test]
@@ -324,7 +374,7 @@ mod tests {
             counts in proptest::collection::vec(0u32..1000, 2 * CLASS_CHANCES),
         ) {
             let chances = TopBitChances::from_counts(0, &counts, 1)
-                .unwrap_or_else(|| TopBitChances::new(0, vec![[Chance::EVEN; CLASS_CHANCES]]));
+                .unwrap_or_else(|| TopBitChances::new(0, vec![Some([Chance::EVEN; CLASS_CHANCES])]));
             let tree = chances.tree(0).unwrap();
             let mut w = RangeWriter::new();
             for &(value, bits) in &values {

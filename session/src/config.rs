@@ -60,7 +60,12 @@ use snapshot::{ClientSettings, Compact, Framing, Models};
 /// 17: a bit-stream snapshot message leaves out its last byte when it is
 /// zero (`snapshot::framing::MessageCoding::sent_len`): a peer of version
 /// 16 would run out of bits in a quarter of the messages.
-pub const SESSION_VERSION: u32 = 17;
+/// 18: a range-coded value class its model never counted (the float
+/// bit-pattern classes, any class a field never used in training) has
+/// its bits below the leading one read raw, not by an even tree
+/// (`fields::top_bits::TopBitChances::from_counts`): a peer of version 17
+/// would misread those values' bits.
+pub const SESSION_VERSION: u32 = 18;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec, the snapshot framing

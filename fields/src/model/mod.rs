@@ -32,6 +32,7 @@ use std::sync::Arc;
 
 pub mod adapt;
 mod smooth;
+mod zero_runs;
 
 pub use adapt::{AdaptPolicy, Adaptation, SymbolTally};
 
@@ -420,8 +421,9 @@ pub struct ModelData {
     /// [`CLASS_CHANCES`] pairs of (zeros, ones), one per node of its tree
     /// and per deep position.
     /// A range-coding sink codes those bits by the chances they make; a
-    /// bit stream ignores them.
-    #[serde(default)]
+    /// bit stream ignores them. Stored with their runs of zeros shortened
+    /// (most classes of most fields are never seen).
+    #[serde(default, with = "zero_runs::top_bits")]
     pub top_bits: Vec<Vec<u32>>,
     /// Per field (or empty: none; a field's entry empty unless it is an
     /// array), the sets of elements its changes change most often, as
@@ -496,7 +498,8 @@ pub const TOP_BITS_FIRST_SYMBOL: u8 = 2;
 /// is likelier than one of 127.875). Symbols without raw bits (dictionary
 /// entries, the classes of zero and one) never use theirs, and the float
 /// bit-pattern classes between ([`FLOAT_BITS_CLASSES`]) are never counted,
-/// so their trees stay even.
+/// so they have no tree: a class without counts has its bits read raw
+/// ([`TopBitChances::from_counts`]).
 pub const TOP_BITS_SYMBOLS: usize = 97;
 
 /// The value symbols of float bit-pattern classes (a float neither whole
@@ -2119,7 +2122,7 @@ pub(crate) enum TableKind {
 
 /// The code of counts `weights` (already smoothed) of a context whose
 /// symbols are below `alphabet`.
-fn code_of(weights: [u32; 256], alphabet: usize) -> Result<SymbolCode, BitError> {
+pub(crate) fn code_of(weights: [u32; 256], alphabet: usize) -> Result<SymbolCode, BitError> {
     HuffmanCode::from_frequencies(&weights)
         .map(|code| SymbolCode::new(code, weights, alphabet))
         .map_err(|e| BitError::invalid("native model", 0, format!("cannot build a code: {e}")))
