@@ -146,7 +146,13 @@ pub const FORMAT_NAME: &str = "native";
 /// header carries store their top-bit counts with runs of zeros
 /// shortened: a version 23 player would misread those values' bits and
 /// the header's models.
-pub const VERSION: u16 = 24;
+/// 25: a delta whose baseline holds fractional rates takes its model's
+/// replacement predictors when the clocks they read advanced by at most
+/// the elapsed time (not only exactly by it), and a
+/// `fields::model::Predictor::Differentiate` whose position moved slower
+/// than one unit a second codes the rate from its baseline: a version 24
+/// player would misread such deltas.
+pub const VERSION: u16 = 25;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

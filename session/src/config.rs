@@ -65,7 +65,14 @@ use snapshot::{ClientSettings, Compact, Framing, Models};
 /// its bits below the leading one read raw, not by an even tree
 /// (`fields::top_bits::TopBitChances::from_counts`): a peer of version 17
 /// would misread those values' bits.
-pub const SESSION_VERSION: u32 = 18;
+/// 19: a delta whose baseline holds fractional rates takes its model's
+/// replacement predictors when the clocks they read advanced by at most
+/// the elapsed time (not only exactly by it), and a
+/// `fields::model::Predictor::Differentiate` whose position moved slower
+/// than one unit a second codes the rate from its baseline: a peer of
+/// version 18 would misread such deltas (a live Quake 3 client's player
+/// state, from OpenArena).
+pub const SESSION_VERSION: u32 = 19;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec, the snapshot framing

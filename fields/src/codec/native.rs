@@ -58,6 +58,11 @@ use crate::varcode::{exp_golomb_bits, get_exp_golomb, put_exp_golomb, unzigzag, 
 /// 2^24 not every integer is an `f32`.
 const INTEGRAL_FLOAT_LIMIT: f32 = 16_777_216.0;
 
+/// The smallest rate (units per second) a [`Predictor::Differentiate`]
+/// predicts: a position's change slower than this is a clipping residue,
+/// and its rate is coded from the baseline.
+const MIN_DIFFERENTIATED_RATE: f64 = 1.0;
+
 /// Value symbols from here on are float bit-pattern classes.
 const FLOAT_BITS_SYMBOLS: u8 = 33;
 /// Value symbols from here on are grid-step classes.
@@ -966,6 +971,15 @@ fn predicted_reference<'a, T: Fields>(
                 let moved =
                     numeric(&kind, new_word(position)) - numeric(&kind, base_word(position));
                 let rate = moved * 1000.0 / elapsed_ms;
+                // A position that barely moved (a body pressed against a
+                // wall, which keeps a clipping residue of velocity, a
+                // tenth of a unit a second, along it) says nothing of the
+                // residue: its change is the trace's rounding, and a
+                // prediction of the wrong sign or size costs more than the
+                // baseline.
+                if rate.abs() < MIN_DIFFERENTIATED_RATE {
+                    return None;
+                }
                 if mean {
                     2.0 * rate - base_value as f64
                 } else {
@@ -1511,11 +1525,21 @@ fn visit_in_value_order<E>(
     Ok(())
 }
 
-/// Whether a clock field went from `base` to `new` in exactly the delta's
-/// elapsed time (see [`Model::for_clocks`]).
+/// Whether a clock field went from `base` to `new` by at most the delta's
+/// elapsed time, and by something if any time elapsed (see
+/// [`Model::for_clocks`]): a player's commands then most likely ran one
+/// move (a bot's or a spectated player's, timed by the server's frames,
+/// one of exactly the elapsed time; a client's whose commands are shorter
+/// than a frame, one of its own length), and the position's change over
+/// the clock's step says the new rate. Taken only at exactly the elapsed
+/// time, a live client's deltas of one 36–46 ms command a 50 ms frame
+/// were coded from their baselines (OpenArena's fractional velocities,
+/// twenty-odd bits each).
 #[inline]
 fn clock_advanced(context: &DeltaContext, base: u32, new: u32) -> bool {
-    new.wrapping_sub(base) == context.elapsed_ms as u32
+    let step = new.wrapping_sub(base);
+    let elapsed = context.elapsed_ms as u32;
+    step <= elapsed && (step > 0 || elapsed == 0)
 }
 
 /// [`value_order`] of `set` without `first` (a loose delta's clocks, coded

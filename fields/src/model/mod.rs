@@ -405,11 +405,12 @@ pub struct ModelData {
     /// made one move between the two states: a delta whose baseline is
     /// loose first codes the time fields the replacements read as clocks
     /// ([`Clock::Field`]), and takes the replacements only when every one
-    /// of them advanced by the delta's elapsed time (one move a server
-    /// frame, as a bot's or a spectated player's); otherwise (a client
-    /// that ran several moves, or none) the field's own predictors code
-    /// the rest. Those clock fields must keep their own predictors, and
-    /// those read nothing but the elapsed time.
+    /// of them advanced by at most the delta's elapsed time, and by
+    /// something if any time elapsed (one move: a server frame's, as a
+    /// bot's or a spectated player's, or a client's own shorter one);
+    /// otherwise (a client that ran several moves, or none) the field's
+    /// own predictors code the rest. Those clock fields must keep their
+    /// own predictors, and those read nothing but the elapsed time.
     #[serde(default)]
     pub loose_predictors: Vec<Option<Predictor>>,
     /// Per field (or empty: none; a field's entry empty until training
@@ -655,7 +656,10 @@ pub enum Predictor {
     /// of the two rates, as a body under constant acceleration does). A
     /// game that does not snap its velocities sends them at full float
     /// precision, so a change from the baseline costs twenty-odd bits; the
-    /// position's change says the same velocity to a few.
+    /// position's change says the same velocity to a few. A position that
+    /// moved slower than one unit a second (a body pressed against a wall,
+    /// whose velocity keeps a clipping residue) predicts nothing, and the
+    /// rate is coded from its baseline.
     Differentiate {
         /// The position field, predicted with [`Predictor::Extrapolate`] or
         /// unpredicted.
@@ -958,7 +962,7 @@ pub(crate) struct LooseCoding {
 
 /// The time fields the replacements read as clocks, sorted: a loose
 /// delta codes them first, and takes the replacements only if each
-/// advanced by the elapsed time (see [`ModelData::loose_predictors`]).
+/// advanced by one move (see [`ModelData::loose_predictors`]).
 fn loose_clocks(replacements: &[Option<Predictor>]) -> Vec<u16> {
     let mut clocks: Vec<u16> = replacements
         .iter()
