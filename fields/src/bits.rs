@@ -729,14 +729,32 @@ impl<'a> BitReader<'a> {
         let window = match self.buf.get(byte..byte + 8) {
             // The common case: one unaligned 64-bit load.
             Some(bytes) => u64::from_le_bytes(bytes.try_into().unwrap_or_else(|_| unreachable!())),
-            None => {
-                let mut window = [0u8; 8];
-                let tail = self.buf.get(byte..).unwrap_or(&[]);
-                window[..tail.len()].copy_from_slice(tail);
-                u64::from_le_bytes(window)
-            }
+            None => self.tail_window(byte),
         };
         window >> offset
+    }
+
+    /// [`raw_window`](Self::raw_window)'s bytes from `byte` on when fewer
+    /// than eight are left: zeros past the buffer. Out of line, so the
+    /// inlined common case stays as small as it was; and from a buffer of
+    /// eight bytes or more, its last eight shifted down rather than the
+    /// tail copied out, which was a `memcpy` call each time (a snapshot's
+    /// last entities are read here).
+    #[cold]
+    #[inline(never)]
+    fn tail_window(&self, byte: usize) -> u64 {
+        let len = self.buf.len();
+        if let (true, Some(last)) = (byte < len, len.checked_sub(8)) {
+            let bytes = self.buf.get(last..).unwrap_or(&[0; 8]);
+            let window = u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
+            // `byte` is past `last` (eight bytes from it would not fit)
+            // and before the end: a shift of 8 to 56 bits.
+            return window >> ((byte - last) * 8);
+        }
+        let mut window = [0u8; 8];
+        let tail = self.buf.get(byte..).unwrap_or(&[]);
+        window[..tail.len()].copy_from_slice(tail);
+        u64::from_le_bytes(window)
     }
 
     /// Consumes `count` bits already inspected with [`peek_bits`](Self::peek_bits).
