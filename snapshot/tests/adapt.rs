@@ -349,8 +349,14 @@ fn range_coded_messages_stay_in_step_through_the_shared_caches() {
     // 4,084 more off the adapting stream and 71 off the fixed one (32,349
     // and 79,733 before). A steady header's one answer at chance 27/32
     // instead of two at 31/32 and 7/8 moved them by -3 and +11 bytes
-    // (these streams skip frames; 28,265 and 79,662 before).
-    assert_eq!((adapting.bytes, fixed.bytes), (28_262, 79_673));
+    // (these streams skip frames; 28,265 and 79,662 before). A class its
+    // model never counted has its bits below the leading one written in
+    // the message's raw part, not decided by an even tree: about a bit
+    // each either way, and these streams moved by +1 and +61 bytes where
+    // the raw part meets the range-coded one (28,262 and 79,673 before;
+    // the fixed models, trained on calmer values, leave more classes
+    // uncounted).
+    assert_eq!((adapting.bytes, fixed.bytes), (28_263, 79_734));
 }
 
 #[test]
