@@ -1585,30 +1585,51 @@ mod derived {
         }
     }
 
-    /// States `count` long: the velocity changes by a fraction each step
-    /// (friction and acceleration), the position moves at the new one.
-    fn path(count: usize, seed: u64) -> Vec<(Mover, i32)> {
+    /// A xorshift generator from `seed`: the paths' noise, the same on
+    /// every run.
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
         let mut seed = seed | 1;
-        let mut random = move || {
+        move || {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
             seed
-        };
-        let mut mover = Mover {
-            time: 1_000,
-            position: 117.375,
-            velocity: 250.0,
-        };
-        let mut out = Vec::with_capacity(count);
-        for _ in 0..count {
+        }
+    }
+
+    /// States `count` long: the velocity changes by a fraction each step
+    /// (friction and acceleration), the position moves at the new one.
+    fn path(count: usize, seed: u64) -> Vec<(Mover, i32)> {
+        walk(count, seed, (1_000, 117.375, 250.0), |mover, random| {
             let step = 50;
             mover.time += step;
             mover.velocity = mover.velocity * 0.93 + ((random() % 4001) as f32 / 100.0 - 3.0);
             mover.position += mover.velocity * step as f32 / 1000.0;
-            out.push((mover, step));
-        }
-        out
+            step
+        })
+    }
+
+    /// `count` states from `start` (time, position, velocity), each made
+    /// by `step` from the one before (and the noise), with the elapsed
+    /// time `step` returns.
+    fn walk(
+        count: usize,
+        seed: u64,
+        (time, position, velocity): (i32, f32, f32),
+        mut step: impl FnMut(&mut Mover, &mut dyn FnMut() -> u64) -> i32,
+    ) -> Vec<(Mover, i32)> {
+        let mut random = xorshift(seed);
+        let mut mover = Mover {
+            time,
+            position,
+            velocity,
+        };
+        (0..count)
+            .map(|_| {
+                let elapsed = step(&mut mover, &mut random);
+                (mover, elapsed)
+            })
+            .collect()
     }
 
     /// [`path`] as a game that snaps its velocities sends it: each one
@@ -1779,6 +1800,25 @@ mod derived {
         assert!(switching * 10 < integrated * 8);
     }
 
+    /// Bits of the unsnapped path (trained on one, measured on another)
+    /// whose time field moves by the elapsed time plus `skew`, under the
+    /// integrating, the deriving and the switching models.
+    fn bits_by_model(skew: i32) -> (usize, usize, usize) {
+        let (training, measured) = (path(2000, 5), path(500, 11));
+        let bits = |predictors: &[(usize, Predictor)], loose: &[(usize, Predictor)]| {
+            coded_bits_skewed(
+                &layout_skewed(predictors, loose, &training, skew),
+                &measured,
+                skew,
+            )
+        };
+        (
+            bits(&INTEGRATE, &[]),
+            bits(&DERIVE, &[]),
+            bits(&INTEGRATE, &DERIVE),
+        )
+    }
+
     #[test]
     fn a_clock_that_advanced_by_more_than_the_elapsed_time_keeps_the_integration() {
         // The same unsnapped path, but every delta's time field moved by
@@ -1787,23 +1827,8 @@ mod derived {
         // and the switching model codes exactly as the integrating one,
         // trained and measured alike (neither of those reads the elapsed
         // time: the figures of the tests above).
-        let (training, measured) = (path(2000, 5), path(500, 11));
         for skew in [-25, -1] {
-            let integrated = coded_bits_skewed(
-                &layout_skewed(&INTEGRATE, &[], &training, skew),
-                &measured,
-                skew,
-            );
-            let derived = coded_bits_skewed(
-                &layout_skewed(&DERIVE, &[], &training, skew),
-                &measured,
-                skew,
-            );
-            let switching = coded_bits_skewed(
-                &layout_skewed(&INTEGRATE, &DERIVE, &training, skew),
-                &measured,
-                skew,
-            );
+            let (integrated, derived, switching) = bits_by_model(skew);
             assert_eq!(switching, integrated, "skew {skew}: derived {derived}");
             assert!(derived * 10 < integrated * 8, "skew {skew}");
         }
@@ -1818,23 +1843,8 @@ mod derived {
         // model codes exactly as the deriving one. Taken only at exactly
         // the elapsed time, it coded as the integrating one (measured:
         // 22,188 bits integrated, 16,695 derived, at either skew).
-        let (training, measured) = (path(2000, 5), path(500, 11));
         for skew in [1, 50] {
-            let integrated = coded_bits_skewed(
-                &layout_skewed(&INTEGRATE, &[], &training, skew),
-                &measured,
-                skew,
-            );
-            let derived = coded_bits_skewed(
-                &layout_skewed(&DERIVE, &[], &training, skew),
-                &measured,
-                skew,
-            );
-            let switching = coded_bits_skewed(
-                &layout_skewed(&INTEGRATE, &DERIVE, &training, skew),
-                &measured,
-                skew,
-            );
+            let (integrated, derived, switching) = bits_by_model(skew);
             assert_eq!(switching, derived, "skew {skew}: integrated {integrated}");
             assert!(switching * 10 < integrated * 8, "skew {skew}");
         }
@@ -1845,20 +1855,7 @@ mod derived {
     /// (2^-7), and the velocity along the wall is a clipping residue, a
     /// fraction of a unit a second.
     fn wall_path(count: usize, seed: u64) -> Vec<(Mover, i32)> {
-        let mut seed = seed | 1;
-        let mut random = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        let mut mover = Mover {
-            time: 4_000,
-            position: 703.125,
-            velocity: 0.1,
-        };
-        let mut out = Vec::with_capacity(count);
-        for _ in 0..count {
+        walk(count, seed, (4_000, 703.125, 0.1), |mover, random| {
             mover.time += 40;
             mover.velocity = 0.05 + (random() % 15_001) as f32 / 100_000.0;
             if random() % 4 == 0 {
@@ -1868,9 +1865,8 @@ mod derived {
                     -0.0078125
                 };
             }
-            out.push((mover, 40));
-        }
-        out
+            40
+        })
     }
 
     #[test]
