@@ -152,7 +152,10 @@ pub const FORMAT_NAME: &str = "native";
 /// `fields::model::Predictor::Differentiate` whose position moved slower
 /// than one unit a second codes the rate from its baseline: a version 24
 /// player would misread such deltas.
-pub const VERSION: u16 = 25;
+/// 26: a float without a grid whose low nine significand bits are zero
+/// (a velocity's clipping residue) is coded in coarse bit-pattern steps
+/// on the grid symbols: a version 25 player would refuse such symbols.
+pub const VERSION: u16 = 26;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

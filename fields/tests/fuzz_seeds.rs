@@ -260,10 +260,10 @@ fn codec_range_replays() {
     write_seeds(CRATE, "codec_range", &seeds).unwrap();
     assert_eq!(
         fuzzing::codec_range(&seeds[3]),
-        5,
-        "the list's 4 entities (and its first bits read as a struct delta: \
-         one of held and spawn accepts them under the fuzzing model's codes; \
-         both did before grid classes had top-bit trees)"
+        6,
+        "the list's 4 entities (and its first bits read as a struct delta, \
+         held and spawn: only one accepted them while a float without a grid \
+         refused the grid symbols, which are now its coarse steps)"
     );
     assert_eq!(replay("codec_range", 1, fuzzing::codec_range), seeds.len());
 }

@@ -82,12 +82,17 @@ pub const TRAINING_DEMOS: &[&str] = &[
 /// and in one this crate's client plays, so its command time runs on a
 /// client's clock: the duel 0.5152 → 0.5016 (its velocities 11.2 → 8.4
 /// bits each) and every other demo smaller too (`q3/training/README.md`).
+/// The last is this crate's client playing on OpenArena's defaults
+/// (`pmove_float 1`): a client's own commands with fractional
+/// velocities, as a live session's player state is, which no other
+/// recording held (its walls' clipped velocities among them).
 pub const RECORDED_DEMOS: &[&str] = &[
     "oa_ffa3_czest1tourney.dm_68",
     "oa_ffa3_oa_dm4_unsmoothed.dm_68",
     "oa_ffa5_dm6ish.dm_68",
     "oa_ffa3_czest1tourney_snapped.dm_68",
     "oa_ffa3_oa_dm4_played.dm_68",
+    "oa_ffa4_oa_dm4_played_float.dm_68",
 ];
 
 /// The directory holding [`RECORDED_DEMOS`].

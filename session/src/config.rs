@@ -72,7 +72,11 @@ use snapshot::{ClientSettings, Compact, Framing, Models};
 /// than one unit a second codes the rate from its baseline: a peer of
 /// version 18 would misread such deltas (a live Quake 3 client's player
 /// state, from OpenArena).
-pub const SESSION_VERSION: u32 = 19;
+/// 20: a float without a grid whose low nine significand bits are zero
+/// (a velocity's clipping residue, from OpenArena) is coded in coarse
+/// bit-pattern steps on the grid symbols: a peer of version 19 would
+/// refuse such symbols.
+pub const SESSION_VERSION: u32 = 20;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec, the snapshot framing
