@@ -874,7 +874,11 @@ impl BitSource for BitReader<'_> {
             // At least the window's first 57 bits are the buffer's.
             if total <= 57 && total as usize <= left {
                 self.position += total as usize;
-                return Ok((symbol, (window >> len) as u32 & low_mask(count)));
+                // `count` is at most 57 here, so a 64-bit mask needs no
+                // guard for a full-width count (`low_mask`'s select): a
+                // few instructions less per value of the native decoder.
+                let raw = (window >> len) & ((1u64 << count) - 1);
+                return Ok((symbol, raw as u32));
             }
         }
         self.coded_symbol_then_raw_slow(code, extra_bits)
