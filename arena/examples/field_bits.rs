@@ -30,7 +30,7 @@ fn row_of(of: Coded, context: Context) -> String {
     };
     match context {
         Context::LastGroup(set) | Context::Group(set, _) => format!("patterns (set {set})"),
-        Context::Value(field, _) | Context::TopBits(field, _) => {
+        Context::Value(field, _) | Context::TopBits(field, ..) => {
             names.get(field).map_or("?", |f| f.name).to_string()
         }
         Context::EntityNumber(_) => "entity numbers".into(),

@@ -485,7 +485,7 @@ pub fn demo_bound_with(demo: &Q3Demo, models: &TrainedModels) -> Result<DemoBoun
                     Context::LastGroup(_) | Context::Group(..) | Context::Elements(..) => {
                         cost.pattern_bits += spent
                     }
-                    Context::Value(field, _) | Context::TopBits(field, _) => {
+                    Context::Value(field, _) | Context::TopBits(field, ..) => {
                         cost.value_bits += spent;
                         *fields.entry(field).or_default() += spent;
                     }

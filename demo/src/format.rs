@@ -155,7 +155,12 @@ pub const FORMAT_NAME: &str = "native";
 /// 26: a float without a grid whose low nine significand bits are zero
 /// (a velocity's clipping residue) is coded in coarse bit-pattern steps
 /// on the grid symbols: a version 25 player would refuse such symbols.
-pub const VERSION: u16 = 26;
+/// 27: range-coded values code five bits after the top-bit tree by their
+/// own chances (`fields::top_bits::DEEP_BITS`, was four) and models count
+/// them, and a top-bit chance leans towards even by more imaginary
+/// observations: a version 26 player would misread range-coded values and
+/// the header's models.
+pub const VERSION: u16 = 27;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

@@ -39,16 +39,15 @@ pub const TREE_NODES: usize = (1 << TOP_BITS) - 1;
 
 /// How many bits after the tree's have a chance of their own, one per
 /// position (whatever the bits above).
-pub const DEEP_BITS: u32 = 4;
+pub const DEEP_BITS: u32 = 5;
 
 /// How many bits below the leading one a class's chances model: what an
-/// adapting model counts of a value as one symbol (the bits after a marker
-/// one, so at most seven to fit a byte).
+/// adapting model counts of a value as one symbol (the bits, at most eight
+/// to fit a byte; how many is part of the symbol's context).
 pub const MODELLED_BITS: u32 = TOP_BITS + DEEP_BITS;
 
-// A model counts a value's modelled bits as one byte: a marker one, then
-// the bits.
-const _: () = assert!(MODELLED_BITS <= 7);
+// A model counts a value's modelled bits as one byte.
+const _: () = assert!(MODELLED_BITS <= u8::BITS);
 
 /// Chances per class: the tree's nodes, then one per deep position.
 pub const CLASS_CHANCES: usize = TREE_NODES + DEEP_BITS as usize;
@@ -321,10 +320,10 @@ mod tests {
     #[test]
     fn deep_bits_have_a_chance_each_and_the_rest_go_raw() {
         // Class 12 (eleven bits below the leading one): the tree's three,
-        // then four deep positions whose bits are nearly always 1, 0, 1, 1
-        // whatever came above, then four raw bits.
+        // then five deep positions whose bits are nearly always 1, 0, 1,
+        // 1, 0 whatever came above, then three raw bits.
         let mut counts = vec![0u32; 2 * CLASS_CHANCES];
-        for (depth, bit) in [1usize, 0, 1, 1].into_iter().enumerate() {
+        for (depth, bit) in [1usize, 0, 1, 1, 0].into_iter().enumerate() {
             counts[2 * (TREE_NODES + depth) + bit] = 4000;
         }
         let chances = TopBitChances::from_counts(12, &counts, 1).unwrap();
@@ -337,10 +336,10 @@ mod tests {
                 .iter()
                 .map(|c| c.yes())
                 .collect::<Vec<_>>(),
-            [65519, 16, 65519, 65519]
+            [65519, 16, 65519, 65519, 16]
         );
-        // Tree bits 010 and 110, the deep 1011, raw bits 0110 and 1001.
-        let values = [0b010_1011_0110u32, 0b110_1011_1001];
+        // Tree bits 010 and 110, the deep 10110, raw bits 110 and 001.
+        let values = [0b010_1011_0110u32, 0b110_1011_0001];
         let mut w = RangeWriter::new();
         for _ in 0..32 {
             for value in values {
@@ -348,9 +347,9 @@ mod tests {
             }
         }
         let (bytes, bits) = w.finish();
-        // 64 values of 3 even tree bits and 4 raw ones (448 bits), the
+        // 64 values of 3 even tree bits and 3 raw ones (384 bits), the
         // deep bits nearly free.
-        assert_eq!(bits, 449);
+        assert_eq!(bits, 385);
         let mut r = RangeReader::new(bytes);
         for _ in 0..32 {
             for value in values {

@@ -76,7 +76,11 @@ use snapshot::{ClientSettings, Compact, Framing, Models};
 /// (a velocity's clipping residue, from OpenArena) is coded in coarse
 /// bit-pattern steps on the grid symbols: a peer of version 19 would
 /// refuse such symbols.
-pub const SESSION_VERSION: u32 = 20;
+/// 21: range-coded values code five bits after the top-bit tree by their
+/// own chances (`fields::top_bits::DEEP_BITS`, was four), and a top-bit
+/// chance leans towards even by more imaginary observations: a peer of
+/// version 20 would misread range-coded values.
+pub const SESSION_VERSION: u32 = 21;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec, the snapshot framing

@@ -355,8 +355,11 @@ fn range_coded_messages_stay_in_step_through_the_shared_caches() {
     // each either way, and these streams moved by +1 and +61 bytes where
     // the raw part meets the range-coded one (28,262 and 79,673 before;
     // the fixed models, trained on calmer values, leave more classes
-    // uncounted).
-    assert_eq!((adapting.bytes, fixed.bytes), (28_263, 79_734));
+    // uncounted). A fifth deep position, and each top-bit chance leaning
+    // towards even by six imaginary observations of each answer, not two,
+    // took 64 more off the adapting stream; the fixed one is unchanged
+    // (28,263 and 79,734 before).
+    assert_eq!((adapting.bytes, fixed.bytes), (28_199, 79_734));
 }
 
 #[test]

@@ -755,13 +755,13 @@ mod tests {
         assert!(rebuilt.top_bits(0).is_none());
         assert_eq!(rebuilt.id(), fresh.id());
         assert_ne!(rebuilt.id(), trained.id());
-        // A tally given entries no visit makes (no marker, another
+        // A tally given entries no visit makes (no bits, another
         // field's class out of range) changes nothing.
         let mut odd = SymbolTally::new();
         odd.extend_from(&[
-            (Context::TopBits(1, 4), 0),
-            (Context::TopBits(9, 4), 0b1101),
-            (Context::TopBits(1, 200), 0b1101),
+            (Context::TopBits(1, 4, 0), 0),
+            (Context::TopBits(9, 4, 3), 0b101),
+            (Context::TopBits(1, 200, 3), 0b101),
         ]);
         let state = Adaptation::new(trained.clone());
         let mut state = state.for_next(&POLICY).unwrap().after(&odd);

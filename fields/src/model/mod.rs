@@ -306,13 +306,14 @@ pub enum Context {
     /// [`number_context`].
     EntityNumber(u8),
     /// The first bits below the leading one of a value of field `f` whose
-    /// class is the given symbol ([`crate::top_bits`]): not a coded symbol,
-    /// but what an adapting model counts of them. Its "symbol" is the bits
-    /// seen, from the top, after a marker one (`1b₁…b₇`: the tree's
-    /// [`crate::top_bits::TOP_BITS`] and the deep
+    /// class is the given symbol ([`crate::top_bits`]), and how many of
+    /// them there are: not a coded symbol, but what an adapting model
+    /// counts of them. Its "symbol" is those bits, from the top
+    /// (`b₁…b₈`: the tree's [`crate::top_bits::TOP_BITS`] and the deep
     /// [`crate::top_bits::DEEP_BITS`], or fewer when the value has fewer
-    /// bits).
-    TopBits(usize, u8),
+    /// bits). The count is in the context, not a marker one in the symbol,
+    /// so all eight bits fit a byte.
+    TopBits(usize, u8, u8),
     /// Which elements of array field `f` changed, in a delta of the given
     /// origin: a place in its dictionary of common element sets
     /// ([`ModelData::element_sets`]), plus one, or [`ELEMENTS_ESCAPE`] for
@@ -516,8 +517,13 @@ pub const FLOAT_BITS_CLASSES: std::ops::Range<u8> = 33..66;
 pub const TOP_BITS_COUNTS: usize = TOP_BITS_SYMBOLS * 2 * CLASS_CHANCES;
 
 /// Imaginary observations of each answer a top-bit chance starts from
-/// (see [`TopBitChances::from_counts`]).
-const TOP_BITS_PRIOR: u32 = 2;
+/// (see [`TopBitChances::from_counts`]). A node that training saw a few
+/// times (a deep position of a class the other games rarely use) should
+/// not claim near certainty for a game it was not trained on:
+/// leave-one-out and range-coded (`delta-size`'s `native_loo_range`), 6
+/// took the eight shared demos 498,632 -> 498,519 bytes, no demo worse
+/// (the duel -105, truncated -6); 1 cost 79 bytes.
+const TOP_BITS_PRIOR: u32 = 6;
 
 /// Per field, the chances of `data`'s top-bit counts.
 fn top_bit_chances(data: &ModelData) -> Vec<Option<TopBitChances>> {
@@ -549,8 +555,8 @@ pub(crate) fn top_bits_seen(traced: &TracedSymbol) -> Option<(Context, u8)> {
     let bits = traced.raw_bits.min(MODELLED_BITS);
     let top = (traced.raw >> (traced.raw_bits - bits)) & low_mask(bits);
     Some((
-        Context::TopBits(field, traced.symbol),
-        (1 << bits | top) as u8,
+        Context::TopBits(field, traced.symbol, bits as u8),
+        top as u8,
     ))
 }
 
@@ -1244,20 +1250,16 @@ impl ModelData {
         }
     }
 
-    /// Adds `weight` along the path `seen` (see [`Context::TopBits`]) of
-    /// field `field`'s tree for class symbol `class`, and to its deep
-    /// positions' counts for the bits after the tree's (saturating;
-    /// anything outside the model's shape is ignored).
-    fn add_top_bits(&mut self, field: usize, class: u8, seen: u8, weight: u32) {
+    /// Adds `weight` along the path of the `bits` bits `seen` (see
+    /// [`Context::TopBits`]) of field `field`'s tree for class symbol
+    /// `class`, and to its deep positions' counts for the bits after the
+    /// tree's (saturating; anything outside the model's shape is ignored).
+    fn add_top_bits(&mut self, field: usize, class: u8, bits: u8, seen: u8, weight: u32) {
         let Some(index) = class.checked_sub(TOP_BITS_FIRST_SYMBOL) else {
             return;
         };
         let fields = self.fields();
-        // The marker one's place says how many bits follow it (none for a
-        // zero, which no tally writes).
-        let bits = (u8::BITS - 1)
-            .saturating_sub(seen.leading_zeros())
-            .min(MODELLED_BITS);
+        let bits = u32::from(bits).min(MODELLED_BITS);
         if usize::from(index) >= TOP_BITS_SYMBOLS || field >= fields || bits == 0 {
             return;
         }
@@ -1307,8 +1309,8 @@ impl ModelData {
     /// Adds `weight` to the count of `symbol` in `context` (saturating;
     /// a context or symbol outside the model's shape is ignored).
     pub(crate) fn add(&mut self, context: Context, symbol: u8, weight: u32) {
-        if let Context::TopBits(field, class) = context {
-            self.add_top_bits(field, class, symbol, weight);
+        if let Context::TopBits(field, class, bits) = context {
+            self.add_top_bits(field, class, bits, symbol, weight);
             return;
         }
         if let Context::Elements(field, origin) = context {
@@ -2062,7 +2064,7 @@ impl Touched {
     /// every table whose smoothing pools it: a table's code reads its
     /// pool's counts too.
     pub(crate) fn mark(&mut self, data: &ModelData, context: Context) {
-        if let Context::TopBits(field, _) = context {
+        if let Context::TopBits(field, ..) = context {
             if let Some(t) = self.top_bits.get_mut(field) {
                 *t = true;
             }
@@ -2739,10 +2741,10 @@ mod tests {
     #[test]
     fn top_bit_counts_take_the_tree_path_then_the_deep_positions() {
         let mut data = ModelTrainer::new(Small::TABLE.schema().fingerprint(), 2).finish();
-        // Class 12 of field 1: a marker one, tree bits 010, deep bits 1011.
-        data.add(Context::TopBits(1, 12), 0b1010_1011, 3);
+        // Class 12 of field 1: tree bits 010, deep bits 10110.
+        data.add(Context::TopBits(1, 12, 8), 0b0101_0110, 3);
         // Class 12 again, only two bits seen: 11.
-        data.add(Context::TopBits(1, 12), 0b1_11, 1);
+        data.add(Context::TopBits(1, 12, 2), 0b11, 1);
         assert!(data.top_bits[0].is_empty());
         let counts = &data.top_bits[1];
         assert_eq!(counts.len(), TOP_BITS_COUNTS);
@@ -2755,13 +2757,13 @@ mod tests {
         expected[3] = 3;
         expected[2 * 2 + 1] = 1;
         expected[2 * 4] = 3;
-        // The deep positions: 1, 0, 1, 1.
-        for (depth, bit) in [1usize, 0, 1, 1].into_iter().enumerate() {
+        // The deep positions: 1, 0, 1, 1, 0.
+        for (depth, bit) in [1usize, 0, 1, 1, 0].into_iter().enumerate() {
             expected[2 * (TREE_NODES + depth) + bit] = 3;
         }
         assert_eq!(class, expected);
-        assert_eq!(counts.iter().sum::<u32>(), 3 * 7 + 2);
-        // The traced value a model counts: the class's first seven bits.
+        assert_eq!(counts.iter().sum::<u32>(), 3 * 8 + 2);
+        // The traced value a model counts: the class's first eight bits.
         let traced = TracedSymbol {
             context: Context::Value(1, ValueContext::Zero),
             symbol: 12,
@@ -2770,7 +2772,7 @@ mod tests {
         };
         assert_eq!(
             top_bits_seen(&traced),
-            Some((Context::TopBits(1, 12), 0b1010_1011))
+            Some((Context::TopBits(1, 12, 8), 0b0101_0110))
         );
         // A grid class's bits are counted like an integer class's (grid
         // class 12 is symbol 78); a float bit-pattern class's (symbol 45)
@@ -2778,7 +2780,7 @@ mod tests {
         let with_symbol = |symbol| TracedSymbol { symbol, ..traced };
         assert_eq!(
             top_bits_seen(&with_symbol(78)),
-            Some((Context::TopBits(1, 78), 0b1010_1011))
+            Some((Context::TopBits(1, 78, 8), 0b0101_0110))
         );
         assert_eq!(top_bits_seen(&with_symbol(45)), None);
         assert_eq!(top_bits_seen(&with_symbol(99)), None);
