@@ -337,6 +337,18 @@ pub trait BitSource {
         coded_symbol_then_raw(self, code, extra_bits)
     }
 
+    /// Whether this source reads the bits below a value's leading one by
+    /// their chances ([`get_coded_symbol_and_top_bits`](Self::get_coded_symbol_and_top_bits)
+    /// differs from [`get_coded_symbol_and_raw`](Self::get_coded_symbol_and_raw)):
+    /// false for a bit stream, whose raw bits are raw whatever the chances,
+    /// so a decoder need not look a field's chances up for it (a bounds
+    /// check and an option per value of the native decoder). A source that
+    /// overrides `get_coded_symbol_and_top_bits` must answer true.
+    #[inline(always)]
+    fn reads_top_bits(&self) -> bool {
+        false
+    }
+
     /// Reads what [`BitSink::put_coded_symbol_and_top_bits`] wrote with the
     /// same chances: [`BitSource::get_coded_symbol_and_raw`] for a bit
     /// stream, this default.

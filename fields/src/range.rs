@@ -541,6 +541,12 @@ impl BitSource for RangeReader<'_> {
         Ok(yes)
     }
 
+    /// Its top bits are range-coded by their chances.
+    #[inline(always)]
+    fn reads_top_bits(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn get_coded_symbol_and_top_bits(
         &mut self,
@@ -813,6 +819,12 @@ impl BitSource for SplitReader<'_> {
         let yes = self.decoder.decode_decision(chance)?;
         self.check_overrun()?;
         Ok(yes)
+    }
+
+    /// Its top bits are range-coded by their chances.
+    #[inline(always)]
+    fn reads_top_bits(&self) -> bool {
+        true
     }
 
     #[inline]

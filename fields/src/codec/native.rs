@@ -514,6 +514,15 @@ fn value_code(
     }
 }
 
+/// The low `width` bits set, for a field's wire width (at most 32): a
+/// 64-bit shift needs no select for a full-width field, where
+/// [`low_mask`]'s 32-bit one does (a few instructions per value decoded).
+/// A width past 63 cannot occur; it wraps rather than panics.
+#[inline(always)]
+fn width_mask(width: u32) -> u32 {
+    ((1u64 << (width & 63)) - 1) as u32
+}
+
 /// Inverse of [`value_code`]: the new word from the baseline word, the float
 /// reference, a symbol and its extra bits (read as [`value_extra_bits`]
 /// says).
@@ -530,7 +539,7 @@ fn value_from_code(
     if !float && symbol >= DICTIONARY_SYMBOLS {
         let place = usize::from(symbol - DICTIONARY_SYMBOLS);
         if let Some(&change) = reference.dictionary.get(place) {
-            let word = base.wrapping_add(change) & low_mask(kind.wire_bits());
+            let word = base.wrapping_add(change) & width_mask(kind.wire_bits());
             if !kind.word_in_range(word) {
                 return Err(BitError::invalid(
                     "value",
@@ -635,14 +644,15 @@ fn value_from_code(
                     .ok_or_else(|| out_of_range("field difference"))?;
                 unzigzag(zigzagged)
             };
-            if width < 32 && sign_extend(difference as u32 & low_mask(width), width) != difference {
+            if width < 32 && sign_extend(difference as u32 & width_mask(width), width) != difference
+            {
                 return Err(BitError::invalid(
                     "field difference",
                     position,
                     format!("{difference} does not fit a {width}-bit field"),
                 ));
             }
-            from.wrapping_add(difference as u32) & low_mask(width)
+            from.wrapping_add(difference as u32) & width_mask(width)
         }
     };
     if !kind.word_in_range(word) {
@@ -1499,10 +1509,12 @@ fn get_value<S: BitSource + ?Sized>(
         _ => &INTEGER_EXTRA_BITS,
     };
     let context = Context::Value(field, context);
-    let (symbol, extra) = match (
-        model.top_bits(field),
-        model.codes.and_then(|m| m.code(context)),
-    ) {
+    // A bit stream reads raw bits whatever the chances: no look-up for it.
+    let chances = match source.reads_top_bits() {
+        true => model.top_bits(field),
+        false => None,
+    };
+    let (symbol, extra) = match (chances, model.codes.and_then(|m| m.code(context))) {
         (Some(chances), Some(code)) => {
             source.get_coded_symbol_and_top_bits(code, extra_bits, chances)?
         }
