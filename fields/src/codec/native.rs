@@ -45,9 +45,9 @@ use crate::error::BitError;
 use crate::kind::ScalarKind;
 use crate::model::{
     elements_symbol, field_codings, number_context, number_symbol, Clock, Context, FieldCoding,
-    Grid, NativeModel, Origin, PatternKey, PatternSet, Predictor, TracedSymbol, ValueContext,
-    DECODE_TIERS, DICTIONARY_SYMBOLS, ELEMENTS_ESCAPE, GROUP_FIELDS, NUMBER_END, VALUE_SYMBOLS,
-    ZERO_SYMBOL,
+    Grid, NativeModel, Origin, PatternKey, PatternSet, Predictor, SymbolCode, TracedSymbol,
+    ValueContext, DECODE_TIERS, DICTIONARY_SYMBOLS, ELEMENTS_ESCAPE, GROUP_FIELDS, NUMBER_END,
+    VALUE_SYMBOLS, ZERO_SYMBOL,
 };
 use crate::rounding;
 use crate::table::{field_in, FieldSet, Fields, MAX_FIELDS};
@@ -2308,6 +2308,12 @@ fn read_scalar_value<T: Fields, S: BitSource + ?Sized>(
 
 /// Reads a changed set coded as group patterns into `out` (empty on entry)
 /// and returns its size.
+///
+/// The symbols are short (two or three groups a delta, a few bits each),
+/// so they are decoded from one look-ahead window ([`Lookahead`]) and
+/// consumed together, not each from a window of its own: a window costs
+/// more than the table look-up it feeds. Only the struct's last group can
+/// name a field past its end, so only that one is checked.
 fn get_grouped_set<S: BitSource + ?Sized>(
     source: &mut S,
     model: &NativeModel,
@@ -2317,7 +2323,15 @@ fn get_grouped_set<S: BitSource + ?Sized>(
 ) -> Result<usize, BitError> {
     let position = source.bits_read();
     let groups = fields.div_ceil(GROUP_FIELDS);
-    let last_group = usize::from(get_symbol(source, Some(model), Context::LastGroup(set))?);
+    let mut ahead = Lookahead::new(source);
+    let last_group = match model.code(Context::LastGroup(set)) {
+        Some(code) => ahead.symbol(source, code)?,
+        None => {
+            ahead.consume(source)?;
+            get_symbol(source, None, Context::LastGroup(set))?
+        }
+    };
+    let last_group = usize::from(last_group);
     if last_group > groups {
         return Err(BitError::invalid(
             "changed-field groups",
@@ -2325,29 +2339,121 @@ fn get_grouped_set<S: BitSource + ?Sized>(
             format!("group {last_group} is past the {groups} groups"),
         ));
     }
-    let mut count = 0;
     let codes = model.group_codes(set);
-    for group in 0..last_group {
-        let position = source.bits_read();
-        let pattern = match codes.get(group) {
-            Some(code) => source.get_coded_symbol(code)?,
-            None => get_symbol(source, None, Context::Group(set, group))?,
-        };
+    // Every group but the struct's last holds fields of the struct only.
+    let within = last_group.min(groups.saturating_sub(1));
+    for group in 0..within {
+        let pattern = group_pattern(&mut ahead, source, codes, (set, group))?;
+        // A group's pattern is a byte of the set, taken as it is.
+        out[group / 8] |= u64::from(pattern) << (group % 8 * 8);
+    }
+    if last_group > within {
+        let group = within;
+        let at = ahead.position(source);
+        let pattern = group_pattern(&mut ahead, source, codes, (set, group))?;
         if pattern != 0 {
             let highest = group * GROUP_FIELDS + 7 - pattern.leading_zeros() as usize;
             if highest >= fields {
                 return Err(BitError::invalid(
                     "changed-field pattern",
-                    position,
+                    at,
                     format!("field {highest} is past the last field ({fields})"),
                 ));
             }
         }
-        // A group's pattern is a byte of the set, taken as it is.
         out[group / 8] |= u64::from(pattern) << (group % 8 * 8);
-        count += pattern.count_ones() as usize;
     }
-    Ok(count)
+    ahead.consume(source)?;
+    let words = last_group.div_ceil(8).min(out.len());
+    Ok(out[..words]
+        .iter()
+        .map(|word| word.count_ones() as usize)
+        .sum())
+}
+
+/// The change pattern of group `group` of pattern set `set` (see
+/// [`get_grouped_set`]).
+#[inline(always)]
+fn group_pattern<S: BitSource + ?Sized>(
+    ahead: &mut Lookahead,
+    source: &mut S,
+    codes: &[SymbolCode],
+    (set, group): (PatternSet, usize),
+) -> Result<u8, BitError> {
+    match codes.get(group) {
+        Some(code) => ahead.symbol(source, code),
+        None => {
+            ahead.consume(source)?;
+            get_symbol(source, None, Context::Group(set, group))
+        }
+    }
+}
+
+/// Up to 32 bits of a source seen ahead of reading them
+/// ([`BitSource::peek_window`]), from which several short code words are
+/// decoded and then consumed at once ([`Lookahead::consume`]). A word that
+/// is not wholly within them (or a source that cannot look ahead) is read
+/// from the source itself, after what the window decoded is consumed.
+struct Lookahead {
+    window: u32,
+    /// Bits of `window` that are the source's.
+    left: u32,
+    /// Bits of `window` decoded but not yet consumed.
+    used: u32,
+}
+
+impl Lookahead {
+    #[inline(always)]
+    fn new<S: BitSource + ?Sized>(source: &S) -> Self {
+        let (window, left) = source.peek_window().unwrap_or((0, 0));
+        Lookahead {
+            window,
+            left: left.min(32) as u32,
+            used: 0,
+        }
+    }
+
+    /// The next symbol of `code`: from the window when its word lies
+    /// wholly within it, else (the rest of the window consumed) from the
+    /// source, and the window taken afresh after it.
+    #[inline(always)]
+    fn symbol<S: BitSource + ?Sized>(
+        &mut self,
+        source: &mut S,
+        code: &SymbolCode,
+    ) -> Result<u8, BitError> {
+        // A word's symbol depends on its own bits only: one no longer
+        // than what is left was decoded from the source's bits.
+        if let Some((symbol, len)) = code.leaf(self.window.checked_shr(self.used).unwrap_or(0)) {
+            let end = self.used + len;
+            if end <= self.left {
+                self.used = end;
+                return Ok(symbol);
+            }
+        }
+        self.consume(source)?;
+        let symbol = source.get_coded_symbol(code)?;
+        *self = Lookahead::new(source);
+        Ok(symbol)
+    }
+
+    /// Where the next symbol starts in the source.
+    #[inline(always)]
+    fn position<S: BitSource + ?Sized>(&self, source: &S) -> usize {
+        source.bits_read() + self.used as usize
+    }
+
+    /// Consumes what the window decoded; the window is then empty.
+    #[inline(always)]
+    fn consume<S: BitSource + ?Sized>(&mut self, source: &mut S) -> Result<(), BitError> {
+        if self.used > 0 {
+            source.skip_bits(self.used)?;
+        }
+        self.window = 0;
+        self.left = 0;
+        self.used = 0;
+        Ok(())
+    }
 }
 
 /// Writes which elements of array field `field` (of `elements` elements)
