@@ -124,6 +124,7 @@ impl PatternKey {
     pub const MAX_CLASSES: u8 = 16;
 
     /// Pattern sets the key tells apart.
+    #[inline]
     pub fn held_classes(&self) -> usize {
         let split = |flag: Option<u16>| if flag.is_some() { 2 } else { 1 };
         usize::from(self.classes.max(1)) * split(self.flag) * split(self.second_flag)
