@@ -624,6 +624,11 @@ macro_rules! net_struct {
             }
 
             $(
+                // Inline, with the game's accessor: the native codec asks
+                // for the model once an entity's number and again for its
+                // body, and out of line each look-up was a call into the
+                // struct's crate and another to its `OnceLock`.
+                #[inline]
                 fn static_native_model() -> Option<&'static ::std::sync::Arc<$crate::model::NativeModel>> {
                     $model
                 }
