@@ -160,11 +160,7 @@ pub const FORMAT_NAME: &str = "native";
 /// them, and a top-bit chance leans towards even by more imaginary
 /// observations: a version 26 player would misread range-coded values and
 /// the header's models.
-/// 28: a model's value codes spread less of each count over the
-/// neighbouring classes and give a smaller uniform floor
-/// (`fields::model`'s smoothing): a version 27 player would build other
-/// codes from the header's models and misread the values.
-pub const VERSION: u16 = 28;
+pub const VERSION: u16 = 27;
 /// Bytes before the header: magic, version, header length.
 pub const PREAMBLE_LEN: usize = MAGIC.len() + 2 + 4;
 /// Largest header accepted (schemas, models and metadata are far smaller).

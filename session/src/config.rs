@@ -80,11 +80,7 @@ use snapshot::{ClientSettings, Compact, Framing, Models};
 /// own chances (`fields::top_bits::DEEP_BITS`, was four), and a top-bit
 /// chance leans towards even by more imaginary observations: a peer of
 /// version 20 would misread range-coded values.
-/// 22: a model's value codes spread less of each count over the
-/// neighbouring classes and give a smaller uniform floor (the models'
-/// smoothing in `fields::model`): a peer of version 21 would build other
-/// codes from the same models and misread the values.
-pub const SESSION_VERSION: u32 = 22;
+pub const SESSION_VERSION: u32 = 21;
 
 /// The handshake's schema fingerprint for entity type `E`, player state
 /// `P` and command `C`: their tables, the codec, the snapshot framing

@@ -1891,9 +1891,7 @@ mod derived {
             &measured,
             skew,
         );
-        // (17,382 and 17,391 when the value codes spread a tenth of each
-        // count over the neighbouring classes, not 0.03.)
-        assert_eq!((integrated, switching), (17_309, 17_312));
+        assert_eq!((integrated, switching), (17_382, 17_391));
     }
 
     #[test]
@@ -2273,9 +2271,8 @@ mod top_bits {
         // alone.
         // (782 when a chance leaned towards even by two imaginary
         // observations of each answer, not six: this model trains on 400
-        // states; 784, 1,729 and 2,801 when the value codes spread a tenth
-        // of each count over the neighbouring classes, not 0.03.)
-        assert_eq!((with, without, plain_with), (714, 1657, 2800));
+        // states.)
+        assert_eq!((with, without, plain_with), (784, 1729, 2801));
     }
 
     net_struct! {
@@ -2333,10 +2330,8 @@ mod top_bits {
         // like an integer class's: nearly known once the class is. When
         // only integer classes had trees, these bits went as they are:
         // `without`'s 2,121 bits.
-        // (788 with a prior of two imaginary observations, not six; 792
-        // and 2,121 when the value codes spread a tenth of each count over
-        // the neighbouring classes, not 0.03.)
-        assert_eq!((with, without, plain_with), (720, 2048, 3192));
+        // (788 with a prior of two imaginary observations, not six.)
+        assert_eq!((with, without, plain_with), (792, 2121, 3192));
     }
 }
 
@@ -2431,9 +2426,7 @@ mod stamps {
             ..DeltaContext::default()
         };
         let at = |time| delta_bits(&stamp, &held.with_server_time(time), &base, &new);
-        // (34 when the value codes spread a tenth of each count over the
-        // neighbouring classes, not 0.03.)
-        assert_eq!((at(Some(800_000)), at(None)), (33, 33));
+        assert_eq!((at(Some(800_000)), at(None)), (34, 34));
         // Without a server time, one entering the view is coded from its
         // baseline (plus the elapsed time), as `Advance` codes it; a held
         // zero (a slot a new missile took) is coded against the server
@@ -2457,9 +2450,7 @@ mod stamps {
         };
         assert_eq!(
             (spawn(Some(now)), spawn(None), taken(Some(now)), taken(None)),
-            // (56 for the last when the value codes spread a tenth of each
-            // count over the neighbouring classes, not 0.03.)
-            (14, 37, 28, 55)
+            (14, 37, 28, 56)
         );
     }
 
@@ -2562,9 +2553,7 @@ mod tick_stamps {
         };
         assert_eq!(
             (total(&layout(TICKS)), total(&layout(Predictor::Stamp))),
-            // (4,614 when the value codes spread a tenth of each count
-            // over the neighbouring classes, not 0.03.)
-            (4_556, 7_194)
+            (4_614, 7_194)
         );
     }
 
@@ -2603,10 +2592,7 @@ mod tick_stamps {
                 delta_bits(&ticks, &spawn, &Shot::default(), &off),
                 delta_bits(&stamp, &spawn, &Shot::default(), &off)
             ),
-            // (27 and 24 for the last two when the value codes spread a
-            // tenth of each count over the neighbouring classes, not 0.03:
-            // a class the model never saw costs a bit more.)
-            (21, 33, 28, 25, 15)
+            (21, 33, 27, 24, 15)
         );
     }
 
@@ -2772,11 +2758,7 @@ mod fixed_speeds {
                 totals(&layout(Some(speed(gated)))),
                 totals(&layout(Some(speed(None))))
             ),
-            // (9,398 / 5,868, 7,523 / 5,863 and 7,561 / 6,419 when the
-            // value codes spread a tenth of each count over the
-            // neighbouring classes, not 0.03: the ungated players' codes
-            // gained 37 bits from the smaller spread, the gated ones none.)
-            ((9_368, 5_831), (7_458, 5_863), (7_517, 6_399))
+            ((9_398, 5_868), (7_523, 5_863), (7_561, 6_419))
         );
     }
 
@@ -3386,9 +3368,7 @@ mod falls {
         // way, cost a little more under codes the falls' counts reshaped.
         assert_eq!(
             (totals(&layout(false)), totals(&layout(true))),
-            // (1,520 and 1,330 falling when the value codes spread a tenth
-            // of each count over the neighbouring classes, not 0.03.)
-            ((1_515, 828), (1_325, 843))
+            ((1_520, 828), (1_330, 843))
         );
     }
 

@@ -24,19 +24,11 @@ const SCALE: f64 = 64.0;
 // 0.675 of Quake 3's bytes, the others by up to 0.015, in-sample by +0.002.
 
 /// Share of a value count spread over the other classes of its path.
-/// Leave-one-out and range-coded (`delta-size`'s `native_loo_range`),
-/// 0.03 with a floor of 0.005 took the eight shared demos 496,751 ->
-/// 495,410 bytes (the duel -1,321, plasma -10, no demo worse by more than
-/// 2; 0.1 and 0.01 before). The back-off to the field's pooled counts
-/// already prices the classes a context did not see, so a context's own
-/// classes keep more of their weight. 0.05 gave -1,054, 0.015 -1,467
-/// (chat +9), none -1,491 (truncated +15, gameplay_types +13).
-const VALUE_SPREAD: f64 = 0.03;
+const VALUE_SPREAD: f64 = 0.1;
 /// Weight decay per class of distance.
 const VALUE_DECAY: f64 = 0.5;
-/// Uniform floor, as a share of the field's counts (0.01 before: see
-/// [`VALUE_SPREAD`]).
-const VALUE_FLOOR: f64 = 0.005;
+/// Uniform floor, as a share of the field's counts.
+const VALUE_FLOOR: f64 = 0.01;
 /// Weight of a field's pooled counts in each of its value contexts: as a
 /// share of the context's counts, plus a fixed number of counts (so a
 /// context seen rarely in training codes like the field as a whole).
