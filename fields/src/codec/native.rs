@@ -136,7 +136,8 @@ const fn class_extra_bits(class: usize) -> u8 {
 
 /// Per value symbol, the raw bits that follow it: what
 /// [`BitSource::get_coded_symbol_and_raw`] reads with the symbol. A symbol
-/// that is not a class of the field (see [`value_from_code`]) has none, so
+/// that is not a class of the field (see [`float_from_code`],
+/// [`integer_from_code`]) has none, so
 /// the decoder refuses it before reading further, as it refuses every
 /// other malformed symbol. `float`: a Quake 3 float field; `grid`: one with
 /// a grid.
@@ -334,11 +335,34 @@ fn value_context(
     demoted: bool,
     replaced: bool,
 ) -> ValueContext {
+    match kind {
+        ScalarKind::Q3Float => float_value_context(base, origin, demoted, replaced),
+        _ => integer_value_context(base, origin, replaced),
+    }
+}
+
+/// [`value_context`] of a Quake 3 float: a decoder that has matched the
+/// kind already (once per value, for its context, its extra bits and its
+/// word) asks this directly.
+#[inline(always)]
+fn float_value_context(base: u32, origin: Origin, demoted: bool, replaced: bool) -> ValueContext {
     // Computed, then selected, not branched on: which case a value falls in
     // is data, and mispredicted branches cost more than the tests.
-    let float = matches!(kind, ScalarKind::Q3Float);
-    let zero = base & if float { 0x7fff_ffff } else { u32::MAX } == 0;
-    let whole = !float || (whole_float_bits(base) && !demoted);
+    let zero = base & 0x7fff_ffff == 0;
+    let whole = whole_float_bits(base) && !demoted;
+    held_or_spawn(zero, whole, origin, replaced)
+}
+
+/// [`value_context`] of an integer (every non-zero baseline is whole).
+#[inline(always)]
+fn integer_value_context(base: u32, origin: Origin, replaced: bool) -> ValueContext {
+    held_or_spawn(base == 0, true, origin, replaced)
+}
+
+/// The context of a value whose baseline is `zero` or `whole` (see
+/// [`ValueContext`]).
+#[inline(always)]
+fn held_or_spawn(zero: bool, whole: bool, origin: Origin, replaced: bool) -> ValueContext {
     let held = if zero {
         ValueContext::Zero
     } else if whole {
@@ -525,8 +549,9 @@ fn width_mask(width: u32) -> u32 {
 
 /// Inverse of [`value_code`]: the new word from the baseline word, the float
 /// reference, a symbol and its extra bits (read as [`value_extra_bits`]
-/// says).
-#[inline(always)]
+/// says). For tests: the decoder calls the kind's own ([`float_from_code`],
+/// [`integer_from_code`]), having matched the kind already.
+#[cfg(test)]
 fn value_from_code(
     kind: &ScalarKind,
     base: u32,
@@ -535,134 +560,195 @@ fn value_from_code(
     extra: u32,
     position: usize,
 ) -> Result<u32, BitError> {
-    let float = matches!(kind, ScalarKind::Q3Float);
-    if !float && symbol >= DICTIONARY_SYMBOLS {
-        let place = usize::from(symbol - DICTIONARY_SYMBOLS);
-        if let Some(&change) = reference.dictionary.get(place) {
-            let word = base.wrapping_add(change) & width_mask(kind.wire_bits());
-            if !kind.word_in_range(word) {
-                return Err(BitError::invalid(
-                    "value",
-                    position,
-                    format!("word {word:#x} is not a wire value of {kind:?}"),
-                ));
-            }
-            return Ok(word);
-        }
+    match kind {
+        ScalarKind::Q3Float => float_from_code(base, reference, symbol, extra, position),
+        _ => integer_from_code(kind, base, reference, symbol, extra, position),
     }
+}
+
+/// The error of a value the decoder refuses, built out of line: the hot
+/// paths only test and branch here, and keep their registers.
+#[cold]
+#[inline(never)]
+fn refused(what: &'static str, position: usize, detail: std::fmt::Arguments<'_>) -> BitError {
+    BitError::invalid(what, position, std::fmt::format(detail))
+}
+
+/// A symbol's path (the first symbol of its range: 0, [`FLOAT_BITS_SYMBOLS`]
+/// or [`GRID_SYMBOLS`]) and its class within it.
+#[inline(always)]
+fn path_and_class(symbol: u8) -> (u8, u32) {
     let (path, class) = match symbol {
         s if s >= GRID_SYMBOLS => (GRID_SYMBOLS, s - GRID_SYMBOLS),
         s if s >= FLOAT_BITS_SYMBOLS => (FLOAT_BITS_SYMBOLS, s - FLOAT_BITS_SYMBOLS),
         s => (0, s),
     };
-    let class = u32::from(class);
-    let ticked = !float && path == GRID_SYMBOLS && reference.tick > 1;
-    if class > 32 || (path != 0 && !float && !ticked) {
-        return Err(BitError::invalid(
-            "value class",
-            position,
-            format!("symbol {symbol} is not a class of {kind:?}"),
-        ));
+    (path, u32::from(class))
+}
+
+/// Inverse of [`value_code`] for a Quake 3 float (see [`value_extra_bits`]
+/// for the extra bits).
+#[inline(always)]
+fn float_from_code(
+    base: u32,
+    reference: Reference<'_>,
+    symbol: u8,
+    extra: u32,
+    position: usize,
+) -> Result<u32, BitError> {
+    let (path, class) = path_and_class(symbol);
+    if class > 32 {
+        return Err(not_a_class(symbol, &ScalarKind::Q3Float, position));
     }
     let value = unclass(class, extra);
-    let out_of_range = |what: &'static str| BitError::invalid(what, position, "exceeds 32 bits");
-    let word = match kind {
-        ScalarKind::Bool => base ^ 1,
-        ScalarKind::Q3Float if path == GRID_SYMBOLS && reference.grid_step.is_none() => {
-            coarse_from_code(base, reference, value, position)?
-        }
-        ScalarKind::Q3Float if path == GRID_SYMBOLS => {
-            let step = reference
-                .grid_step
-                .ok_or_else(|| out_of_range("grid value"))?;
-            let k = if reference.folded {
-                unfold(value, reference.steps(step)).ok_or_else(|| {
-                    BitError::invalid(
-                        "folded grid value",
-                        position,
-                        format!("{value} is not a signed distance from the predicted size"),
-                    )
-                })?
-            } else {
-                reference.steps(step).wrapping_add(unzigzag(value))
-            };
-            Grid::value_at(step, k)
-                .ok_or_else(|| {
-                    BitError::invalid("grid value", position, format!("{k} steps is off the grid"))
-                })?
-                .to_bits()
-        }
-        ScalarKind::Q3Float if path == FLOAT_BITS_SYMBOLS => {
-            let zigzagged = value
-                .checked_add(reference.is_base as u32)
-                .ok_or_else(|| out_of_range("float difference"))?;
-            ordered(ordered(reference.value.to_bits()).wrapping_add(unzigzag(zigzagged)) as u32)
-                as u32
-        }
-        ScalarKind::Q3Float => {
-            let integer = integral_from_code(value, reference).ok_or_else(|| {
-                BitError::invalid(
-                    "folded integral float",
-                    position,
-                    format!("{value} is not a signed distance from the predicted size"),
-                )
-            })?;
-            // Every integer up to 2^24 is exactly a float, and those are
-            // the ones the integral path carries (see `integral`).
-            if integer.unsigned_abs() > INTEGRAL_FLOAT_LIMIT as u32 {
-                return Err(BitError::invalid(
-                    "integral float",
-                    position,
-                    format!("{integer} is outside the exactly representable range"),
-                ));
-            }
-            (integer as f32).to_bits()
-        }
-        other => {
-            let width = other.wire_bits();
-            let (from, changed) = match reference.advanced {
-                Some(predicted) => (predicted, 0),
-                None => (base, 1),
-            };
-            let difference = if ticked {
-                // Whole ticks: never zero (the plain path's), and within
-                // the field's width like any other change.
-                let ticks = unzigzag(value);
-                match ticks.checked_mul(reference.tick as i32) {
-                    Some(difference) if ticks != 0 => difference,
-                    _ => {
-                        return Err(BitError::invalid(
-                            "tick difference",
+    let word = if path == GRID_SYMBOLS {
+        match reference.grid_step {
+            None => coarse_from_code(base, reference, value, position)?,
+            Some(step) => {
+                let k = if reference.folded {
+                    unfold(value, reference.steps(step)).ok_or_else(|| {
+                        refused(
+                            "folded grid value",
                             position,
-                            format!("{ticks} ticks is not a change of a stamp"),
-                        ))
-                    }
-                }
-            } else {
-                let zigzagged = value
-                    .checked_add(changed)
-                    .ok_or_else(|| out_of_range("field difference"))?;
-                unzigzag(zigzagged)
-            };
-            if width < 32 && sign_extend(difference as u32 & width_mask(width), width) != difference
-            {
-                return Err(BitError::invalid(
-                    "field difference",
-                    position,
-                    format!("{difference} does not fit a {width}-bit field"),
-                ));
+                            format_args!(
+                                "{value} is not a signed distance from the predicted size"
+                            ),
+                        )
+                    })?
+                } else {
+                    reference.steps(step).wrapping_add(unzigzag(value))
+                };
+                Grid::value_at(step, k)
+                    .ok_or_else(|| {
+                        refused(
+                            "grid value",
+                            position,
+                            format_args!("{k} steps is off the grid"),
+                        )
+                    })?
+                    .to_bits()
             }
-            from.wrapping_add(difference as u32) & width_mask(width)
         }
+    } else if path == FLOAT_BITS_SYMBOLS {
+        let zigzagged = value
+            .checked_add(reference.is_base as u32)
+            .ok_or_else(|| exceeds("float difference", position))?;
+        ordered(ordered(reference.value.to_bits()).wrapping_add(unzigzag(zigzagged)) as u32) as u32
+    } else {
+        let integer = integral_from_code(value, reference).ok_or_else(|| {
+            refused(
+                "folded integral float",
+                position,
+                format_args!("{value} is not a signed distance from the predicted size"),
+            )
+        })?;
+        // Every integer up to 2^24 is exactly a float, and those are
+        // the ones the integral path carries (see `integral`).
+        if integer.unsigned_abs() > INTEGRAL_FLOAT_LIMIT as u32 {
+            return Err(refused(
+                "integral float",
+                position,
+                format_args!("{integer} is outside the exactly representable range"),
+            ));
+        }
+        (integer as f32).to_bits()
     };
+    checked_word(&ScalarKind::Q3Float, word, position)
+}
+
+/// Inverse of [`value_code`] for an integer kind (or a bool, which
+/// [`get_value`] answers before reading anything).
+#[inline(always)]
+fn integer_from_code(
+    kind: &ScalarKind,
+    base: u32,
+    reference: Reference<'_>,
+    symbol: u8,
+    extra: u32,
+    position: usize,
+) -> Result<u32, BitError> {
+    let width = kind.wire_bits();
+    if symbol >= DICTIONARY_SYMBOLS {
+        let place = usize::from(symbol - DICTIONARY_SYMBOLS);
+        if let Some(&change) = reference.dictionary.get(place) {
+            // Within the field's width, so a wire value of an integer kind
+            // ([`ScalarKind::word_in_range`]).
+            return Ok(base.wrapping_add(change) & width_mask(width));
+        }
+    }
+    let (path, class) = path_and_class(symbol);
+    let ticked = path == GRID_SYMBOLS && reference.tick > 1;
+    if class > 32 || (path != 0 && !ticked) {
+        return Err(not_a_class(symbol, kind, position));
+    }
+    let value = unclass(class, extra);
+    if *kind == ScalarKind::Bool {
+        return checked_word(kind, base ^ 1, position);
+    }
+    let (from, changed) = match reference.advanced {
+        Some(predicted) => (predicted, 0),
+        None => (base, 1),
+    };
+    let difference = if ticked {
+        // Whole ticks: never zero (the plain path's), and within
+        // the field's width like any other change.
+        let ticks = unzigzag(value);
+        match ticks.checked_mul(reference.tick as i32) {
+            Some(difference) if ticks != 0 => difference,
+            _ => {
+                return Err(refused(
+                    "tick difference",
+                    position,
+                    format_args!("{ticks} ticks is not a change of a stamp"),
+                ))
+            }
+        }
+    } else {
+        let zigzagged = value
+            .checked_add(changed)
+            .ok_or_else(|| exceeds("field difference", position))?;
+        unzigzag(zigzagged)
+    };
+    if width < 32 && sign_extend(difference as u32 & width_mask(width), width) != difference {
+        return Err(refused(
+            "field difference",
+            position,
+            format_args!("{difference} does not fit a {width}-bit field"),
+        ));
+    }
+    // Masked to the field's width: a wire value of an integer kind.
+    Ok(from.wrapping_add(difference as u32) & width_mask(width))
+}
+
+/// `word`, if it is a wire value of `kind`.
+#[inline(always)]
+fn checked_word(kind: &ScalarKind, word: u32, position: usize) -> Result<u32, BitError> {
     if !kind.word_in_range(word) {
-        return Err(BitError::invalid(
+        return Err(refused(
             "value",
             position,
-            format!("word {word:#x} is not a wire value of {kind:?}"),
+            format_args!("word {word:#x} is not a wire value of {kind:?}"),
         ));
     }
     Ok(word)
+}
+
+/// The error of a symbol that is no class of a value of `kind`.
+#[cold]
+#[inline(never)]
+fn not_a_class(symbol: u8, kind: &ScalarKind, position: usize) -> BitError {
+    refused(
+        "value class",
+        position,
+        format_args!("symbol {symbol} is not a class of {kind:?}"),
+    )
+}
+
+/// The error of a difference past 32 bits.
+#[cold]
+#[inline(never)]
+fn exceeds(what: &'static str, position: usize) -> BitError {
+    BitError::invalid(what, position, "exceeds 32 bits")
 }
 
 /// A float's bit pattern in coarse steps ([`COARSE_LOW_BITS`]): its
@@ -848,12 +934,37 @@ fn reference_of<'a, T: Fields>(
     (field, coding): (usize, &FieldCoding),
     (context, clocks): (&DeltaContext, &impl ClockReadings),
 ) -> Reference<'a> {
-    if coding.predictor.is_some() || coding.axis.is_some() {
+    if predicts(coding) {
         return predicted_reference(model, base_word, new_word, new, field, (context, clocks));
     }
-    if matches!(new.field_kind(field).element(), ScalarKind::Q3Float) {
+    plain_reference(
+        model,
+        (field, coding),
+        new.field_kind(field).element(),
+        base_word(field),
+    )
+}
+
+/// Whether a field coded as `coding` takes [`predicted_reference`].
+#[inline(always)]
+fn predicts(coding: &FieldCoding) -> bool {
+    coding.predictor.is_some() || coding.axis.is_some()
+}
+
+/// [`reference_of`] for a field without a predictor or an anchor axis, of
+/// kind `kind` and baseline word `base`: the baseline itself. Inline, so a
+/// decoder that builds it beside the value's read keeps it in registers
+/// and folds its constant parts into the read.
+#[inline(always)]
+fn plain_reference<'a>(
+    model: &Model<'a>,
+    (field, coding): (usize, &FieldCoding),
+    kind: &ScalarKind,
+    base: u32,
+) -> Reference<'a> {
+    if matches!(kind, ScalarKind::Q3Float) {
         Reference {
-            value: f32::from_bits(base_word(field)),
+            value: f32::from_bits(base),
             is_base: true,
             grid_step: coding.grid_step,
             advanced: None,
@@ -1482,6 +1593,10 @@ fn put_value<S: BitSink + ?Sized>(
     put_symbol_and_extra(sink, model.codes, context, code)
 }
 
+/// Reads a changed value written by [`put_value`]: the new word of field
+/// `field` (`replaced`: its [`FieldCoding::replaced`]) of kind `kind`
+/// from the baseline word `base`. The kind is matched once, for the
+/// value's context, its extra-bits table and its word.
 #[inline(always)]
 fn get_value<S: BitSource + ?Sized>(
     source: &mut S,
@@ -1492,22 +1607,47 @@ fn get_value<S: BitSource + ?Sized>(
     reference: Reference,
     scope: Scope,
 ) -> Result<u32, BitError> {
-    if *kind == ScalarKind::Bool {
-        return Ok(base ^ 1);
+    match kind {
+        ScalarKind::Bool => Ok(base ^ 1),
+        ScalarKind::Q3Float => {
+            let demoted = scope.demotes(model, field);
+            let context = float_value_context(base, scope.origin, demoted, replaced);
+            let (symbol, extra, position) =
+                get_value_symbol(source, model, field, context, &FLOAT_EXTRA_BITS)?;
+            if symbol == ZERO_SYMBOL {
+                return zero_word(kind, base, model.codes.is_some(), position);
+            }
+            float_from_code(base, reference, symbol, extra, position)
+        }
+        _ => {
+            let context = integer_value_context(base, scope.origin, replaced);
+            let extra_bits = if reference.tick > 1 {
+                &TICK_EXTRA_BITS
+            } else {
+                &INTEGER_EXTRA_BITS
+            };
+            let (symbol, extra, position) =
+                get_value_symbol(source, model, field, context, extra_bits)?;
+            if symbol == ZERO_SYMBOL {
+                return zero_word(kind, base, model.codes.is_some(), position);
+            }
+            integer_from_code(kind, base, reference, symbol, extra, position)
+        }
     }
+}
+
+/// The symbol of a value of `field` in `context` and its extra bits (read
+/// as `extra_bits` says), and the position they start at; a symbol past
+/// the value symbols is refused.
+#[inline(always)]
+fn get_value_symbol<S: BitSource + ?Sized>(
+    source: &mut S,
+    model: &Model<'_>,
+    field: usize,
+    context: ValueContext,
+    extra_bits: &[u8; 256],
+) -> Result<(u8, u32, usize), BitError> {
     let position = source.bits_read();
-    let context = value_context(
-        kind,
-        base,
-        scope.origin,
-        scope.demotes(model, field),
-        replaced,
-    );
-    let extra_bits = match (kind, reference.grid_step) {
-        (ScalarKind::Q3Float, _) => &FLOAT_EXTRA_BITS,
-        _ if reference.tick > 1 => &TICK_EXTRA_BITS,
-        _ => &INTEGER_EXTRA_BITS,
-    };
     let context = Context::Value(field, context);
     // A bit stream reads raw bits whatever the chances: no look-up for it.
     let chances = match source.reads_top_bits() {
@@ -1521,21 +1661,20 @@ fn get_value<S: BitSource + ?Sized>(
         _ => get_symbol_and_extra(source, model.codes, context, extra_bits)?,
     };
     if usize::from(symbol) >= VALUE_SYMBOLS {
-        return Err(BitError::invalid(
+        return Err(refused(
             "value class",
             position,
-            format!("symbol {symbol} out of range"),
+            format_args!("symbol {symbol} out of range"),
         ));
     }
-    if symbol == ZERO_SYMBOL {
-        return zero_word(kind, base, model.codes.is_some(), position);
-    }
-    value_from_code(kind, base, reference, symbol, extra, position)
+    Ok((symbol, extra, position))
 }
 
 /// The word [`ZERO_SYMBOL`] decodes to, if it may stand here: only a model
 /// codes it, and only for a change (from a zero baseline it would say
-/// "unchanged").
+/// "unchanged"). Inline, with the error out of line: one value in thirty
+/// of the duel is a reset to zero.
+#[inline(always)]
 fn zero_word(
     kind: &ScalarKind,
     base: u32,
@@ -1543,10 +1682,10 @@ fn zero_word(
     position: usize,
 ) -> Result<u32, BitError> {
     if !modelled || base == 0 || !kind.word_in_range(0) {
-        return Err(BitError::invalid(
+        return Err(refused(
             "value class",
             position,
-            format!("the zero symbol cannot change a {kind:?} from word {base:#x}"),
+            format_args!("the zero symbol cannot change a {kind:?} from word {base:#x}"),
         ));
     }
     Ok(0)
@@ -2268,15 +2407,16 @@ fn read_scalar_value<T: Fields, S: BitSource + ?Sized>(
     let kind = out.field_kind(index);
     // One look-up of the field's coding for its reference and its value.
     let coding = model.coding(index);
-    let reference = reference_of(
-        model,
-        |f| word_of(base, f),
-        |f| word_of(new, f),
-        out,
-        (index, coding),
-        (context, clocks),
-    );
+    let value = (index, coding.replaced);
     let word = if kind.is_array() {
+        let reference = reference_of(
+            model,
+            |f| word_of(base, f),
+            |f| word_of(new, f),
+            out,
+            (index, coding),
+            (context, clocks),
+        );
         read_array_elements(
             source,
             out,
@@ -2289,16 +2429,24 @@ fn read_scalar_value<T: Fields, S: BitSource + ?Sized>(
         // path's `out.word(index, 0)` would give it (the store skips
         // arrays: their elements are in `out` already).
         out.word(index, 0)
-    } else {
-        get_value(
-            source,
+    } else if predicts(coding) {
+        let reference = predicted_reference(
             model,
-            (index, coding.replaced),
-            kind.element(),
-            word_of(base, index),
-            reference,
-            scope,
-        )?
+            |f| word_of(base, f),
+            |f| word_of(new, f),
+            out,
+            index,
+            (context, clocks),
+        );
+        let base = word_of(base, index);
+        get_value(source, model, value, kind.element(), base, reference, scope)?
+    } else {
+        // Built here, beside the read, not through `reference_of`: the
+        // baseline reference's constant parts (no prediction, no fold,
+        // no tick) then fold into the value's decoding.
+        let base = word_of(base, index);
+        let reference = plain_reference(model, (index, coding), kind.element(), base);
+        get_value(source, model, value, kind.element(), base, reference, scope)?
     };
     if let Some(slot) = new.get_mut(index) {
         *slot = word;
