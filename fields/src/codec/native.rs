@@ -197,8 +197,19 @@ fn integral(value: f32) -> Option<i32> {
 }
 
 /// The integer the baseline float predicts (saturating; NaN predicts 0).
+///
+/// A whole float is its own integer: the truncating conversion gives it
+/// without the rounding, and it is the one [`whole_float_bits`] makes of
+/// the same float, so a decoder that asked whether the baseline is whole
+/// (its value context) has it already.
+#[inline]
 fn predict(base: f32) -> i32 {
-    rounding::round(base) as i32
+    let truncated = base as i32;
+    if truncated as f32 == base {
+        truncated
+    } else {
+        rounding::round(base) as i32
+    }
 }
 
 /// The integral path's number for `integer` against `reference`: the
@@ -3273,6 +3284,35 @@ mod whole_tests {
             if x.is_finite() {
                 prop_assert_eq!(whole_float_bits(bits), rounding::is_whole(x));
             }
+        }
+
+        /// The whole-float shortcut of `predict` rounds like the rounding
+        /// it skips, for every float (NaNs, infinities and the saturating
+        /// magnitudes among them).
+        #[test]
+        fn a_prediction_is_the_rounded_float(bits in any::<u32>()) {
+            let x = f32::from_bits(bits);
+            prop_assert_eq!(predict(x), rounding::round(x) as i32);
+        }
+    }
+
+    #[test]
+    fn predictions_at_the_edges() {
+        for (x, integer) in [
+            (2.5f32, 3),
+            (-2.5, -3),
+            (-0.4, 0),
+            (-0.0, 0),
+            (7.0, 7),
+            (-7.0, -7),
+            (8_388_609.0, 8_388_609),
+            (2_147_483_648.0, i32::MAX),
+            (-2_147_483_648.0, i32::MIN),
+            (1e30, i32::MAX),
+            (f32::NEG_INFINITY, i32::MIN),
+            (f32::NAN, 0),
+        ] {
+            assert_eq!(predict(x), integer, "{x}");
         }
     }
 }
