@@ -46,8 +46,8 @@ use crate::kind::ScalarKind;
 use crate::model::{
     elements_symbol, field_codings, number_context, number_symbol, Clock, Context, FieldCoding,
     Grid, NativeModel, Origin, PatternKey, PatternSet, Predictor, SymbolCode, TracedSymbol,
-    ValueContext, DECODE_TIERS, DICTIONARY_SYMBOLS, ELEMENTS_ESCAPE, GROUP_FIELDS, NUMBER_END,
-    VALUE_SYMBOLS, ZERO_SYMBOL,
+    ValueContext, DECODE_TIERS, DICTIONARY_SYMBOLS, ELEMENTS_ESCAPE, GROUP_FIELDS, MAX_GROUPS,
+    NUMBER_END, VALUE_SYMBOLS, ZERO_SYMBOL,
 };
 use crate::rounding;
 use crate::table::{field_in, FieldSet, Fields, MAX_FIELDS};
@@ -2468,12 +2468,112 @@ fn read_scalar_value<T: Fields, S: BitSource + ?Sized>(
 /// Reads a changed set coded as group patterns into `out` (empty on entry)
 /// and returns its size.
 ///
-/// The symbols are short (two or three groups a delta, a few bits each),
-/// so they are decoded from one look-ahead window ([`Lookahead`]) and
-/// consumed together, not each from a window of its own: a window costs
-/// more than the table look-up it feeds. Only the struct's last group can
-/// name a field past its end, so only that one is checked.
+/// The symbols are short (two or three groups a delta, a few bits each):
+/// nearly always every one of them lies in one look-ahead window, and
+/// [`grouped_set_in_window`] decodes them from it with no check per
+/// symbol but the code's. Anything else (a word past the window, a
+/// source that cannot look ahead, a group without a code, a malformed
+/// set) takes [`get_grouped_set_stepwise`] from the start, which also
+/// reports every error.
+#[inline(always)]
 fn get_grouped_set<S: BitSource + ?Sized>(
+    source: &mut S,
+    model: &NativeModel,
+    set: PatternSet,
+    fields: usize,
+    out: &mut FieldSet,
+) -> Result<usize, BitError> {
+    if let (Some(window), Some(last_code)) =
+        (source.peek_window(), model.code(Context::LastGroup(set)))
+    {
+        let codes = model.group_codes(set);
+        if let Some((count, used)) = grouped_set_in_window(window, last_code, codes, fields, out) {
+            source.skip_bits(used)?;
+            return Ok(count);
+        }
+    }
+    get_grouped_set_stepwise(source, model, set, fields, out)
+}
+
+/// Changed fields of each group pattern (its one bits): the set's size
+/// summed a group at a time, where a population count of each word of the
+/// set costs a dozen instructions without a CPU instruction for it.
+const PATTERN_FIELDS: [u8; 256] = {
+    let mut counts = [0u8; 256];
+    let mut pattern = 0;
+    while pattern < 256 {
+        counts[pattern] = (pattern as u8).count_ones() as u8;
+        pattern += 1;
+    }
+    counts
+};
+
+/// [`get_grouped_set`] from `window` (the source's next 32 bits and how
+/// many bits are left, see [`BitSource::peek_window`]): the last group
+/// with `last_code`, then each group's pattern with its code of `codes`,
+/// into `out`. Returns the set's size and the bits it took, or `None`
+/// (and `out` untouched) unless every word lies within the window and the
+/// input, every group read has a code, and the set is within the struct's
+/// `fields`: what [`get_grouped_set_stepwise`] then reads or refuses.
+///
+/// A word's symbol depends on its own bits only, so the words are decoded
+/// one after the other from the window and checked against what is left
+/// once, at the end: a word decoded from bits past it is never used.
+#[inline(always)]
+fn grouped_set_in_window(
+    (window, left): (u32, usize),
+    last_code: &SymbolCode,
+    codes: &[SymbolCode],
+    fields: usize,
+    out: &mut FieldSet,
+) -> Option<(usize, u32)> {
+    // 64 bits wide, so a shift by a word's length (at most 32) is always
+    // in range; the bits above the window's read as zeros.
+    let mut bits = u64::from(window);
+    let (last_group, mut used) = last_code.leaf(bits as u32)?;
+    bits >>= used;
+    let last_group = usize::from(last_group);
+    let groups = fields.div_ceil(GROUP_FIELDS);
+    if last_group > groups {
+        return None;
+    }
+    let mut patterns = [0u8; MAX_GROUPS];
+    let mut count = 0;
+    for (code, slot) in codes.get(..last_group)?.iter().zip(&mut patterns) {
+        let (pattern, len) = code.leaf(bits as u32)?;
+        bits >>= len;
+        used += len;
+        *slot = pattern;
+        count += usize::from(PATTERN_FIELDS[usize::from(pattern)]);
+    }
+    if used as usize > left.min(32) {
+        return None;
+    }
+    // Only the struct's last group can name a field past its end.
+    if last_group == groups && last_group > 0 {
+        let group = last_group - 1;
+        let pattern = patterns[group];
+        if pattern != 0 && group * GROUP_FIELDS + 7 - pattern.leading_zeros() as usize >= fields {
+            return None;
+        }
+    }
+    // A group's pattern is a byte of the set, taken as it is.
+    for (word, bytes) in out.iter_mut().zip(patterns.chunks_exact(8)) {
+        let mut le = [0u8; 8];
+        le.copy_from_slice(bytes);
+        *word = u64::from_le_bytes(le);
+    }
+    Some((count, used))
+}
+
+/// [`get_grouped_set`] a symbol at a time, for what
+/// [`grouped_set_in_window`] leaves: symbols are still decoded from one
+/// look-ahead window ([`Lookahead`]) where they lie in it. Only the
+/// struct's last group can name a field past its end, so only that one is
+/// checked.
+#[cold]
+#[inline(never)]
+fn get_grouped_set_stepwise<S: BitSource + ?Sized>(
     source: &mut S,
     model: &NativeModel,
     set: PatternSet,
