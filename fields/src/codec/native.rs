@@ -1452,14 +1452,22 @@ impl<'a> Model<'a> {
     /// the baseline's key field).
     #[inline]
     fn pattern_set<T: Fields>(&self, origin: Origin, base: &T) -> PatternSet {
-        let word = |field: u16| {
-            let field = usize::from(field);
+        self.pattern_set_of(origin, |field| {
             if field < base.field_count() {
                 base.word(field, 0)
             } else {
                 0
             }
-        };
+        })
+    }
+
+    /// [`Model::pattern_set`] of a baseline whose element-0 words `word`
+    /// reads (zero past its fields): a decoder that has the baseline's
+    /// scalar words reads its key fields from them, not through the
+    /// struct's accessors.
+    #[inline]
+    fn pattern_set_of(&self, origin: Origin, word: impl Fn(usize) -> u32) -> PatternSet {
+        let word = |field: u16| word(usize::from(field));
         let key = match origin {
             Origin::Spawn => self.spawn_key,
             Origin::Held => self.pattern_key,
@@ -2153,11 +2161,21 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     let held = HeldModel::of(given, out);
     let model = Model::of(held.as_ref().map(HeldModel::get));
     let fields = out.field_count();
+    let origin = context.origin();
+    // The baseline's scalar words when the struct gives them (plain array
+    // reads): its pattern key, whether the delta is a loose candidate and
+    // the predictions read them.
+    let mut base = [0u32; SCALAR_WORDS];
+    let scalar = scalar_words_qualify(out, &mut base);
     let mut set: FieldSet = [0; MAX_FIELDS.div_ceil(64)];
     let count = match model.codes {
         Some(codes) => {
             // `out` still holds the baseline, whose key picks the codes.
-            let patterns = model.pattern_set(context.origin(), &*out);
+            let patterns = if scalar {
+                model.pattern_set_of(origin, |f| word_of(&base, f))
+            } else {
+                model.pattern_set(origin, &*out)
+            };
             get_grouped_set(source, codes, patterns, fields, &mut set)?
         }
         None => {
@@ -2171,11 +2189,8 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     };
     // `out` still holds the baseline, which says whether the delta is a
     // loose candidate: its clocks then come first, and choose the
-    // predictors of the rest (`Model::for_clocks`). Read from the scalar
-    // words when the struct gives them (plain array reads).
-    let origin = context.origin();
-    let mut base = [0u32; SCALAR_WORDS];
-    if scalar_words_qualify(out, &mut base) {
+    // predictors of the rest (`Model::for_clocks`).
+    if scalar {
         let (clocks, scope) = delta_rates(&model, origin, &*out, |f| word_of(&base, f), Some(&set));
         read_scalar_words(source, out, &model, &base, clocks, &set, context, scope)?;
         return Ok(count);
