@@ -543,22 +543,12 @@ impl<'m> ModelCodec<'m> {
         };
         let number = header.number;
         if number >= limit {
-            return Err(BitError::invalid(
-                "entity number",
-                position,
-                format!("{number} is not below the limit {limit}"),
-            ));
+            return Err(number_past_limit(position, number, limit));
         }
-        if let Some(last) = last {
-            if number <= last {
-                return Err(BitError::invalid(
-                    "entity number",
-                    position,
-                    format!("{number} follows {last}: entity lists must be sorted"),
-                ));
-            }
+        match last {
+            Some(last) if number <= last => Err(number_out_of_order(position, number, last)),
+            _ => Ok(Some(header)),
         }
-        Ok(Some(header))
     }
 
     /// For an entry read by [`ModelCodec::read_entity_number`] whose reader
@@ -737,6 +727,29 @@ pub enum EntityBody {
     Unchanged,
     /// The entity is present with the decoded changes.
     Changed,
+}
+
+/// The error for an entry's number at or past the list's limit (out of
+/// line: [`ModelCodec::read_entity_number`] runs once per entry).
+#[cold]
+#[inline(never)]
+fn number_past_limit(position: usize, number: u32, limit: u32) -> BitError {
+    BitError::invalid(
+        "entity number",
+        position,
+        format!("{number} is not below the limit {limit}"),
+    )
+}
+
+/// The error for an entry's number not after the previous entry's.
+#[cold]
+#[inline(never)]
+fn number_out_of_order(position: usize, number: u32, last: u32) -> BitError {
+    BitError::invalid(
+        "entity number",
+        position,
+        format!("{number} follows {last}: entity lists must be sorted"),
+    )
 }
 
 #[cfg(test)]

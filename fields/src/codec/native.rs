@@ -3070,6 +3070,12 @@ pub(super) fn end_bound_bits<T: Fields>(given: Option<&NativeModel>, like: &T) -
 
 /// Reads an entry's number and, with a model, its removed flag (without
 /// one the flag follows in the body); `None` at the end of the list.
+///
+/// Inlined into [`ModelCodec::read_entity_number`](super::ModelCodec::read_entity_number),
+/// its one caller, with every error built out of line: a list reads one
+/// number per entry plus its end, and the two calls' register saves and
+/// the result copied between them were a quarter of a number's cost.
+#[inline(always)]
 pub(super) fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
     given: Option<&NativeModel>,
     source: &mut S,
@@ -3079,57 +3085,87 @@ pub(super) fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
 ) -> Result<Option<(u32, Option<bool>)>, BitError> {
     let first_candidate = last.map_or(0, |last| last.saturating_add(1));
     let position = source.bits_read();
-    let (gap, removed) = match HeldModel::of(given, like) {
-        Some(model) => {
-            if last.is_none() && !get_list_start(source, model.get())? {
-                return Ok(None);
-            }
-            let (symbol, extra) = get_symbol_and_extra(
-                source,
-                Some(model.get()),
-                Context::EntityNumber(number_context(last)),
-                &NUMBER_EXTRA_BITS,
-            )?;
-            if symbol == NUMBER_END && last.is_some() {
-                return Ok(None);
-            }
-            if symbol >= NUMBER_END {
-                return Err(BitError::invalid(
-                    "entity number",
-                    position,
-                    format!("symbol {symbol} is not a number symbol"),
-                ));
-            }
-            let gap = unclass(u32::from(symbol / 2), extra);
-            if symbol % 2 == 1 {
-                // A removal's gap counts held entities (see `put_number`).
-                return held
-                    .nth_from(first_candidate, gap)
-                    .map(|number| Some((number, Some(true))))
-                    .ok_or_else(|| {
-                        BitError::invalid(
-                            "entity number",
-                            position,
-                            format!(
-                                "removes the held entity {gap} places after {first_candidate}, \
-                                 past the last one the receiver holds"
-                            ),
-                        )
-                    });
-            }
-            (gap, Some(false))
-        }
-        None => {
-            if !source.get_bit()? {
-                return Ok(None);
-            }
-            (get_exp_golomb(source, 0)?, None)
-        }
+    let Some(model) = HeldModel::of(given, like) else {
+        return read_unmodelled_number(source, first_candidate, position);
     };
-    first_candidate
-        .checked_add(gap)
-        .map(|number| Some((number, removed)))
-        .ok_or_else(|| BitError::invalid("entity number", position, "gap overflows 32 bits"))
+    let model = model.get();
+    if last.is_none() && !get_list_start(source, model)? {
+        return Ok(None);
+    }
+    let (symbol, extra) = get_symbol_and_extra(
+        source,
+        Some(model),
+        Context::EntityNumber(number_context(last)),
+        &NUMBER_EXTRA_BITS,
+    )?;
+    if symbol >= NUMBER_END {
+        if symbol == NUMBER_END && last.is_some() {
+            return Ok(None);
+        }
+        return Err(not_a_number_symbol(position, symbol));
+    }
+    let gap = unclass(u32::from(symbol / 2), extra);
+    if symbol % 2 == 1 {
+        // A removal's gap counts held entities (see `put_number`).
+        return match held.nth_from(first_candidate, gap) {
+            Some(number) => Ok(Some((number, Some(true)))),
+            None => Err(removal_past_held(position, gap, first_candidate)),
+        };
+    }
+    match first_candidate.checked_add(gap) {
+        Some(number) => Ok(Some((number, Some(false)))),
+        None => Err(gap_overflow(position)),
+    }
+}
+
+/// [`read_entity_number`] without a model: a continue bit and the gap in
+/// numbers (exp-Golomb); the removed flag follows in the body.
+#[inline(never)]
+fn read_unmodelled_number<S: BitSource + ?Sized>(
+    source: &mut S,
+    first_candidate: u32,
+    position: usize,
+) -> Result<Option<(u32, Option<bool>)>, BitError> {
+    if !source.get_bit()? {
+        return Ok(None);
+    }
+    let gap = get_exp_golomb(source, 0)?;
+    match first_candidate.checked_add(gap) {
+        Some(number) => Ok(Some((number, None))),
+        None => Err(gap_overflow(position)),
+    }
+}
+
+/// The error for a number symbol past the number symbols.
+#[cold]
+#[inline(never)]
+fn not_a_number_symbol(position: usize, symbol: u8) -> BitError {
+    BitError::invalid(
+        "entity number",
+        position,
+        format!("symbol {symbol} is not a number symbol"),
+    )
+}
+
+/// The error for a removal of a held entity the receiver does not hold.
+#[cold]
+#[inline(never)]
+fn removal_past_held(position: usize, gap: u32, first_candidate: u32) -> BitError {
+    BitError::invalid(
+        "entity number",
+        position,
+        format!(
+            "removes the held entity {gap} places after {first_candidate}, \
+             past the last one the receiver holds"
+        ),
+    )
+}
+
+/// The error for a gap past the largest number.
+#[cold]
+#[inline(never)]
+fn gap_overflow(position: usize) -> BitError {
+    BitError::invalid("entity number", position, "gap overflows 32 bits")
 }
 
 /// Reads an entity body after its number; `removed` is the flag the number
