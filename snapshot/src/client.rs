@@ -138,9 +138,15 @@ pub struct Client<E, P> {
     symbols: Option<SymbolTrace>,
     text: Vec<u8>,
     /// The last bit-stream snapshot message with the zero byte its sender
-    /// may have left out put back ([`MessageCoding::sent_len`]).
+    /// may have left out put back ([`MessageCoding::sent_len`]), and
+    /// [`WINDOW_PADDING`] zero bytes after it that are not read.
     restored: Vec<u8>,
 }
+
+/// The zero bytes a restored bit-stream message is followed by, unread:
+/// enough that a [`BitReader`]'s 64-bit window from any byte of the message
+/// lies in the buffer.
+const WINDOW_PADDING: usize = 7;
 
 impl<E: Fields + Default, P: Fields + Default> Default for Client<E, P> {
     fn default() -> Self {
@@ -295,6 +301,34 @@ impl<E: Fields, P: Fields> Client<E, P> {
         }
     }
 
+    /// Decodes a bit-stream snapshot message. The sender leaves a last zero
+    /// byte out: the message is read with one after it, which may be read
+    /// or left as padding; and from a buffer [`WINDOW_PADDING`] zero bytes
+    /// longer, not read, so that every read finds its eight-byte window in
+    /// the buffer, where the message's last entities (read with fewer than
+    /// eight bytes left) took the reader's slower tail path. Out of line,
+    /// so the other codings' path is as it was.
+    #[inline(never)]
+    fn read_bit_stream(
+        &mut self,
+        framing: &dyn Framing,
+        sequence: u32,
+        bytes: &[u8],
+        trace: Option<&mut SnapshotTrace>,
+        symbols: Option<&mut SymbolTrace>,
+    ) -> Result<Decoded, ClientError> {
+        let mut restored = std::mem::take(&mut self.restored);
+        restored.clear();
+        restored.extend_from_slice(bytes);
+        restored.extend_from_slice(&[0; 1 + WINDOW_PADDING]);
+        let mut reader = BitReader::with_bit_len(&restored, 8 * (bytes.len() + 1));
+        let decoded = self
+            .decode_snapshot(framing, &mut reader, sequence, trace, symbols)
+            .and_then(|decoded| decoded.ended(|| expect_end_restored(&mut reader)));
+        self.restored = restored;
+        decoded
+    }
+
     fn read_snapshot_traced(
         &mut self,
         sequence: u32,
@@ -306,18 +340,7 @@ impl<E: Fields, P: Fields> Client<E, P> {
         let framing = Arc::clone(&self.framing);
         let decoded = match framing.coding() {
             MessageCoding::Bits => {
-                // The sender leaves a last zero byte out: read the message
-                // with one after it, which may be read or left as padding.
-                let mut restored = std::mem::take(&mut self.restored);
-                restored.clear();
-                restored.extend_from_slice(bytes);
-                restored.push(0);
-                let mut reader = BitReader::new(&restored);
-                let decoded = self
-                    .decode_snapshot(&*framing, &mut reader, sequence, trace, symbols)
-                    .and_then(|decoded| decoded.ended(|| expect_end_restored(&mut reader)));
-                self.restored = restored;
-                decoded?
+                self.read_bit_stream(&*framing, sequence, bytes, trace, symbols)?
             }
             MessageCoding::Huffman(code) => {
                 let mut source = HuffmanReader::new(reader, code);
