@@ -617,15 +617,8 @@ fn float_from_code(
             None => coarse_from_code(base, reference, value, position)?,
             Some(step) => {
                 let k = if reference.folded {
-                    unfold(value, reference.steps(step)).ok_or_else(|| {
-                        refused(
-                            "folded grid value",
-                            position,
-                            format_args!(
-                                "{value} is not a signed distance from the predicted size"
-                            ),
-                        )
-                    })?
+                    unfold(value, reference.steps(step))
+                        .ok_or_else(|| not_a_distance("folded grid value", value, position))?
                 } else {
                     reference.steps(step).wrapping_add(unzigzag(value))
                 };
@@ -646,13 +639,8 @@ fn float_from_code(
             .ok_or_else(|| exceeds("float difference", position))?;
         ordered(ordered(reference.value.to_bits()).wrapping_add(unzigzag(zigzagged)) as u32) as u32
     } else {
-        let integer = integral_from_code(value, reference).ok_or_else(|| {
-            refused(
-                "folded integral float",
-                position,
-                format_args!("{value} is not a signed distance from the predicted size"),
-            )
-        })?;
+        let integer = integral_from_code(value, reference)
+            .ok_or_else(|| not_a_distance("folded integral float", value, position))?;
         // Every integer up to 2^24 is exactly a float, and those are
         // the ones the integral path carries (see `integral`).
         if integer.unsigned_abs() > INTEGRAL_FLOAT_LIMIT as u32 {
@@ -742,6 +730,18 @@ fn checked_word(kind: &ScalarKind, word: u32, position: usize) -> Result<u32, Bi
         ));
     }
     Ok(word)
+}
+
+/// The error of a folded value that is no signed distance from the size
+/// it was folded about.
+#[cold]
+#[inline(never)]
+fn not_a_distance(what: &'static str, value: u32, position: usize) -> BitError {
+    refused(
+        what,
+        position,
+        format_args!("{value} is not a signed distance from the predicted size"),
+    )
 }
 
 /// The error of a symbol that is no class of a value of `kind`.
