@@ -35,6 +35,15 @@ pub fn low_mask(count: u32) -> u32 {
     }
 }
 
+/// Mask with the low `count` bits of a 64-bit word set, for a `count`
+/// below 64 (a count of 64 or more wraps rather than panics). Without
+/// [`low_mask`]'s select for a full width: the decoders' hot reads take
+/// it where the count is known to be small (a few instructions a value).
+#[inline(always)]
+pub fn wide_mask(count: u32) -> u64 {
+    (1u64 << (count & 63)) - 1
+}
+
 /// The set bits of one word, lowest first: one step per set bit, not per
 /// bit (sets of fields and entities are mostly empty).
 #[derive(Debug, Clone, Copy)]
@@ -886,10 +895,8 @@ impl BitSource for BitReader<'_> {
             // At least the window's first 57 bits are the buffer's.
             if total <= 57 && total as usize <= left {
                 self.position += total as usize;
-                // `count` is at most 57 here, so a 64-bit mask needs no
-                // guard for a full-width count (`low_mask`'s select): a
-                // few instructions less per value of the native decoder.
-                let raw = (window >> len) & ((1u64 << count) - 1);
+                // `count` is at most 57 here: `wide_mask`, no select.
+                let raw = (window >> len) & wide_mask(count);
                 return Ok((symbol, raw as u32));
             }
         }

@@ -38,7 +38,7 @@
 
 use std::cell::Cell;
 
-use crate::bits::{low_mask, sign_extend, BitSink, BitSource, Ones};
+use crate::bits::{low_mask, sign_extend, wide_mask, BitSink, BitSource, Ones};
 use crate::codec::DeltaContext;
 use crate::codec::{EntityBody, EntityUpdate, HeldNumbers, StartChoice};
 use crate::error::BitError;
@@ -549,13 +549,13 @@ fn value_code(
     }
 }
 
-/// The low `width` bits set, for a field's wire width (at most 32): a
-/// 64-bit shift needs no select for a full-width field, where
-/// [`low_mask`]'s 32-bit one does (a few instructions per value decoded).
-/// A width past 63 cannot occur; it wraps rather than panics.
+/// The low `width` bits set, for a field's wire width (at most 32):
+/// [`wide_mask`]'s 64-bit shift needs no select for a full-width field,
+/// where [`low_mask`]'s 32-bit one does (a few instructions per value
+/// decoded).
 #[inline(always)]
 fn width_mask(width: u32) -> u32 {
-    ((1u64 << (width & 63)) - 1) as u32
+    wide_mask(width) as u32
 }
 
 /// Inverse of [`value_code`]: the new word from the baseline word, the float
