@@ -738,10 +738,10 @@ pub enum EntityBody {
 #[cold]
 #[inline(never)]
 fn number_past_limit(position: usize, number: u32, limit: u32) -> BitError {
-    BitError::invalid(
+    native::refused(
         "entity number",
         position,
-        format!("{number} is not below the limit {limit}"),
+        format_args!("{number} is not below the limit {limit}"),
     )
 }
 
@@ -749,10 +749,10 @@ fn number_past_limit(position: usize, number: u32, limit: u32) -> BitError {
 #[cold]
 #[inline(never)]
 fn number_out_of_order(position: usize, number: u32, last: u32) -> BitError {
-    BitError::invalid(
+    native::refused(
         "entity number",
         position,
-        format!("{number} follows {last}: entity lists must be sorted"),
+        format_args!("{number} follows {last}: entity lists must be sorted"),
     )
 }
 
