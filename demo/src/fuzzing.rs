@@ -809,3 +809,52 @@ pub fn demo_reader(input: &[u8]) -> Exercised {
     }
     exercise(&data)
 }
+
+/// What the `lockstep_reader` target saw of a lockstep recording.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LockstepSeen {
+    /// The header parsed.
+    pub opened: bool,
+    /// `info` described every record.
+    pub described: bool,
+    /// Turns the replay from the start re-simulated.
+    pub turns: u32,
+    /// Recorded checksums that replay reproduced.
+    pub checksums_verified: u32,
+    /// Whether the replay found the file cut short.
+    pub truncated: bool,
+    /// Keyframes in the index (or found by a scan).
+    pub keyframes: usize,
+    /// Replays from the first four keyframes that reached the end.
+    pub keyframe_replays: usize,
+}
+
+/// The `lockstep_reader` target: arbitrary bytes as a lockstep recording.
+/// The header, every record, the keyframe index, `info`, and a replay with
+/// the built-in unit simulation (from the start and from each of the first
+/// four keyframes) must give values or errors, never a panic, and allocate
+/// only within the format's bounds.
+pub fn lockstep_reader(data: &[u8]) -> LockstepSeen {
+    use crate::lockstep::{info, replay, LockstepReader};
+    use lockstep::Units;
+    let mut seen = LockstepSeen::default();
+    let Ok(reader) = LockstepReader::new(data) else {
+        return seen;
+    };
+    seen.opened = true;
+    seen.described = info(&reader, data.len()).is_ok();
+    if let Ok((report, _)) = replay::<Units>(&reader, None) {
+        seen.turns = report.turns;
+        seen.checksums_verified = report.checksums_verified;
+        seen.truncated = report.truncated;
+    }
+    if let Ok(keyframes) = reader.keyframes() {
+        seen.keyframes = keyframes.len();
+        for keyframe in keyframes.iter().take(4) {
+            if replay::<Units>(&reader, Some(keyframe)).is_ok() {
+                seen.keyframe_replays += 1;
+            }
+        }
+    }
+    seen
+}

@@ -4,9 +4,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use fields::fuzzing::{corpus_files, write_seeds};
 use lockstep::session::{run, SessionConfig};
 use lockstep::{HostConfig, Simulation, UnitOrder, Units, UnitsSetup};
 use netchan::ConditionerConfig;
+use netq3_demo::fuzzing::{lockstep_reader, LockstepSeen};
 use netq3_demo::lockstep::{
     info, replay, LockstepHeader, LockstepReader, LockstepRecordKind, LockstepRecorder,
 };
@@ -219,5 +221,50 @@ proptest! {
         let reader = LockstepReader::new(&edited).unwrap();
         let _ = replay::<Units>(&reader, None);
         let _ = info(&reader, edited.len());
+    }
+}
+
+/// The `lockstep_reader` fuzz target's committed seeds (`FUZZ_SEEDS_WRITE=1`
+/// rewrites them): the recorded game whole, and cut in the middle of a
+/// record. Replayed through the function the target calls.
+#[test]
+fn lockstep_reader_seeds_replay() {
+    const CRATE: &str = env!("CARGO_MANIFEST_DIR");
+    let (file, _) = recorded_game();
+    let cut = file[..file.len() / 2].to_vec();
+    write_seeds(CRATE, "lockstep_reader", &[file, cut]).unwrap();
+    let committed = corpus_files(CRATE, "seeds", "lockstep_reader").unwrap();
+    let seen: Vec<LockstepSeen> = committed
+        .iter()
+        .map(|(_, data)| lockstep_reader(data))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            LockstepSeen {
+                opened: true,
+                described: true,
+                turns: 60,
+                checksums_verified: 15,
+                truncated: false,
+                keyframes: 3,
+                keyframe_replays: 3,
+            },
+            LockstepSeen {
+                opened: true,
+                described: true,
+                // The complete records: turns 0 to 31, the checks of
+                // turns 3, 7, …, 31, and the keyframe after turn 15
+                // (found by a scan: the index is at the end).
+                turns: 32,
+                checksums_verified: 8,
+                truncated: true,
+                keyframes: 1,
+                keyframe_replays: 1,
+            },
+        ]
+    );
+    for (_, data) in corpus_files(CRATE, "regressions", "lockstep_reader").unwrap() {
+        lockstep_reader(&data);
     }
 }

@@ -467,6 +467,46 @@ pub fn huffman_decode(data: &[u8]) -> usize {
     quake3_symbols.unwrap_or(0)
 }
 
+/// `huffman_adaptive`: Quake 3's adaptive Huffman coder (a `connect`
+/// packet's userinfo). The first byte picks the mode: even, the rest is
+/// compressed, and whatever is accepted must decompress to itself (a
+/// refusal must be the documented truncation); odd, the rest is
+/// decompressed as a server would, within a 1,024-byte cap. Returns the
+/// bytes that came back: the text round-tripped, or the text decompressed.
+pub fn huffman_adaptive(data: &[u8]) -> usize {
+    use crate::huffman::{adaptive_compress, adaptive_decompress, AdaptiveError};
+    let Some((&mode, rest)) = data.split_first() else {
+        return 0;
+    };
+    if mode % 2 == 0 {
+        match adaptive_compress(rest) {
+            Ok(packed) if rest.is_empty() => {
+                assert!(packed.is_empty());
+                0
+            }
+            Ok(packed) => {
+                let text = adaptive_decompress(&packed, rest.len())
+                    .expect("a compressed text decompresses");
+                assert_eq!(text, rest);
+                text.len()
+            }
+            Err(AdaptiveError::Truncated { len }) => {
+                assert_eq!(len, rest.len());
+                0
+            }
+            Err(error) => panic!("{error}"),
+        }
+    } else {
+        match adaptive_decompress(rest, 1024) {
+            Ok(text) => {
+                assert!(text.len() <= 1024);
+                text.len()
+            }
+            Err(_) => 0,
+        }
+    }
+}
+
 /// The files of a fuzz target's committed inputs: `<crate>/fuzz/seeds/<target>/`
 /// (valid inputs) or `<crate>/fuzz/regressions/<target>/` (past crashes), sorted
 /// by name. A missing directory has no files. Used by every crate's

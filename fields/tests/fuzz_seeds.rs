@@ -293,3 +293,30 @@ fn huffman_decode_replays() {
         seeds.len()
     );
 }
+
+/// A userinfo string as a client's `connect` packet carries it.
+const USERINFO: &[u8] = b"\\name\\UnnamedPlayer\\rate\\25000\\snaps\\20\\model\\sarge\\\
+    headmodel\\sarge\\handicap\\100\\color1\\4\\sex\\male\\protocol\\68\\\
+    qport\\12345\\challenge\\-1234567";
+
+#[test]
+fn huffman_adaptive_replays() {
+    let mut compress = vec![0u8];
+    compress.extend_from_slice(USERINFO);
+    let mut decompress = vec![1u8];
+    decompress.extend_from_slice(&netq3_fields::huffman::adaptive_compress(USERINFO).unwrap());
+    let seeds = vec![compress, decompress];
+    write_seeds(CRATE, "huffman_adaptive", &seeds).unwrap();
+    // Both modes give the whole text back.
+    for seed in &seeds {
+        assert_eq!(fuzzing::huffman_adaptive(seed), USERINFO.len());
+    }
+    assert_eq!(
+        replay(
+            "huffman_adaptive",
+            USERINFO.len(),
+            fuzzing::huffman_adaptive
+        ),
+        2
+    );
+}
