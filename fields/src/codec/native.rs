@@ -42,7 +42,7 @@ use crate::bits::{low_mask, sign_extend, wide_mask, BitSink, BitSource, Ones};
 use crate::codec::DeltaContext;
 use crate::codec::{EntityBody, EntityUpdate, HeldNumbers, StartChoice};
 use crate::error::BitError;
-use crate::kind::ScalarKind;
+use crate::kind::{FieldKind, ScalarKind};
 use crate::model::{
     elements_symbol, field_codings, number_context, number_symbol, Clock, Context, FieldCoding,
     Grid, NativeModel, Origin, PatternKey, PatternSet, Predictor, SymbolCode, TracedSymbol,
@@ -835,13 +835,14 @@ fn numeric_other(kind: &ScalarKind, word: u32) -> f64 {
     }
 }
 
-/// The field's predictor, if the model declares one that fits the field:
-/// [`Predictor::Integrate`] for a scalar float, [`Predictor::Advance`] for a
-/// scalar integer (anything else is ignored the same way by encoder and
-/// decoder).
-fn predictor_of<T: Fields>(model: &Model<'_>, value: &T, field: usize) -> Option<Predictor> {
-    let predictor = model.coding(field).predictor?;
-    let kind = value.field_kind(field);
+/// The predictor of a field coded as `coding`, of kind `kind`, if the
+/// model declares one that fits the field: [`Predictor::Integrate`] for a
+/// scalar float, [`Predictor::Advance`] for a scalar integer (anything else
+/// is ignored the same way by encoder and decoder). The caller has the
+/// coding and the kind already: no look-up of either here.
+#[inline(always)]
+fn fitting_predictor(coding: &FieldCoding, kind: &FieldKind) -> Option<Predictor> {
+    let predictor = coding.predictor?;
     let fits = !kind.is_array()
         && match predictor {
             Predictor::Integrate { .. }
@@ -951,18 +952,20 @@ fn reference_of<'a, T: Fields>(
     base_word: impl Fn(usize) -> u32,
     new_word: impl Fn(usize) -> u32,
     new: &T,
-    (field, coding): (usize, &FieldCoding),
+    (field, coding, kind): (usize, &FieldCoding, &FieldKind),
     (context, clocks): (&DeltaContext, &impl ClockReadings),
 ) -> Reference<'a> {
     if predicts(coding) {
-        return predicted_reference(model, base_word, new_word, new, field, (context, clocks));
+        return predicted_reference(
+            model,
+            base_word,
+            new_word,
+            new,
+            (field, coding, kind),
+            (context, clocks),
+        );
     }
-    plain_reference(
-        model,
-        (field, coding),
-        new.field_kind(field).element(),
-        base_word(field),
-    )
+    plain_reference(model, (field, coding), kind.element(), base_word(field))
 }
 
 /// Whether a field coded as `coding` takes [`predicted_reference`].
@@ -1005,14 +1008,15 @@ fn plain_reference<'a>(
     }
 }
 
-/// [`reference_of`] for a field with a predictor or an anchor axis.
+/// [`reference_of`] for a field with a predictor or an anchor axis, coded
+/// as `coding`, of kind `kind` (both the caller's: no look-up here).
 #[inline(never)]
 fn predicted_reference<'a, T: Fields>(
     model: &Model<'a>,
     base_word: impl Fn(usize) -> u32,
     new_word: impl Fn(usize) -> u32,
     new: &T,
-    field: usize,
+    (field, coding, field_kind): (usize, &FieldCoding, &FieldKind),
     (context, clocks): (&DeltaContext, &impl ClockReadings),
 ) -> Reference<'a> {
     let elapsed_ms = |clock: Clock| match clock {
@@ -1028,13 +1032,11 @@ fn predicted_reference<'a, T: Fields>(
     };
     // Only Quake 3 floats and predicted integers are coded against a
     // reference; skip the work (and the word reads) for everything else.
-    let kind = *new.field_kind(field).element();
+    let kind = *field_kind.element();
     if !matches!(kind, ScalarKind::Q3Float) {
-        // Only a tier-1 or tier-2 integer can hold a prediction: skip the
-        // look-up for the rest. Looked up once, for the prediction and
-        // its tick.
-        let predictor = match model.coding(field).tier {
-            1 | 2 => predictor_of(model, new, field),
+        // Only a tier-1 or tier-2 integer can hold a prediction.
+        let predictor = match coding.tier {
+            1 | 2 => fitting_predictor(coding, field_kind),
             _ => None,
         };
         let advanced = match predictor {
@@ -1057,10 +1059,10 @@ fn predicted_reference<'a, T: Fields>(
                 None => base_word(field).wrapping_add(context.elapsed_ms as u32),
             }),
             Some(Predictor::Countdown { clock }) => {
-                let left = numeric(&kind, base_word(field)) - elapsed_ms(clock);
+                let base = numeric(&kind, base_word(field));
                 // Whole milliseconds; a timer already at or below zero
                 // stays where it is.
-                let base = numeric(&kind, base_word(field));
+                let left = base - elapsed_ms(clock);
                 let predicted = if base <= 0.0 { base } else { left.max(0.0) };
                 Some(predicted as i64 as u32)
             }
@@ -1073,7 +1075,7 @@ fn predicted_reference<'a, T: Fields>(
             _ => None,
         };
         // An unpredicted integer may have a dictionary of common changes.
-        let dictionary = match model.coding(field).predictor {
+        let dictionary = match coding.predictor {
             None => model.dictionary(field),
             Some(_) => &[],
         };
@@ -1092,7 +1094,6 @@ fn predicted_reference<'a, T: Fields>(
         };
     }
     let field_base = base_word(field);
-    let coding = model.coding(field);
     let grid_step = coding.grid_step;
     // A position entering the view from a zero baseline (a temporary event,
     // a missile) lies near the viewer far more often than near the origin.
@@ -1113,7 +1114,7 @@ fn predicted_reference<'a, T: Fields>(
         };
     }
     let base_value = f32::from_bits(field_base);
-    let predictor = predictor_of(model, new, field);
+    let predictor = fitting_predictor(coding, field_kind);
     if let Some(Predictor::FixedSpeed {
         speed,
         components,
@@ -1989,7 +1990,7 @@ fn visit_model_symbols<T: Fields>(
             |f| base.word(f, 0),
             |f| new.word(f, 0),
             new,
-            (field, model.coding(field)),
+            (field, model.coding(field), &kind),
             (context, &clocks),
         );
         if let Some(sets) = model.element_sets(field, origin) {
@@ -2128,7 +2129,7 @@ fn write_changed_fields<T: Fields, S: BitSink + ?Sized>(
             base_word,
             new_word,
             new,
-            (index, model.coding(index)),
+            (index, model.coding(index), &kind),
             (context, &clocks),
         );
         if kind.is_array() {
@@ -2284,7 +2285,7 @@ fn read_held_value<T: Fields, S: BitSource + ?Sized>(
             base_word,
             |f| current.word(f, 0),
             current,
-            (index, model.coding(index)),
+            (index, model.coding(index), &kind),
             (context, clocks),
         )
     };
@@ -2449,7 +2450,7 @@ fn read_scalar_value<T: Fields, S: BitSource + ?Sized>(
             |f| word_of(base, f),
             |f| word_of(new, f),
             out,
-            (index, coding),
+            (index, coding, &kind),
             (context, clocks),
         );
         read_array_elements(
@@ -2470,7 +2471,7 @@ fn read_scalar_value<T: Fields, S: BitSource + ?Sized>(
             |f| word_of(base, f),
             |f| word_of(new, f),
             out,
-            index,
+            (index, coding, &kind),
             (context, clocks),
         );
         let base = word_of(base, index);
