@@ -35,7 +35,11 @@
 //! ```
 
 use crate::bits::{BitSink, BitSource};
-use crate::codec::{DeltaContext, EntityBody, EntityUpdate, Held, ModelCodec, StartChoice};
+use crate::codec::native::ListModel;
+use crate::codec::{
+    Codec, DeltaContext, EntityBody, EntityUpdate, Held, ListEntries, ModelCodec, Q3Entries,
+    StartChoice,
+};
 use crate::error::BitError;
 use crate::table::Fields;
 
@@ -383,6 +387,35 @@ pub fn read_entity_list_from<'b, 'm, E, S, X>(
     limit: u32,
     held: &[(u32, E)],
     zero: &'b E,
+    added: impl FnMut(u32) -> Result<AddedStart<'b, E>, X>,
+    out: &mut Vec<(u32, E)>,
+    visit: impl FnMut(ListRead<'_, E>) -> Result<(), X>,
+) -> Result<(), ListError<X>>
+where
+    E: Fields + Clone + 'b,
+    S: BitSource + ?Sized,
+{
+    let codec = codec.into();
+    // One instance of the loop per codec, each with its entries' coder
+    // resolved once: the native model's view is built once a list, not
+    // once an entry, and neither loop chooses its codec per entry.
+    match codec.codec() {
+        Codec::Q3 => read_entries(&Q3Entries, context, source, limit, held, added, out, visit),
+        Codec::Native => {
+            let entries = ListModel::new(codec.model(), zero);
+            read_entries(&entries, context, source, limit, held, added, out, visit)
+        }
+    }
+}
+
+/// [`read_entity_list_from`] with its codec's [`ListEntries`].
+#[allow(clippy::too_many_arguments)]
+fn read_entries<'b, E, S, X>(
+    codec: &impl ListEntries,
+    context: &DeltaContext,
+    source: &mut S,
+    limit: u32,
+    held: &[(u32, E)],
     mut added: impl FnMut(u32) -> Result<AddedStart<'b, E>, X>,
     out: &mut Vec<(u32, E)>,
     mut visit: impl FnMut(ListRead<'_, E>) -> Result<(), X>,
@@ -391,7 +424,6 @@ where
     E: Fields + Clone + 'b,
     S: BitSource + ?Sized,
 {
-    let codec = codec.into();
     out.clear();
     let mut cursor = BaseCursor::new(held);
     let mut last = None;
@@ -399,7 +431,7 @@ where
     loop {
         let from = source.bits_spent();
         let Some(mut header) = codec
-            .read_entity_number(source, last, limit, zero, &held)
+            .read_number(source, last, limit, &held)
             .map_err(ListError::Number)?
         else {
             break;
@@ -415,7 +447,7 @@ where
                 AddedStart::Only(state, context) => (state, context),
                 AddedStart::Either { usual, held } => {
                     choice = codec
-                        .read_entity_start(source, &mut header)
+                        .read_start(source, &mut header)
                         .map_err(|error| ListError::Body { number, error })?;
                     match choice {
                         Some(StartChoice::Held) => held,
@@ -441,7 +473,7 @@ where
             &mut out[slot].1
         };
         let at = source.bits_read();
-        let body = match codec.read_entity_body_in(&entry_context, source, header, target) {
+        let body = match codec.read_body(&entry_context, source, header, target) {
             Ok(body) => body,
             Err(error) => {
                 out.truncate(slot);

@@ -521,10 +521,6 @@ impl<'m> ModelCodec<'m> {
     }
 
     /// [`Codec::read_entity_number`] with this model.
-    // Inlined into the list reader, its caller per entry: the call's
-    // register saves and its result through memory cost both codecs ~20
-    // instructions a number.
-    #[inline]
     pub fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
         self,
         source: &mut S,
@@ -533,25 +529,14 @@ impl<'m> ModelCodec<'m> {
         like: &T,
         held: &dyn HeldNumbers,
     ) -> Result<Option<EntityHeader>, BitError> {
-        let position = source.bits_read();
-        let header = match self.codec {
-            Codec::Q3 => q3::read_entity_number(source)?.map(|number| EntityHeader {
-                number,
-                removed: None,
-            }),
-            Codec::Native => native::read_entity_number(self.model, source, last, like, held)?
-                .map(|(number, removed)| EntityHeader { number, removed }),
-        };
-        let Some(header) = header else {
-            return Ok(None);
-        };
-        let number = header.number;
-        if number >= limit {
-            return Err(number_past_limit(position, number, limit));
-        }
-        match last {
-            Some(last) if number <= last => Err(number_out_of_order(position, number, last)),
-            _ => Ok(Some(header)),
+        match self.codec {
+            Codec::Q3 => Q3Entries.read_number(source, last, limit, held),
+            Codec::Native => {
+                let position = source.bits_read();
+                let header = native::read_entity_number(self.model, source, last, like, held)?
+                    .map(|(number, removed)| EntityHeader { number, removed });
+                checked_header(header, position, last, limit)
+            }
         }
     }
 
@@ -566,25 +551,10 @@ impl<'m> ModelCodec<'m> {
         source: &mut S,
         header: &mut EntityHeader,
     ) -> Result<Option<StartChoice>, BitError> {
-        if self.codec == Codec::Q3 {
-            return Err(BitError::invalid(
-                "entity start",
-                source.bits_read(),
-                "Quake 3's lists offer no choice of the state an entity deltas from",
-            ));
+        match self.codec {
+            Codec::Q3 => Q3Entries.read_start(source, header),
+            Codec::Native => read_native_start(source, header),
         }
-        let removed = match header.removed {
-            Some(removed) => removed,
-            None => {
-                let removed = source.get_bit()?;
-                header.removed = Some(removed);
-                removed
-            }
-        };
-        if removed {
-            return Ok(None);
-        }
-        StartChoice::read(source).map(Some)
     }
 
     /// [`Codec::read_entity_body_in`] with this model.
@@ -607,6 +577,167 @@ impl<'m> ModelCodec<'m> {
             ),
         }
     }
+}
+
+/// How the entries of one entity list are read, resolved once per list
+/// (the list reader, [`crate::merge::read_entity_list_from`], runs one
+/// instance of its loop per codec): [`Q3Entries`] or the native codec's
+/// [`native::ListModel`], which resolves its model once for the list
+/// rather than once per entry. The methods are
+/// [`ModelCodec::read_entity_number`], [`ModelCodec::read_entity_start`]
+/// and [`ModelCodec::read_entity_body_in`].
+pub(crate) trait ListEntries {
+    /// The next entry's header, or `None` at the end marker; numbers must
+    /// increase and be below `limit`.
+    fn read_number<S: BitSource + ?Sized>(
+        &self,
+        source: &mut S,
+        last: Option<u32>,
+        limit: u32,
+        held: &dyn HeldNumbers,
+    ) -> Result<Option<EntityHeader>, BitError>;
+
+    /// The writer's [`StartChoice`] for an entry offered two states.
+    fn read_start<S: BitSource + ?Sized>(
+        &self,
+        source: &mut S,
+        header: &mut EntityHeader,
+    ) -> Result<Option<StartChoice>, BitError>;
+
+    /// The body of the entry whose `header` was just read, into `out`
+    /// (which holds the state it deltas from).
+    fn read_body<T: Fields, S: BitSource + ?Sized>(
+        &self,
+        context: &DeltaContext,
+        source: &mut S,
+        header: EntityHeader,
+        out: &mut T,
+    ) -> Result<EntityBody, BitError>;
+}
+
+/// Quake 3's list entries (see [`ListEntries`]).
+pub(crate) struct Q3Entries;
+
+impl ListEntries for Q3Entries {
+    // Inlined into the list reader, its caller per entry: the call's
+    // register saves and its result through memory cost ~20 instructions
+    // a number.
+    #[inline(always)]
+    fn read_number<S: BitSource + ?Sized>(
+        &self,
+        source: &mut S,
+        last: Option<u32>,
+        limit: u32,
+        _held: &dyn HeldNumbers,
+    ) -> Result<Option<EntityHeader>, BitError> {
+        let position = source.bits_read();
+        let header = q3::read_entity_number(source)?.map(|number| EntityHeader {
+            number,
+            removed: None,
+        });
+        checked_header(header, position, last, limit)
+    }
+
+    fn read_start<S: BitSource + ?Sized>(
+        &self,
+        source: &mut S,
+        _header: &mut EntityHeader,
+    ) -> Result<Option<StartChoice>, BitError> {
+        Err(BitError::invalid(
+            "entity start",
+            source.bits_read(),
+            "Quake 3's lists offer no choice of the state an entity deltas from",
+        ))
+    }
+
+    #[inline]
+    fn read_body<T: Fields, S: BitSource + ?Sized>(
+        &self,
+        _context: &DeltaContext,
+        source: &mut S,
+        _header: EntityHeader,
+        out: &mut T,
+    ) -> Result<EntityBody, BitError> {
+        q3::read_entity_body(source, out)
+    }
+}
+
+impl ListEntries for native::ListModel<'_> {
+    // Inlined as Quake 3's is.
+    #[inline(always)]
+    fn read_number<S: BitSource + ?Sized>(
+        &self,
+        source: &mut S,
+        last: Option<u32>,
+        limit: u32,
+        held: &dyn HeldNumbers,
+    ) -> Result<Option<EntityHeader>, BitError> {
+        let position = source.bits_read();
+        let header = self
+            .read_entity_number(source, last, held)?
+            .map(|(number, removed)| EntityHeader { number, removed });
+        checked_header(header, position, last, limit)
+    }
+
+    fn read_start<S: BitSource + ?Sized>(
+        &self,
+        source: &mut S,
+        header: &mut EntityHeader,
+    ) -> Result<Option<StartChoice>, BitError> {
+        read_native_start(source, header)
+    }
+
+    #[inline]
+    fn read_body<T: Fields, S: BitSource + ?Sized>(
+        &self,
+        context: &DeltaContext,
+        source: &mut S,
+        header: EntityHeader,
+        out: &mut T,
+    ) -> Result<EntityBody, BitError> {
+        self.read_entity_body(source, header.number, header.removed, out, context)
+    }
+}
+
+/// `header` (read at bit `position`) once its number is checked: below
+/// `limit` and after `last`.
+#[inline(always)]
+fn checked_header(
+    header: Option<EntityHeader>,
+    position: usize,
+    last: Option<u32>,
+    limit: u32,
+) -> Result<Option<EntityHeader>, BitError> {
+    let Some(header) = header else {
+        return Ok(None);
+    };
+    let number = header.number;
+    if number >= limit {
+        return Err(number_past_limit(position, number, limit));
+    }
+    match last {
+        Some(last) if number <= last => Err(number_out_of_order(position, number, last)),
+        _ => Ok(Some(header)),
+    }
+}
+
+/// The native codec's [`ModelCodec::read_entity_start`].
+fn read_native_start<S: BitSource + ?Sized>(
+    source: &mut S,
+    header: &mut EntityHeader,
+) -> Result<Option<StartChoice>, BitError> {
+    let removed = match header.removed {
+        Some(removed) => removed,
+        None => {
+            let removed = source.get_bit()?;
+            header.removed = Some(removed);
+            removed
+        }
+    };
+    if removed {
+        return Ok(None);
+    }
+    StartChoice::read(source).map(Some)
 }
 
 /// Which of two states an entity entering the receiver's view deltas

@@ -2170,6 +2170,18 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     // loop below mutates.
     let held = HeldModel::of(given, out);
     let model = Model::of(held.as_ref().map(HeldModel::get));
+    read_fields_with(&model, source, out, context)
+}
+
+/// [`read_fields`] with the model view resolved (by the caller, once per
+/// entity list: see [`ListModel`]).
+#[inline(always)]
+fn read_fields_with<T: Fields, S: BitSource + ?Sized>(
+    model: &Model<'_>,
+    source: &mut S,
+    out: &mut T,
+    context: &DeltaContext,
+) -> Result<usize, BitError> {
     let fields = out.field_count();
     let origin = context.origin();
     // The baseline's scalar words when the struct gives them (plain array
@@ -2201,15 +2213,15 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
     // loose candidate: its clocks then come first, and choose the
     // predictors of the rest (`Model::for_clocks`).
     if scalar {
-        let (clocks, scope) = delta_rates(&model, origin, &*out, |f| word_of(&base, f), Some(&set));
-        read_scalar_words(source, out, &model, &base, clocks, &set, context, scope)?;
+        let (clocks, scope) = delta_rates(model, origin, &*out, |f| word_of(&base, f), Some(&set));
+        read_scalar_words(source, out, model, &base, clocks, &set, context, scope)?;
         return Ok(count);
     }
-    let (clocks, scope) = delta_rates(&model, origin, &*out, |f| out.word(f, 0), Some(&set));
+    let (clocks, scope) = delta_rates(model, origin, &*out, |f| out.word(f, 0), Some(&set));
     // Predictions read baseline words that `out` loses as it fills with new
     // values: save them first (a whole copy only in the rare case of more
     // inputs than `SAVED_INPUTS`).
-    let saved = SavedInputs::save(&model, out);
+    let saved = SavedInputs::save(model, out);
     let base = saved.is_none().then(|| out.clone());
     let held = HeldInputs {
         saved: saved.as_ref(),
@@ -2222,13 +2234,13 @@ pub(super) fn read_fields<T: Fields, S: BitSource + ?Sized>(
         let clock = usize::from(clock);
         let old = out.word(clock, 0);
         if field_in(&set, clock) {
-            read_held_value(source, out, &model, clock, held, (context, &memo), scope)?;
+            read_held_value(source, out, model, clock, held, (context, &memo), scope)?;
         }
         advanced &= clock_advanced(context, old, out.word(clock, 0));
     }
     let model = match clocks {
         Some(_) => model.for_clocks(advanced),
-        None => model,
+        None => *model,
     };
     let mut order = [0u16; MAX_FIELDS];
     let ordered = value_order_after(&set, first, &model, &mut order);
@@ -3081,11 +3093,8 @@ pub(super) fn end_bound_bits<T: Fields>(given: Option<&NativeModel>, like: &T) -
 /// Reads an entry's number and, with a model, its removed flag (without
 /// one the flag follows in the body); `None` at the end of the list.
 ///
-/// Inlined into [`ModelCodec::read_entity_number`](super::ModelCodec::read_entity_number),
-/// its one caller, with every error built out of line: a list reads one
-/// number per entry plus its end, and the two calls' register saves and
-/// the result copied between them were a quarter of a number's cost.
-#[inline(always)]
+/// The entity-list reader takes [`ListModel::read_entity_number`], which
+/// resolves the model once per list.
 pub(super) fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
     given: Option<&NativeModel>,
     source: &mut S,
@@ -3093,12 +3102,27 @@ pub(super) fn read_entity_number<T: Fields, S: BitSource + ?Sized>(
     like: &T,
     held: &dyn HeldNumbers,
 ) -> Result<Option<(u32, Option<bool>)>, BitError> {
+    let model = HeldModel::of(given, like);
+    read_number_with(model.as_ref().map(HeldModel::get), source, last, held)
+}
+
+/// [`read_entity_number`] with its model resolved. Inlined into the list
+/// reader, its caller per entry, with every error built out of line: a
+/// list reads one number per entry plus its end, and the two calls'
+/// register saves and the result copied between them were a quarter of a
+/// number's cost.
+#[inline(always)]
+fn read_number_with<S: BitSource + ?Sized>(
+    model: Option<&NativeModel>,
+    source: &mut S,
+    last: Option<u32>,
+    held: &dyn HeldNumbers,
+) -> Result<Option<(u32, Option<bool>)>, BitError> {
     let first_candidate = last.map_or(0, |last| last.saturating_add(1));
     let position = source.bits_read();
-    let Some(model) = HeldModel::of(given, like) else {
+    let Some(model) = model else {
         return read_unmodelled_number(source, first_candidate, position);
     };
-    let model = model.get();
     if last.is_none() && !get_list_start(source, model)? {
         return Ok(None);
     }
@@ -3206,6 +3230,96 @@ pub(super) fn read_entity_body<T: Fields, S: BitSource + ?Sized>(
     };
     source.expect_check_key(number as u16)?;
     Ok(body)
+}
+
+/// One entity list's model, resolved once for the whole list instead of
+/// once per entry: the model its numbers are coded with (that of the
+/// list's `like` value) and, when every body is coded with the same one
+/// (the caller's, or the entity type's `'static` model), the view of it
+/// that [`read_fields`] would otherwise build per delta, built at the
+/// list's first delta (half the duel's lists have none).
+pub(crate) struct ListModel<'m> {
+    given: Option<&'m NativeModel>,
+    /// The model of the numbers and of every body when it is the same
+    /// for all: the given one or the type's `'static` one.
+    fixed: Option<&'m NativeModel>,
+    /// Else the numbers' counted model (a dynamic layout's): the bodies'
+    /// is then looked up per delta, as each value's own.
+    counted: Option<std::sync::Arc<NativeModel>>,
+    /// The view of `fixed`, built at the first delta that codes with it.
+    view: std::cell::OnceCell<Model<'m>>,
+}
+
+impl<'m> ListModel<'m> {
+    /// The list model of `given` (`None`: the entity type's own) for a
+    /// list of `like`'s type.
+    #[inline]
+    pub(crate) fn new<T: Fields>(given: Option<&'m NativeModel>, like: &T) -> Self {
+        let (fixed, counted) = match HeldModel::of(given, like) {
+            Some(HeldModel::Given(model)) => (Some(model), None),
+            Some(HeldModel::Static(model)) => (Some(model), None),
+            Some(HeldModel::Counted(model)) => (None, Some(model)),
+            None => (None, None),
+        };
+        ListModel {
+            given,
+            fixed,
+            counted,
+            view: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// [`read_entity_number`] with this list's model.
+    #[inline(always)]
+    pub(crate) fn read_entity_number<S: BitSource + ?Sized>(
+        &self,
+        source: &mut S,
+        last: Option<u32>,
+        held: &dyn HeldNumbers,
+    ) -> Result<Option<(u32, Option<bool>)>, BitError> {
+        let model = self.fixed.or(self.counted.as_deref());
+        read_number_with(model, source, last, held)
+    }
+
+    /// [`read_entity_body`] with this list's model view when `out` codes
+    /// with it (always for a given model; for a static one, when `out`'s
+    /// type has that one, which the check keeps exact for any `Fields`).
+    pub(crate) fn read_entity_body<T: Fields, S: BitSource + ?Sized>(
+        &self,
+        source: &mut S,
+        number: u32,
+        removed: Option<bool>,
+        out: &mut T,
+        context: &DeltaContext,
+    ) -> Result<EntityBody, BitError> {
+        let removed = match removed {
+            Some(removed) => removed,
+            None => source.get_bit()?,
+        };
+        let body = if removed {
+            EntityBody::Removed
+        } else {
+            let count = match self.fixed {
+                Some(model) if self.given.is_some() || same_model(model, out.static_model()) => {
+                    let view = self.view.get_or_init(|| Model::of(Some(model)));
+                    read_fields_with(view, source, out, context)?
+                }
+                _ => read_fields(self.given, source, out, context)?,
+            };
+            match count {
+                0 => EntityBody::Unchanged,
+                _ => EntityBody::Changed,
+            }
+        };
+        source.expect_check_key(number as u16)?;
+        Ok(body)
+    }
+}
+
+/// Whether `other` is `model`.
+#[inline(always)]
+fn same_model(model: &NativeModel, other: Option<&NativeModel>) -> bool {
+    other.is_some_and(|other| std::ptr::eq(model, other))
 }
 
 #[cfg(test)]
