@@ -855,6 +855,65 @@ impl<E: Fields, P> EntityLists<'_, '_, E, P> {
         mut trace: Option<&mut SnapshotTrace>,
     ) -> Result<(), ClientError> {
         let limit = self.entity_limit;
+        let (gamestate, zero, history) = (self.gamestate, self.zero, self.history);
+        let spawn = context.with_spawn(true);
+        let added = |number| {
+            Ok::<_, ClientError>(match gamestate.baseline(number) {
+                Some(baseline) => AddedStart::Only(baseline, spawn),
+                None => match history.and_then(|snapshot| snapshot.entity_entry(number)) {
+                    // Held in the history snapshot: the writer chose
+                    // between a change from there and the dummy.
+                    Some((state, server_time)) => {
+                        let elapsed_ms = context
+                            .server_time
+                            .map_or(0, |now| now.wrapping_sub(server_time) as i32);
+                        let held = DeltaContext {
+                            elapsed_ms,
+                            spawn: false,
+                            ..*context
+                        };
+                        AddedStart::Either {
+                            usual: (zero, spawn),
+                            held: (state, held),
+                        }
+                    }
+                    None => AddedStart::Only(zero, spawn),
+                },
+            })
+        };
+        let list_error = |error| match error {
+            ListError::Number(error) | ListError::Body { error, .. } => error.into(),
+            ListError::Refused(error) => error,
+        };
+        if self.tally.is_none() && self.symbols.is_none() && trace.is_none() {
+            // Nothing to tally, trace or record: only the checks, small
+            // enough to inline into the list reader, where the visit
+            // below is two calls an entry.
+            let visit = |read: ListRead<'_, E>| match read {
+                ListRead::Number(number) if number >= limit => {
+                    Err(ClientError::EntityOutOfRange { number, limit })
+                }
+                ListRead::Entry {
+                    number,
+                    held: false,
+                    new: None,
+                    ..
+                } => Err(ClientError::RemovedUnknownEntity { number }),
+                _ => Ok(()),
+            };
+            return read_entity_list_from(
+                self.codec,
+                context,
+                reader,
+                u32::MAX,
+                held,
+                zero,
+                added,
+                out,
+                visit,
+            )
+            .map_err(list_error);
+        }
         let mut tally = self.tally.as_mut();
         let mut symbols = self.symbols.as_deref_mut();
         let visit = |read: ListRead<'_, E>| -> Result<(), ClientError> {
@@ -900,32 +959,6 @@ impl<E: Fields, P> EntityLists<'_, '_, E, P> {
             }
             Ok(())
         };
-        let (gamestate, zero, history) = (self.gamestate, self.zero, self.history);
-        let spawn = context.with_spawn(true);
-        let added = |number| {
-            Ok::<_, ClientError>(match gamestate.baseline(number) {
-                Some(baseline) => AddedStart::Only(baseline, spawn),
-                None => match history.and_then(|snapshot| snapshot.entity_entry(number)) {
-                    // Held in the history snapshot: the writer chose
-                    // between a change from there and the dummy.
-                    Some((state, server_time)) => {
-                        let elapsed_ms = context
-                            .server_time
-                            .map_or(0, |now| now.wrapping_sub(server_time) as i32);
-                        let held = DeltaContext {
-                            elapsed_ms,
-                            spawn: false,
-                            ..*context
-                        };
-                        AddedStart::Either {
-                            usual: (zero, spawn),
-                            held: (state, held),
-                        }
-                    }
-                    None => AddedStart::Only(zero, spawn),
-                },
-            })
-        };
         read_entity_list_from(
             self.codec,
             context,
@@ -937,10 +970,7 @@ impl<E: Fields, P> EntityLists<'_, '_, E, P> {
             out,
             visit,
         )
-        .map_err(|error| match error {
-            ListError::Number(error) | ListError::Body { error, .. } => error.into(),
-            ListError::Refused(error) => error,
-        })?;
+        .map_err(list_error)?;
         if let Some((_, tallies)) = self.tally.as_mut() {
             tallies.end_list(&held);
         }
