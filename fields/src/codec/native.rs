@@ -827,6 +827,20 @@ fn numeric(kind: &ScalarKind, word: u32) -> f64 {
 /// [`numeric`] of any kind.
 #[inline(never)]
 fn numeric_other(kind: &ScalarKind, word: u32) -> f64 {
+    numeric_any(kind, word)
+}
+
+/// `numeric(kind, to) − numeric(kind, from)`: the time a clock field's
+/// words say elapsed, worked out once a delta ([`ClockMemo`]); one call
+/// out of line, where an integer clock's two readings were two.
+#[inline(never)]
+fn numeric_change(kind: &ScalarKind, from: u32, to: u32) -> f64 {
+    numeric_any(kind, to) - numeric_any(kind, from)
+}
+
+/// The body of [`numeric_other`] and [`numeric_change`].
+#[inline(always)]
+fn numeric_any(kind: &ScalarKind, word: u32) -> f64 {
     let raw = kind.from_word(word);
     match kind {
         ScalarKind::Q3Float | ScalarKind::Quantized { .. } => f32::from_bits(raw) as f64,
@@ -1025,8 +1039,7 @@ fn predicted_reference<'a, T: Fields>(
             let time = usize::from(time);
             let (from, to) = (base_word(time), new_word(time));
             clocks.elapsed_ms(time, from, to, || {
-                let kind = *new.field_kind(time).element();
-                numeric(&kind, to) - numeric(&kind, from)
+                numeric_change(new.field_kind(time).element(), from, to)
             })
         }
     };
@@ -1067,10 +1080,11 @@ fn predicted_reference<'a, T: Fields>(
                 Some(predicted as i64 as u32)
             }
             Some(Predictor::Run { per_1024, clock }) => {
-                let steps = (f64::from(per_1024) * elapsed_ms(clock) / 1024.0).round();
+                let steps =
+                    rounding::round_to_i64(f64::from(per_1024) * elapsed_ms(clock) / 1024.0);
                 // Any clock (even a corrupt one) gives some word: the
-                // cast saturates and the sum wraps in the field's width.
-                Some(base_word(field).wrapping_add(steps as i64 as u32))
+                // conversion saturates and the sum wraps in the field's width.
+                Some(base_word(field).wrapping_add(steps as u32))
             }
             _ => None,
         };
