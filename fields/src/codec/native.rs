@@ -623,7 +623,7 @@ fn float_from_code(
     let value = unclass(class, extra);
     let word = if path == GRID_SYMBOLS {
         match reference.grid_step {
-            None => coarse_from_code(base, reference, value, position)?,
+            None => coarse_from_code(base, (reference.value, reference.is_base), value, position)?,
             Some(step) => {
                 let k = if reference.folded {
                     unfold(value, reference.steps(step))
@@ -781,16 +781,21 @@ fn coarse(bits: u32) -> i32 {
 }
 
 /// Inverse of the coarse path of [`value_code`]: the float word `value`
-/// (zigzagged coarse steps) from `reference` says. Refused where the
-/// encoder would not have taken that path: a word it cannot reach, a
-/// whole value (the integral path's), or the baseline itself.
+/// (zigzagged coarse steps) from the reference's value says (`is_base`:
+/// whether it is the baseline). Refused where the encoder would not
+/// have taken that path: a word it cannot reach, a whole value (the
+/// integral path's), or the baseline itself.
+///
+/// It takes the two parts of the [`Reference`] it reads, not the whole:
+/// out of line, a whole one is passed in memory, and the decoder then
+/// stored every value's reference to the stack for this rare call.
 fn coarse_from_code(
     base: u32,
-    reference: Reference<'_>,
+    (reference, is_base): (f32, bool),
     value: u32,
     position: usize,
 ) -> Result<u32, BitError> {
-    let steps = coarse(reference.value.to_bits()).checked_add(unzigzag(value));
+    let steps = coarse(reference.to_bits()).checked_add(unzigzag(value));
     let word = steps
         .filter(|&steps| {
             (i32::MIN >> COARSE_LOW_BITS..=i32::MAX >> COARSE_LOW_BITS).contains(&steps)
@@ -800,9 +805,7 @@ fn coarse_from_code(
             ordered(((steps << COARSE_LOW_BITS) | low) as u32) as u32
         });
     match word {
-        Some(word)
-            if integral(f32::from_bits(word)).is_none() && !(reference.is_base && word == base) =>
-        {
+        Some(word) if integral(f32::from_bits(word)).is_none() && !(is_base && word == base) => {
             Ok(word)
         }
         _ => Err(BitError::invalid(
